@@ -1,0 +1,174 @@
+// Package config loads the gateway's settings from the environment (and an
+// optional .env file) once at start, validates them, and hands them to the
+// rest of the program as a value. Nothing reads the environment after Load.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/caarlos0/env/v11"
+	"github.com/joho/godotenv"
+
+	"cursor2api/models"
+)
+
+// Seconds is a duration written in the environment as whole seconds ("60")
+// or as a Go duration ("90s", "2m").
+type Seconds time.Duration
+
+// UnmarshalText implements encoding.TextUnmarshaler for caarlos0/env.
+func (s *Seconds) UnmarshalText(b []byte) error {
+	text := strings.TrimSpace(string(b))
+	if n, err := strconv.ParseFloat(text, 64); err == nil {
+		*s = Seconds(time.Duration(n * float64(time.Second)))
+		return nil
+	}
+	d, err := time.ParseDuration(text)
+	if err != nil {
+		return fmt.Errorf("%q is neither a number of seconds nor a duration like 90s", text)
+	}
+	*s = Seconds(d)
+	return nil
+}
+
+// Duration returns s as a time.Duration.
+func (s Seconds) Duration() time.Duration { return time.Duration(s) }
+
+// Config is every setting of the gateway.
+type Config struct {
+	Host    string   `env:"HOST" envDefault:"127.0.0.1"`
+	Port    int      `env:"PORT" envDefault:"8002"`
+	APIKeys []string `env:"API_KEY" envSeparator:","`
+
+	Models   []string          `env:"MODELS" envDefault:"claude-sonnet-4.6" envSeparator:","`
+	ModelMap map[string]string `env:"MODEL_MAP" envSeparator:"," envKeyValSeparator:"="`
+
+	CursorAPIURL string  `env:"CURSOR_API_URL" envDefault:"https://cursor.com/api/chat"`
+	ScriptURL    string  `env:"SCRIPT_URL"`
+	Timeout      Seconds `env:"TIMEOUT" envDefault:"60"`
+	UserAgent    string  `env:"USER_AGENT" envDefault:"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/142.0.0.0 Safari/537.36"`
+
+	MaxInputLength   int  `env:"MAX_INPUT_LENGTH" envDefault:"200000"`
+	MaxBodyBytes     int64 `env:"MAX_BODY_BYTES" envDefault:"33554432"`
+	MaxToolCallBytes int  `env:"MAX_TOOL_CALL_BYTES" envDefault:"1048576"`
+	KiloToolStrict   bool `env:"KILO_TOOL_STRICT" envDefault:"false"`
+
+	ShutdownTimeout Seconds `env:"SHUTDOWN_TIMEOUT" envDefault:"30"`
+	LogLevel        string  `env:"LOG_LEVEL" envDefault:"info"`
+
+	// Catalog is derived from Models and ModelMap by Load.
+	Catalog *models.Catalog `env:"-"`
+}
+
+// Load reads the process environment, overlaid on the .env file in the
+// working directory when there is one (real environment variables win), and
+// validates the result.
+func Load() (*Config, error) {
+	environ := map[string]string{}
+	if dot, err := godotenv.Read(".env"); err == nil {
+		environ = dot
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("reading .env: %w", err)
+	}
+	for k, v := range env.ToMap(os.Environ()) {
+		environ[k] = v
+	}
+	return FromMap(environ)
+}
+
+// FromMap builds a Config from the given variables only. Tests use it to
+// stay independent of the machine's environment.
+func FromMap(environ map[string]string) (*Config, error) {
+	var cfg Config
+	if err := env.ParseWithOptions(&cfg, env.Options{Environment: environ}); err != nil {
+		return nil, fmt.Errorf("configuration: %w", err)
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("configuration: %w", err)
+	}
+	return &cfg, nil
+}
+
+func (c *Config) validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+
+	if c.Port < 1 || c.Port > 65535 {
+		bad("PORT=%d: must be between 1 and 65535", c.Port)
+	}
+	if strings.TrimSpace(c.Host) == "" {
+		bad("HOST is empty: use 127.0.0.1 for local use or 0.0.0.0 to listen on every interface")
+	}
+	keys := c.APIKeys[:0]
+	for _, k := range c.APIKeys {
+		if k = strings.TrimSpace(k); k != "" {
+			keys = append(keys, k)
+		}
+	}
+	c.APIKeys = keys
+	for _, u := range []struct{ name, value string }{{"CURSOR_API_URL", c.CursorAPIURL}, {"SCRIPT_URL", c.ScriptURL}} {
+		if u.value == "" && u.name == "SCRIPT_URL" {
+			continue
+		}
+		p, err := url.Parse(u.value)
+		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			bad("%s=%q: must be an absolute http or https URL", u.name, u.value)
+		}
+	}
+	if c.Timeout.Duration() <= 0 {
+		bad("TIMEOUT=%s: must be a positive number of seconds", c.Timeout.Duration())
+	}
+	if c.ShutdownTimeout.Duration() < 0 {
+		bad("SHUTDOWN_TIMEOUT must not be negative")
+	}
+	if c.MaxInputLength < 1000 {
+		bad("MAX_INPUT_LENGTH=%d: must be at least 1000 characters", c.MaxInputLength)
+	}
+	if c.MaxBodyBytes < 1024 {
+		bad("MAX_BODY_BYTES=%d: must be at least 1024", c.MaxBodyBytes)
+	}
+	if c.MaxToolCallBytes < 1024 {
+		bad("MAX_TOOL_CALL_BYTES=%d: must be at least 1024", c.MaxToolCallBytes)
+	}
+	if _, err := c.SlogLevel(); err != nil {
+		bad("LOG_LEVEL=%q: use debug, info, warn or error", c.LogLevel)
+	}
+	for k, v := range c.ModelMap {
+		if strings.TrimSpace(k) == "" || strings.TrimSpace(v) == "" {
+			bad("MODEL_MAP entry %q=%q: write public=upstream, e.g. claude-sonnet-4.6=anthropic/claude-sonnet-4.6", k, v)
+		}
+	}
+	catalog, err := models.NewCatalog(c.Models, c.ModelMap)
+	if err != nil {
+		bad("MODELS: %v", err)
+	}
+	c.Catalog = catalog
+	return errors.Join(errs...)
+}
+
+// SlogLevel parses LOG_LEVEL.
+func (c *Config) SlogLevel() (slog.Level, error) {
+	var l slog.Level
+	err := l.UnmarshalText([]byte(c.LogLevel))
+	return l, err
+}
+
+// Addr is the listen address.
+func (c *Config) Addr() string { return net.JoinHostPort(c.Host, strconv.Itoa(c.Port)) }
+
+// Loopback reports whether the gateway listens on a loopback address only.
+func (c *Config) Loopback() bool {
+	if c.Host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(c.Host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,123 @@
+package handlers
+
+import (
+	"crypto/subtle"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"cursor2api/models"
+)
+
+// Context keys set by the middleware and the handlers, read by the access log.
+const (
+	keyRequestID = "request_id"
+	keyModel     = "model"
+	keyStatus    = "status" // overrides the HTTP status in the log (499: client gone)
+	keyError     = "error"
+)
+
+// RequestIDHeader carries the request id both ways.
+const RequestIDHeader = "X-Request-Id"
+
+var requestIDRE = regexp.MustCompile(`^[A-Za-z0-9._:\-]{1,128}$`)
+
+// requestID takes the caller's X-Request-Id when it is sane (a reverse
+// proxy's id then ties the logs together), else makes one, and echoes it on
+// the response.
+func requestID(c *gin.Context) {
+	id := c.GetHeader(RequestIDHeader)
+	if !requestIDRE.MatchString(id) {
+		id = "req_" + randomID(20)
+	}
+	c.Set(keyRequestID, id)
+	c.Header(RequestIDHeader, id)
+	c.Next()
+}
+
+// accessLog writes one line per request. It never logs keys or prompts.
+func accessLog(logger *slog.Logger) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		start := time.Now()
+		c.Next()
+		status := c.Writer.Status()
+		if s := c.GetInt(keyStatus); s != 0 {
+			status = s
+		}
+		attrs := []any{
+			"request_id", c.GetString(keyRequestID),
+			"method", c.Request.Method,
+			"path", c.Request.URL.Path,
+			"model", c.GetString(keyModel),
+			"status", status,
+			"duration_ms", time.Since(start).Milliseconds(),
+		}
+		level := slog.LevelInfo
+		if e := c.GetString(keyError); e != "" {
+			attrs = append(attrs, "error", e)
+			if status >= 500 {
+				level = slog.LevelWarn
+			}
+		}
+		logger.Log(c.Request.Context(), level, "request", attrs...)
+	}
+}
+
+// auth requires one of the configured keys as a bearer token (or in
+// x-api-key, which Anthropic-style clients send). Keys are compared in
+// constant time.
+func auth(keys []string) gin.HandlerFunc {
+	secrets := make([][]byte, len(keys))
+	for i, k := range keys {
+		secrets[i] = []byte(k)
+	}
+	return func(c *gin.Context) {
+		if len(secrets) == 0 {
+			c.Next()
+			return
+		}
+		given := ""
+		if h := c.GetHeader("Authorization"); h != "" {
+			scheme, token, _ := strings.Cut(h, " ")
+			if strings.EqualFold(scheme, "Bearer") {
+				given = strings.TrimSpace(token)
+			}
+		} else {
+			given = c.GetHeader("X-Api-Key")
+		}
+		if given == "" {
+			abortWithError(c, &models.APIError{Status: http.StatusUnauthorized, Type: models.ErrAuthentication, Code: "missing_api_key",
+				Message: "missing API key: send the header Authorization: Bearer <your API_KEY>"})
+			return
+		}
+		ok := 0
+		for _, s := range secrets {
+			ok |= subtle.ConstantTimeCompare([]byte(given), s)
+		}
+		if ok != 1 {
+			abortWithError(c, &models.APIError{Status: http.StatusUnauthorized, Type: models.ErrAuthentication, Code: "invalid_api_key",
+				Message: "invalid API key: check the key your client sends against the gateway's API_KEY"})
+			return
+		}
+		c.Next()
+	}
+}
+
+// abortWithError writes an OpenAI error and stops the handler chain.
+func abortWithError(c *gin.Context, e *models.APIError) {
+	writeError(c, e)
+	c.Abort()
+}
+
+// writeError writes an OpenAI error response and notes it for the log.
+func writeError(c *gin.Context, e *models.APIError) {
+	c.Set(keyError, e.Message)
+	if e.RetryAfter > 0 {
+		c.Header("Retry-After", itoa(e.RetryAfter))
+	}
+	c.JSON(e.Status, e.Body())
+}

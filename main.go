@@ -1,0 +1,92 @@
+// Command cursor2api is an OpenAI-compatible gateway to the models behind
+// Cursor's web chat, with real tool calls for coding agents.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"cursor2api/config"
+	"cursor2api/handlers"
+	"cursor2api/services"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "cursor2api:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	cfg, err := config.Load()
+	if err != nil {
+		return err
+	}
+	level, _ := cfg.SlogLevel()
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	gin.SetMode(gin.ReleaseMode)
+
+	upstream := &services.CursorClient{
+		HTTP:        &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()},
+		URL:         cfg.CursorAPIURL,
+		UserAgent:   cfg.UserAgent,
+		IdleTimeout: cfg.Timeout.Duration(),
+		Human:       services.RandomHuman{},
+		Logger:      logger,
+	}
+	chat := services.NewChatService(services.ChatSettings{
+		Catalog:          cfg.Catalog,
+		MaxInputLength:   cfg.MaxInputLength,
+		MaxToolCallBytes: cfg.MaxToolCallBytes,
+		KiloToolStrict:   cfg.KiloToolStrict,
+	}, upstream, logger)
+	srv := &http.Server{
+		Addr: cfg.Addr(),
+		Handler: handlers.New(handlers.Options{
+			Chat: chat, Catalog: cfg.Catalog, APIKeys: cfg.APIKeys,
+			MaxBodyBytes: cfg.MaxBodyBytes, Version: version, Logger: logger,
+		}),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+	}
+
+	if !cfg.Loopback() && len(cfg.APIKeys) == 0 {
+		logger.Warn("listening beyond loopback with no API_KEY: anyone who can reach this port can use the gateway", "addr", cfg.Addr())
+	}
+	logger.Info("cursor2api listening", "addr", cfg.Addr(), "version", version, "models", cfg.Catalog.Names(), "upstream", cfg.CursorAPIURL)
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ListenAndServe() }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("listening on %s: %w", cfg.Addr(), err)
+	case <-ctx.Done():
+	}
+	stop()
+	logger.Info("shutting down: draining in-flight requests", "timeout", cfg.ShutdownTimeout.Duration())
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout.Duration())
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		logger.Warn("drain timed out; closing the remaining connections", "error", err)
+		_ = srv.Close()
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,129 @@
+package models
+
+import (
+	"fmt"
+	"strings"
+)
+
+// ThinkingSuffix marks the public variant of a model that reasons in
+// <thinking> tags before answering.
+const ThinkingSuffix = "-thinking"
+
+// ResolvedModel is what a public model name means for one request.
+type ResolvedModel struct {
+	Public   string // the name the client asked for, echoed in responses
+	Base     string // the public base name, without -thinking
+	Upstream string // the upstream model id sent to Cursor
+	Thinking bool
+}
+
+// Catalog is the set of public models and their upstream ids. It is built
+// once from configuration and never changes.
+type Catalog struct {
+	names    []string
+	resolved map[string]ResolvedModel
+}
+
+// defaultUpstream holds the upstream ids of well-known public names, so that
+// MODELS=gemini-3-flash works without a MODEL_MAP entry.
+var defaultUpstream = map[string]string{
+	"claude-sonnet-4.6": "anthropic/claude-sonnet-4.6",
+	"claude-sonnet-4.5": "anthropic/claude-sonnet-4.5",
+	"claude-opus-4.6":   "anthropic/claude-opus-4.6",
+	"claude-opus-4.5":   "anthropic/claude-opus-4.5",
+	"claude-haiku-4.5":  "anthropic/claude-haiku-4.5",
+	"gemini-3-flash":    "google/gemini-3-flash",
+	"gemini-3-pro":      "google/gemini-3-pro",
+	"gemini-2.5-pro":    "google/gemini-2.5-pro",
+	"gemini-2.5-flash":  "google/gemini-2.5-flash",
+	"gpt-5":             "openai/gpt-5",
+	"gpt-5.1":           "openai/gpt-5.1",
+	"gpt-5-mini":        "openai/gpt-5-mini",
+	"grok-4":            "xai/grok-4",
+}
+
+// vendorPrefixes infers the upstream vendor of names not in defaultUpstream.
+var vendorPrefixes = []struct{ prefix, vendor string }{
+	{"claude-", "anthropic"},
+	{"gemini-", "google"},
+	{"gpt-", "openai"},
+	{"o3", "openai"},
+	{"o4", "openai"},
+	{"grok-", "xai"},
+}
+
+// UpstreamID returns the upstream id for a public base name: the MODEL_MAP
+// entry, else a built-in default, else the name itself when it already looks
+// like an upstream id ("vendor/model"), else a vendor inferred from the
+// name's prefix. ok is false when none applies.
+func UpstreamID(base string, modelMap map[string]string) (id string, ok bool) {
+	if id, ok := modelMap[base]; ok && id != "" {
+		return id, true
+	}
+	if id, ok := defaultUpstream[base]; ok {
+		return id, true
+	}
+	if strings.Contains(base, "/") {
+		return base, true
+	}
+	for _, v := range vendorPrefixes {
+		if strings.HasPrefix(base, v.prefix) {
+			return v.vendor + "/" + base, true
+		}
+	}
+	return "", false
+}
+
+// NewCatalog publishes every base name and its -thinking variant. A name
+// that already ends in -thinking is published as is and maps to its base's
+// upstream id; duplicates are dropped with the first position kept.
+func NewCatalog(bases []string, modelMap map[string]string) (*Catalog, error) {
+	c := &Catalog{resolved: make(map[string]ResolvedModel)}
+	add := func(public, base string, thinking bool) error {
+		if _, dup := c.resolved[public]; dup {
+			return nil
+		}
+		up, ok := UpstreamID(base, modelMap)
+		if !ok {
+			return fmt.Errorf("model %q has no upstream id: add it to MODEL_MAP as %s=vendor/model", base, base)
+		}
+		c.names = append(c.names, public)
+		c.resolved[public] = ResolvedModel{Public: public, Base: base, Upstream: up, Thinking: thinking}
+		return nil
+	}
+	for _, name := range bases {
+		name = strings.TrimSpace(name)
+		if name == "" {
+			continue
+		}
+		base, isThinking := strings.CutSuffix(name, ThinkingSuffix)
+		if isThinking {
+			if base == "" {
+				return nil, fmt.Errorf("model name %q has no base name", name)
+			}
+			if err := add(name, base, true); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err := add(name, name, false); err != nil {
+			return nil, err
+		}
+		if err := add(name+ThinkingSuffix, name, true); err != nil {
+			return nil, err
+		}
+	}
+	if len(c.names) == 0 {
+		return nil, fmt.Errorf("MODELS lists no model")
+	}
+	return c, nil
+}
+
+// Names returns the public model names in publication order.
+func (c *Catalog) Names() []string { return append([]string(nil), c.names...) }
+
+// Resolve looks up a public model name.
+func (c *Catalog) Resolve(public string) (ResolvedModel, bool) {
+	m, ok := c.resolved[public]
+	return m, ok
+}

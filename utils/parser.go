@@ -1,0 +1,472 @@
+// Package utils holds the pure pieces of the response side: the incremental
+// parser that turns the upstream's text back into text, thinking and tool
+// call events, the repair of tool-call arguments, and the writers that encode
+// events as OpenAI chat-completion responses. Nothing here performs I/O of
+// its own or knows about the upstream.
+package utils
+
+import (
+	"regexp"
+	"strings"
+	"unicode"
+)
+
+// EventKind says what an Event carries.
+type EventKind uint8
+
+const (
+	// EventText is visible answer text.
+	EventText EventKind = iota + 1
+	// EventThinking is hidden reasoning.
+	EventThinking
+	// EventToolCall is one complete tool call.
+	EventToolCall
+)
+
+// Event is one output of the Parser.
+type Event struct {
+	Kind EventKind
+	// Text holds the text of EventText and EventThinking.
+	Text string
+	// Name and Arguments (a compact JSON object) describe an EventToolCall.
+	Name      string
+	Arguments string
+}
+
+// Protocol markup. The trigger is per request; the rest is fixed.
+const (
+	invokeOpen    = "<invoke"
+	invokeClose   = "</invoke>"
+	thinkingOpen  = "<thinking>"
+	thinkingClose = "</thinking>"
+
+	// maxInvokeTag bounds the opening tag <invoke name="...">; a longer one
+	// is not markup.
+	maxInvokeTag = 256
+	// DefaultMaxBuffered is the default bound of an invoke body and of the
+	// copy of an unterminated thinking block.
+	DefaultMaxBuffered = 1 << 20
+)
+
+// ParserOptions configures a Parser for one response.
+type ParserOptions struct {
+	// Trigger is the request's trigger signal (<<CALL_xxxxxxxx>>). Empty
+	// means the request has no tools and no tool call is recognised.
+	Trigger string
+	// Thinking makes <thinking> blocks EventThinking. Otherwise the tags
+	// are removed and their content is ordinary text.
+	Thinking bool
+	// ToolNames, when not empty, are the only names a call may have. A name
+	// that matches one of them up to case and '-'/'_' is corrected; any
+	// other makes the invoke plain text.
+	ToolNames []string
+	// MaxBuffered bounds an invoke body; a longer one becomes text. It also
+	// bounds the copy of a thinking block kept to recover an unterminated
+	// one as text. Zero means DefaultMaxBuffered.
+	MaxBuffered int
+}
+
+// state is where the Parser stands in the protocol grammar:
+//
+//	text     := (plain | thinking | call)*
+//	thinking := "<thinking>" plain "</thinking>"
+//	call     := TRIGGER ws* (invoke ws*)* | TRIGGER ws* (not an invoke: back to text)
+//	invoke   := "<invoke" ws+ "name=" NAME ws* ">" BODY "</invoke>"
+type state uint8
+
+const (
+	stText        state = iota // plain text; looking for the trigger and <thinking>
+	stThinking                 // inside <thinking>; looking for </thinking>
+	stCallStart                // after a trigger; expecting <invoke
+	stInvokeTag                // inside the opening tag, up to '>'
+	stInvokeBody               // inside the body, up to </invoke>
+	stCallBetween              // after </invoke>; another invoke, another trigger, or text
+	stSkipInvoke               // an oversized body became text; drop its </invoke>
+)
+
+// Parser is an incremental parser of the upstream's text protocol. Feed it
+// the text deltas as they arrive and Close it at the end of the stream.
+//
+// It holds back only what could still be the start of markup (a few bytes
+// in text, the opening tag and body of an invoke up to MaxBuffered), so text
+// streams as soon as it is known to be text. Markup that it recognises never
+// appears in the output; input that turns out not to be markup is emitted
+// as text, so nothing is lost. Each byte is examined a bounded number of
+// times: there is no backtracking over unbounded input.
+//
+// A Parser is not safe for concurrent use.
+type Parser struct {
+	opts    ParserOptions
+	markers []string // markers looked for in stText
+	st      state
+	in      string // input not yet consumed
+
+	out []Event // events produced by the current Feed or Close
+
+	name string          // the current invoke's tool name
+	body strings.Builder // the current invoke's body
+
+	thinkCopy      strings.Builder // copy of the open thinking block
+	thinkTruncated bool            // thinkCopy passed MaxBuffered
+	thinkLead      bool            // nothing but white space seen in the open thinking block
+	trimLeading    bool            // drop white space opening the text after </thinking>
+}
+
+// NewParser returns a Parser in the text state.
+func NewParser(opts ParserOptions) *Parser {
+	if opts.MaxBuffered <= 0 {
+		opts.MaxBuffered = DefaultMaxBuffered
+	}
+	p := &Parser{opts: opts, markers: []string{thinkingOpen, thinkingClose}}
+	if opts.Trigger != "" {
+		p.markers = append(p.markers, opts.Trigger)
+	}
+	return p
+}
+
+// Feed consumes the next piece of upstream text and returns the events it
+// completes. The returned slice is valid until the next call.
+func (p *Parser) Feed(chunk string) []Event {
+	p.out = p.out[:0]
+	p.in += chunk
+	p.run(false)
+	return p.out
+}
+
+// Close ends the stream: whatever is still held back is resolved, and
+// anything unfinished becomes text (or a tool call, when an invoke lacks
+// only its closing tag and its body is already complete JSON).
+func (p *Parser) Close() []Event {
+	p.out = p.out[:0]
+	p.run(true)
+	switch p.st {
+	case stThinking:
+		// An unterminated thinking block may hold the whole answer: give it
+		// to the client as text rather than lose it.
+		if p.opts.Thinking && !p.thinkTruncated && strings.TrimSpace(p.thinkCopy.String()) != "" {
+			p.emit(EventText, strings.TrimSpace(p.thinkCopy.String()))
+		}
+	case stInvokeBody:
+		if args, ok := RepairArguments(p.body.String(), false); ok {
+			p.out = append(p.out, Event{Kind: EventToolCall, Name: p.name, Arguments: args})
+		} else {
+			p.emit(EventText, p.body.String())
+		}
+	}
+	p.st, p.in = stText, ""
+	p.body.Reset()
+	p.thinkCopy.Reset()
+	return p.out
+}
+
+// run steps the state machine until the current state needs more input.
+func (p *Parser) run(final bool) {
+	for {
+		var progressed bool
+		switch p.st {
+		case stText:
+			progressed = p.stepText(final)
+		case stThinking:
+			progressed = p.stepThinking(final)
+		case stCallStart, stCallBetween:
+			progressed = p.stepCall(final)
+		case stInvokeTag:
+			progressed = p.stepInvokeTag(final)
+		case stInvokeBody:
+			progressed = p.stepInvokeBody(final)
+		case stSkipInvoke:
+			progressed = p.stepSkipInvoke(final)
+		}
+		if !progressed {
+			return
+		}
+	}
+}
+
+// emit appends text or thinking, merging it into the previous event of the
+// same kind so that one Feed yields at most one event per run of text.
+func (p *Parser) emit(kind EventKind, s string) {
+	if s == "" {
+		return
+	}
+	if n := len(p.out); n > 0 && p.out[n-1].Kind == kind {
+		p.out[n-1].Text += s
+		return
+	}
+	p.out = append(p.out, Event{Kind: kind, Text: s})
+}
+
+func (p *Parser) emitText(s string) {
+	if p.trimLeading {
+		s = strings.TrimLeftFunc(s, unicode.IsSpace)
+		if s == "" {
+			return
+		}
+		p.trimLeading = false
+	}
+	p.emit(EventText, s)
+}
+
+// stepText emits text up to the first marker, or all of the input but a
+// tail that could be the start of one.
+func (p *Parser) stepText(final bool) bool {
+	if p.in == "" {
+		return false
+	}
+	idx, marker := firstMarker(p.in, p.markers)
+	if idx < 0 {
+		keep := 0
+		if !final {
+			keep = partialMarkerSuffix(p.in, p.markers)
+		}
+		p.emitText(p.in[:len(p.in)-keep])
+		p.in = p.in[len(p.in)-keep:]
+		return false
+	}
+	p.emitText(p.in[:idx])
+	p.in = p.in[idx+len(marker):]
+	switch marker {
+	case thinkingOpen:
+		p.st = stThinking
+		p.thinkCopy.Reset()
+		p.thinkTruncated = false
+		p.thinkLead = true
+	case thinkingClose:
+		// A stray closing tag: drop it.
+	default: // the trigger
+		p.st = stCallStart
+	}
+	return true
+}
+
+// stepThinking passes the block's content on up to </thinking>.
+func (p *Parser) stepThinking(final bool) bool {
+	if p.in == "" {
+		return false
+	}
+	idx := strings.Index(p.in, thinkingClose)
+	content, rest := p.in, ""
+	if idx >= 0 {
+		content, rest = p.in[:idx], p.in[idx+len(thinkingClose):]
+	} else if !final {
+		keep := partialMarkerSuffix(p.in, []string{thinkingClose})
+		content, rest = p.in[:len(p.in)-keep], p.in[len(p.in)-keep:]
+	}
+	if p.opts.Thinking {
+		if p.thinkLead {
+			content = strings.TrimLeftFunc(content, unicode.IsSpace)
+			p.thinkLead = content == ""
+		}
+		p.emit(EventThinking, content)
+		if !p.thinkTruncated {
+			if p.thinkCopy.Len()+len(content) > p.opts.MaxBuffered {
+				p.thinkTruncated = true
+				p.thinkCopy.Reset()
+			} else {
+				p.thinkCopy.WriteString(content)
+			}
+		}
+	} else {
+		p.emitText(content)
+	}
+	p.in = rest
+	if idx < 0 {
+		return false
+	}
+	p.st = stText
+	p.trimLeading = p.opts.Thinking
+	return true
+}
+
+// stepCall handles what follows a trigger or a finished invoke: white space
+// is skipped, "<invoke" opens a call, a repeated trigger is dropped, and
+// anything else ends the call block and is text again.
+func (p *Parser) stepCall(final bool) bool {
+	p.in = strings.TrimLeftFunc(p.in, unicode.IsSpace)
+	if p.in == "" {
+		return false
+	}
+	switch {
+	case hasTagPrefix(p.in, invokeOpen):
+		p.st = stInvokeTag
+		return true
+	case p.opts.Trigger != "" && strings.HasPrefix(p.in, p.opts.Trigger):
+		p.in = p.in[len(p.opts.Trigger):]
+		p.st = stCallStart
+		return true
+	case !final && (strings.HasPrefix(invokeOpen+" ", p.in) || strings.HasPrefix(p.opts.Trigger, p.in)):
+		return false // could still become one of them
+	}
+	p.st = stText
+	return true
+}
+
+// invokeTagRE matches a whole opening tag. Single quotes, a bare name and
+// white space around '=' are tolerated; a self-closing tag has no body.
+var invokeTagRE = regexp.MustCompile(`^<invoke\s+name\s*=\s*(?:"([^"<>]*)"|'([^'<>]*)'|([^\s"'<>/]+))\s*(/?)>$`)
+
+// stepInvokeTag reads the opening tag up to '>' and takes the tool name
+// from it. A tag that is too long, malformed or names an unknown tool is not
+// markup: it is emitted as text.
+func (p *Parser) stepInvokeTag(final bool) bool {
+	end := strings.IndexByte(p.in, '>')
+	if end < 0 || end >= maxInvokeTag {
+		if end < 0 && len(p.in) < maxInvokeTag && !final {
+			return false
+		}
+		p.st = stText // not markup after all
+		return true
+	}
+	tag := p.in[:end+1]
+	m := invokeTagRE.FindStringSubmatch(tag)
+	name := ""
+	if m != nil {
+		name = p.resolveName(m[1] + m[2] + m[3])
+	}
+	if name == "" {
+		p.emitText(tag)
+		p.in = p.in[end+1:]
+		p.st = stText
+		return true
+	}
+	p.in = p.in[end+1:]
+	if m[4] == "/" {
+		p.out = append(p.out, Event{Kind: EventToolCall, Name: name, Arguments: "{}"})
+		p.st = stCallBetween
+		return true
+	}
+	p.name = name
+	p.body.Reset()
+	p.st = stInvokeBody
+	return true
+}
+
+// stepInvokeBody collects the body up to </invoke> and emits the call. A
+// body whose arguments cannot be read as a JSON object, or that grows past
+// MaxBuffered, becomes text.
+func (p *Parser) stepInvokeBody(final bool) bool {
+	idx := strings.Index(p.in, invokeClose)
+	if idx < 0 {
+		keep := 0
+		if !final {
+			keep = partialMarkerSuffix(p.in, []string{invokeClose})
+		}
+		p.body.WriteString(p.in[:len(p.in)-keep])
+		p.in = p.in[len(p.in)-keep:]
+		if p.body.Len() > p.opts.MaxBuffered {
+			p.emitText(p.body.String())
+			p.body.Reset()
+			p.st = stSkipInvoke
+			return true
+		}
+		return false
+	}
+	p.body.WriteString(p.in[:idx])
+	p.in = p.in[idx+len(invokeClose):]
+	if args, ok := RepairArguments(p.body.String(), true); ok {
+		p.out = append(p.out, Event{Kind: EventToolCall, Name: p.name, Arguments: args})
+	} else {
+		p.emitText(p.body.String())
+	}
+	p.body.Reset()
+	p.st = stCallBetween
+	return true
+}
+
+// stepSkipInvoke passes the rest of an oversized body on as text and drops
+// the closing tag that ends it.
+func (p *Parser) stepSkipInvoke(final bool) bool {
+	if p.in == "" {
+		return false
+	}
+	idx := strings.Index(p.in, invokeClose)
+	if idx < 0 {
+		keep := 0
+		if !final {
+			keep = partialMarkerSuffix(p.in, []string{invokeClose})
+		}
+		p.emitText(p.in[:len(p.in)-keep])
+		p.in = p.in[len(p.in)-keep:]
+		return false
+	}
+	p.emitText(p.in[:idx])
+	p.in = p.in[idx+len(invokeClose):]
+	p.st = stText
+	return true
+}
+
+// resolveName returns the declared tool name that name refers to, or "".
+func (p *Parser) resolveName(name string) string {
+	name = strings.TrimSpace(name)
+	if name == "" || len(p.opts.ToolNames) == 0 {
+		return name
+	}
+	for _, t := range p.opts.ToolNames {
+		if t == name {
+			return t
+		}
+	}
+	folded := foldToolName(name)
+	for _, t := range p.opts.ToolNames {
+		if foldToolName(t) == folded {
+			return t
+		}
+	}
+	return ""
+}
+
+func foldToolName(s string) string {
+	return strings.ToLower(strings.ReplaceAll(s, "-", "_"))
+}
+
+// hasTagPrefix reports whether s starts with tag followed by white space,
+// '>' or '/', so that "<invoked" is not taken for "<invoke".
+func hasTagPrefix(s, tag string) bool {
+	if !strings.HasPrefix(s, tag) || len(s) == len(tag) {
+		return false
+	}
+	c := s[len(tag)]
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '>' || c == '/'
+}
+
+// firstMarker returns the position and value of the earliest marker in s,
+// or -1. Every marker starts with '<', so only those positions are tried.
+func firstMarker(s string, markers []string) (int, string) {
+	for i := 0; i < len(s); {
+		j := strings.IndexByte(s[i:], '<')
+		if j < 0 {
+			return -1, ""
+		}
+		i += j
+		for _, m := range markers {
+			if strings.HasPrefix(s[i:], m) {
+				return i, m
+			}
+		}
+		i++
+	}
+	return -1, ""
+}
+
+// partialMarkerSuffix returns the length of the longest tail of s that is a
+// proper prefix of one of the markers: the part that must be held back
+// until the next chunk tells whether it is markup.
+func partialMarkerSuffix(s string, markers []string) int {
+	longest := 0
+	for _, m := range markers {
+		longest = max(longest, len(m)-1)
+	}
+	start := max(0, len(s)-longest)
+	for i := start; i < len(s); i++ {
+		if s[i] != '<' {
+			continue
+		}
+		tail := s[i:]
+		for _, m := range markers {
+			if len(tail) < len(m) && strings.HasPrefix(m, tail) {
+				return len(s) - i
+			}
+		}
+	}
+	return 0
+}
