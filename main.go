@@ -18,6 +18,7 @@ import (
 	"cursor2api/config"
 	"cursor2api/handlers"
 	"cursor2api/services"
+	"cursor2api/services/human"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -39,13 +40,20 @@ func run() error {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	gin.SetMode(gin.ReleaseMode)
 
+	httpClient := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	mode, _ := human.ParseMode(cfg.XIsHumanMode) // validated by config.Load
+	browser := human.DefaultBrowser
+	browser.UserAgent = cfg.UserAgent
 	upstream := &services.CursorClient{
-		HTTP:        &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()},
+		HTTP:        httpClient,
 		URL:         cfg.CursorAPIURL,
 		UserAgent:   cfg.UserAgent,
 		IdleTimeout: cfg.Timeout.Duration(),
-		Human:       services.RandomHuman{},
-		Logger:      logger,
+		Human: human.NewProvider(human.Options{
+			Mode: mode, ScriptURL: cfg.ScriptURL, Browser: browser, TTL: cfg.XIsHumanTTL.Duration(),
+			Fetch: human.HTTPFetcher(httpClient, services.BrowserHeaders(cfg.UserAgent)), Logger: logger,
+		}),
+		Logger: logger,
 	}
 	chat := services.NewChatService(services.ChatSettings{
 		Catalog:          cfg.Catalog,

@@ -18,6 +18,7 @@ import (
 	"github.com/joho/godotenv"
 
 	"cursor2api/models"
+	"cursor2api/services/human"
 )
 
 // Seconds is a duration written in the environment as whole seconds ("60")
@@ -53,13 +54,15 @@ type Config struct {
 
 	CursorAPIURL string  `env:"CURSOR_API_URL" envDefault:"https://cursor.com/api/chat"`
 	ScriptURL    string  `env:"SCRIPT_URL"`
+	XIsHumanMode string  `env:"X_IS_HUMAN_MODE" envDefault:"script"`
+	XIsHumanTTL  Seconds `env:"X_IS_HUMAN_TTL" envDefault:"300"`
 	Timeout      Seconds `env:"TIMEOUT" envDefault:"60"`
 	UserAgent    string  `env:"USER_AGENT" envDefault:"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/142.0.0.0 Safari/537.36"`
 
-	MaxInputLength   int  `env:"MAX_INPUT_LENGTH" envDefault:"200000"`
+	MaxInputLength   int   `env:"MAX_INPUT_LENGTH" envDefault:"200000"`
 	MaxBodyBytes     int64 `env:"MAX_BODY_BYTES" envDefault:"33554432"`
-	MaxToolCallBytes int  `env:"MAX_TOOL_CALL_BYTES" envDefault:"1048576"`
-	KiloToolStrict   bool `env:"KILO_TOOL_STRICT" envDefault:"false"`
+	MaxToolCallBytes int   `env:"MAX_TOOL_CALL_BYTES" envDefault:"1048576"`
+	KiloToolStrict   bool  `env:"KILO_TOOL_STRICT" envDefault:"false"`
 
 	ShutdownTimeout Seconds `env:"SHUTDOWN_TIMEOUT" envDefault:"30"`
 	LogLevel        string  `env:"LOG_LEVEL" envDefault:"info"`
@@ -125,6 +128,12 @@ func (c *Config) validate() error {
 	}
 	if c.Timeout.Duration() <= 0 {
 		bad("TIMEOUT=%s: must be a positive number of seconds", c.Timeout.Duration())
+	}
+	if _, err := human.ParseMode(c.XIsHumanMode); err != nil {
+		bad("X_IS_HUMAN_MODE=%v", err)
+	}
+	if c.XIsHumanTTL.Duration() < time.Second {
+		bad("X_IS_HUMAN_TTL=%s: must be at least 1 second", c.XIsHumanTTL.Duration())
 	}
 	if c.ShutdownTimeout.Duration() < 0 {
 		bad("SHUTDOWN_TIMEOUT must not be negative")

@@ -206,8 +206,8 @@ func (c *CursorClient) newRequest(ctx context.Context, req UpstreamRequest) (*ht
 		return nil, fmt.Errorf("building upstream request: %w", err)
 	}
 	h := httpReq.Header
-	for k, v := range browserHeaders(c.UserAgent) {
-		h.Set(k, v)
+	for k, v := range BrowserHeaders(c.UserAgent) {
+		h[k] = v
 	}
 	if c.Human != nil {
 		v, err := c.Human.Value(ctx)
@@ -222,9 +222,9 @@ func (c *CursorClient) newRequest(ctx context.Context, req UpstreamRequest) (*ht
 
 var chromeVersionRE = regexp.MustCompile(`Chrome/(\d+)`)
 
-// browserHeaders is one consistent Chrome profile derived from the
+// BrowserHeaders is one consistent Chrome profile derived from the
 // User-Agent, so that the client hints never contradict it.
-func browserHeaders(ua string) map[string]string {
+func BrowserHeaders(ua string) http.Header {
 	version := "142"
 	if m := chromeVersionRE.FindStringSubmatch(ua); m != nil {
 		version = m[1]
@@ -236,7 +236,8 @@ func browserHeaders(ua string) map[string]string {
 	case strings.Contains(ua, "Linux"):
 		platform = `"Linux"`
 	}
-	return map[string]string{
+	h := http.Header{}
+	for k, v := range map[string]string{
 		"User-Agent":         ua,
 		"Accept":             "*/*",
 		"Accept-Language":    "en-US,en;q=0.9",
@@ -250,7 +251,10 @@ func browserHeaders(ua string) map[string]string {
 		"Sec-Fetch-Dest":     "empty",
 		"Sec-Fetch-Mode":     "cors",
 		"Sec-Fetch-Site":     "same-origin",
+	} {
+		h.Set(k, v)
 	}
+	return h
 }
 
 // transportError maps a failure to reach or read the upstream.
