@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"os"
 	"os/signal"
 	"syscall"
@@ -40,7 +42,14 @@ func run() error {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	gin.SetMode(gin.ReleaseMode)
 
-	httpClient := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.Proxy = nil // only PROXY_URL / HTTPS_PROXY from the configuration
+	if cfg.ProxyURL != "" {
+		proxy, _ := url.Parse(cfg.ProxyURL) // validated by config.Load
+		transport.Proxy = http.ProxyURL(proxy)
+	}
+	jar, _ := cookiejar.New(nil) // never fails without options
+	httpClient := &http.Client{Transport: transport, Jar: jar}
 	mode, _ := human.ParseMode(cfg.XIsHumanMode) // validated by config.Load
 	browser := human.DefaultBrowser
 	browser.UserAgent = cfg.UserAgent
@@ -49,6 +58,8 @@ func run() error {
 		URL:         cfg.CursorAPIURL,
 		UserAgent:   cfg.UserAgent,
 		IdleTimeout: cfg.Timeout.Duration(),
+		MaxDuration: cfg.MaxDuration.Duration(),
+		Cookie:      cfg.Cookie,
 		Human: human.NewProvider(human.Options{
 			Mode: mode, ScriptURL: cfg.ScriptURL, Browser: browser, TTL: cfg.XIsHumanTTL.Duration(),
 			Fetch: human.HTTPFetcher(httpClient, services.BrowserHeaders(cfg.UserAgent)), Logger: logger,
@@ -78,6 +89,9 @@ func run() error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if interval := cfg.ModelCheck.Duration(); interval > 0 {
+		go services.WatchModels(ctx, upstream, cfg.Catalog, interval, logger)
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ListenAndServe() }()
 	select {

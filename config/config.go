@@ -57,6 +57,12 @@ type Config struct {
 	XIsHumanMode string  `env:"X_IS_HUMAN_MODE" envDefault:"script"`
 	XIsHumanTTL  Seconds `env:"X_IS_HUMAN_TTL" envDefault:"300"`
 	Timeout      Seconds `env:"TIMEOUT" envDefault:"60"`
+	Cookie       string  `env:"CURSOR_COOKIE"`
+	ProxyURL     string  `env:"PROXY_URL"`
+	HTTPSProxy   string  `env:"HTTPS_PROXY"`
+	MaxDuration  Seconds `env:"MAX_DURATION" envDefault:"0"`
+	PingInterval Seconds `env:"PING_INTERVAL" envDefault:"15"`
+	ModelCheck   Seconds `env:"MODEL_CHECK_INTERVAL" envDefault:"0"`
 	UserAgent    string  `env:"USER_AGENT" envDefault:"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/142.0.0.0 Safari/537.36"`
 
 	MaxInputLength   int   `env:"MAX_INPUT_LENGTH" envDefault:"200000"`
@@ -128,6 +134,24 @@ func (c *Config) validate() error {
 	}
 	if c.Timeout.Duration() <= 0 {
 		bad("TIMEOUT=%s: must be a positive number of seconds", c.Timeout.Duration())
+	}
+	if c.ProxyURL == "" {
+		c.ProxyURL = c.HTTPSProxy
+	}
+	if c.ProxyURL != "" {
+		p, err := url.Parse(c.ProxyURL)
+		if err != nil || p.Host == "" || (p.Scheme != "http" && p.Scheme != "https" && p.Scheme != "socks5") {
+			bad("PROXY_URL=%q: use http://host:port, https://host:port or socks5://host:port", c.ProxyURL)
+		}
+	}
+	if c.MaxDuration.Duration() < 0 {
+		bad("MAX_DURATION must not be negative (0 = no total limit)")
+	}
+	if d := c.PingInterval.Duration(); d < time.Second || d > time.Minute {
+		bad("PING_INTERVAL=%s: must be between 1 and 60 seconds", d)
+	}
+	if d := c.ModelCheck.Duration(); d != 0 && d < time.Minute {
+		bad("MODEL_CHECK_INTERVAL=%s: use 0 (off) or at least 60 seconds", d)
 	}
 	if _, err := human.ParseMode(c.XIsHumanMode); err != nil {
 		bad("X_IS_HUMAN_MODE=%v", err)

@@ -127,3 +127,14 @@ func (c *Catalog) Resolve(public string) (ResolvedModel, bool) {
 	m, ok := c.resolved[public]
 	return m, ok
 }
+
+// Upstreams returns each upstream id the catalog uses with the public
+// names that map to it.
+func (c *Catalog) Upstreams() map[string][]string {
+	out := make(map[string][]string)
+	for _, name := range c.names {
+		m := c.resolved[name]
+		out[m.Upstream] = append(out[m.Upstream], name)
+	}
+	return out
+}

@@ -92,18 +92,32 @@ type CursorClient struct {
 	// IdleTimeout is how long the upstream may stay silent (before the
 	// response headers or between frames) before the request is given up.
 	IdleTimeout time.Duration
-	Human       HumanProvider
-	Logger      *slog.Logger
+	// MaxDuration, when positive, caps a whole request however much it
+	// keeps flowing.
+	MaxDuration time.Duration
+	// Cookie is sent as is (e.g. a _vcrcs cookie from a browser that
+	// passed the Vercel checkpoint), besides any cookie the jar holds.
+	Cookie string
+	Human  HumanProvider
+	Logger *slog.Logger
 }
 
-// errIdle is the cancellation cause when the upstream makes no progress.
-var errIdle = errors.New("upstream made no progress")
+// Cancellation causes of the gateway's own limits.
+var (
+	errIdle        = errors.New("upstream made no progress")
+	errMaxDuration = errors.New("request ran past MAX_DURATION")
+)
 
 // maxFrame bounds one SSE line from the upstream.
 const maxFrame = 8 << 20
 
 // Stream implements Upstream.
 func (c *CursorClient) Stream(ctx context.Context, req UpstreamRequest, fn func(Delta) error) (*models.Usage, error) {
+	if c.MaxDuration > 0 {
+		var cancelMax context.CancelFunc
+		ctx, cancelMax = context.WithTimeoutCause(ctx, c.MaxDuration, errMaxDuration)
+		defer cancelMax()
+	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	// One timer guards every wait on the upstream; each frame re-arms it.
@@ -209,6 +223,9 @@ func (c *CursorClient) newRequest(ctx context.Context, req UpstreamRequest) (*ht
 	for k, v := range BrowserHeaders(c.UserAgent) {
 		h[k] = v
 	}
+	if c.Cookie != "" {
+		h.Set("Cookie", c.Cookie)
+	}
 	if c.Human != nil {
 		v, err := c.Human.Value(ctx)
 		if err != nil {
@@ -263,6 +280,10 @@ func (c *CursorClient) transportError(ctx context.Context, err error) error {
 		return models.Upstream(http.StatusGatewayTimeout, "upstream_timeout", err,
 			"the upstream sent nothing for %s (TIMEOUT); try again, or raise TIMEOUT for slow models", c.IdleTimeout)
 	}
+	if errors.Is(context.Cause(ctx), errMaxDuration) {
+		return models.Upstream(http.StatusGatewayTimeout, "max_duration", err,
+			"the request ran past MAX_DURATION (%s); ask for a shorter answer or raise MAX_DURATION", c.MaxDuration)
+	}
 	if cerr := ctx.Err(); cerr != nil {
 		return cerr // the client went away; nobody reads the answer
 	}
@@ -281,6 +302,7 @@ func (c *CursorClient) statusError(req UpstreamRequest, resp *http.Response) err
 	case code == http.StatusBadRequest && invalidModelRE.MatchString(msg):
 		return &models.APIError{
 			Status: http.StatusBadRequest, Type: models.ErrInvalidRequest, Code: "model_not_supported", Param: "model",
+			Err:     &UpstreamStatusError{Status: code, Message: msg},
 			Message: fmt.Sprintf("the upstream does not accept model %q (%s); map the public name to an allowed upstream id with MODEL_MAP", req.Model, clip(msg, 500)),
 		}
 	case code == http.StatusBadRequest:
@@ -299,6 +321,16 @@ func (c *CursorClient) statusError(req UpstreamRequest, resp *http.Response) err
 	default:
 		return models.Upstream(http.StatusBadGateway, "upstream_error", nil, "the upstream failed with status %d: %s", code, clip(msg, 300))
 	}
+}
+
+// UpstreamStatusError is the upstream's own answer behind a mapped error.
+type UpstreamStatusError struct {
+	Status  int
+	Message string
+}
+
+func (e *UpstreamStatusError) Error() string {
+	return fmt.Sprintf("upstream status %d: %s", e.Status, e.Message)
 }
 
 var htmlTitleRE = regexp.MustCompile(`(?is)<title[^>]*>(.*?)</title>`)
