@@ -76,7 +76,7 @@ func run() error {
 		Addr: cfg.Addr(),
 		Handler: handlers.New(handlers.Options{
 			Chat: chat, Catalog: cfg.Catalog, APIKeys: cfg.APIKeys,
-			MaxBodyBytes: cfg.MaxBodyBytes, Version: version, Logger: logger,
+			MaxBodyBytes: cfg.MaxBodyBytes, PingInterval: cfg.PingInterval.Duration(), Version: version, Logger: logger,
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,

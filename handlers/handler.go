@@ -5,6 +5,7 @@
 package handlers
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
@@ -28,6 +29,9 @@ type Options struct {
 	Catalog      *models.Catalog
 	APIKeys      []string
 	MaxBodyBytes int64
+	// PingInterval is the silence after which a stream gets a ": ping"
+	// comment (at most one per interval). Zero disables pings.
+	PingInterval time.Duration
 	Version      string
 	Logger       *slog.Logger
 }
@@ -97,7 +101,7 @@ func (s *server) chatCompletions(c *gin.Context) {
 		s.fail(c, err, nil)
 		return
 	}
-	c.JSON(http.StatusOK, utils.Completion(id, req.Model, created, ans.Text, ans.ToolCalls, ans.Usage))
+	c.PureJSON(http.StatusOK, utils.Completion(id, req.Model, created, ans.Text, ans.ToolCalls, ans.Usage))
 }
 
 func (s *server) stream(c *gin.Context, p *services.Prepared, id, model string, created int64) {
@@ -110,7 +114,9 @@ func (s *server) stream(c *gin.Context, p *services.Prepared, id, model string, 
 		h.Set("X-Accel-Buffering", "no")
 		c.Writer.WriteHeader(http.StatusOK)
 	}
+	stopPings := s.keepAlive(c.Request.Context(), w)
 	usage, err := s.Chat.Stream(c.Request.Context(), p, w)
+	stopPings()
 	if err != nil {
 		s.fail(c, err, w)
 		return
@@ -122,6 +128,33 @@ func (s *server) stream(c *gin.Context, p *services.Prepared, id, model string, 
 	if err := w.Finish(u); err != nil {
 		c.Set(keyStatus, 499)
 	}
+}
+
+// keepAlive pings the stream while it is silent, until the returned stop
+// function is called; stop returns once the pinging goroutine has ended.
+func (s *server) keepAlive(ctx context.Context, w *utils.StreamWriter) (stop func()) {
+	if s.PingInterval <= 0 {
+		return func() {}
+	}
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(s.PingInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				if w.PingIfIdle(s.PingInterval) != nil {
+					return // the client is gone; the request context ends too
+				}
+			case <-quit:
+				return
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return func() { close(quit); <-done }
 }
 
 // fail answers an error: with its status before the first byte, as an

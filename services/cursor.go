@@ -111,13 +111,52 @@ var (
 // maxFrame bounds one SSE line from the upstream.
 const maxFrame = 8 << 20
 
-// Stream implements Upstream.
+// retryBackoff is the pause before the one retry of a failed attempt.
+const retryBackoff = 500 * time.Millisecond
+
+// Stream implements Upstream. An attempt that fails before any output with
+// a 403 (after refreshing x-is-human), a 5xx or a connection error is
+// retried once; every other failure is final.
 func (c *CursorClient) Stream(ctx context.Context, req UpstreamRequest, fn func(Delta) error) (*models.Usage, error) {
 	if c.MaxDuration > 0 {
 		var cancelMax context.CancelFunc
 		ctx, cancelMax = context.WithTimeoutCause(ctx, c.MaxDuration, errMaxDuration)
 		defer cancelMax()
 	}
+	delivered := false
+	counted := func(d Delta) error {
+		delivered = true
+		return fn(d)
+	}
+	for attempt := 1; ; attempt++ {
+		usage, err := c.attempt(ctx, req, counted)
+		var retry *retryableError
+		if !errors.As(err, &retry) {
+			return usage, err
+		}
+		if attempt > 1 || delivered {
+			return usage, retry.err
+		}
+		c.log(ctx, req, slog.LevelWarn, "upstream attempt failed, retrying once", "upstream_status", retry.status, "error", retry.err)
+		select {
+		case <-time.After(retryBackoff):
+		case <-ctx.Done():
+			return nil, c.transportError(ctx, ctx.Err())
+		}
+	}
+}
+
+// retryableError marks a failure worth one more attempt; err is what the
+// caller gets when there is none left.
+type retryableError struct {
+	status int
+	err    error
+}
+
+func (e *retryableError) Error() string { return e.err.Error() }
+
+// attempt is one upstream request.
+func (c *CursorClient) attempt(ctx context.Context, req UpstreamRequest, fn func(Delta) error) (*models.Usage, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	// One timer guards every wait on the upstream; each frame re-arms it.
@@ -130,7 +169,11 @@ func (c *CursorClient) Stream(ctx context.Context, req UpstreamRequest, fn func(
 	}
 	resp, err := c.HTTP.Do(httpReq)
 	if err != nil {
-		return nil, c.transportError(ctx, err)
+		mapped := c.transportError(ctx, err)
+		if ctx.Err() == nil {
+			return nil, &retryableError{err: mapped}
+		}
+		return nil, mapped
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -290,15 +333,34 @@ func (c *CursorClient) transportError(ctx context.Context, err error) error {
 	return models.Upstream(http.StatusBadGateway, "upstream_unreachable", err, "could not reach the upstream: %s", clip(err.Error(), 200))
 }
 
-var invalidModelRE = regexp.MustCompile(`(?i)invalid model`)
+var (
+	invalidModelRE = regexp.MustCompile(`(?i)invalid model`)
+	checkpointRE   = regexp.MustCompile(`(?i)vercel security checkpoint`)
+)
+
+// defaultRetryAfter is the Retry-After sent for a checkpoint page that
+// gives none.
+const defaultRetryAfter = 60
 
 // statusError maps a non-200 upstream answer. HTML bodies (bot-check and
-// checkpoint pages) are never forwarded.
+// checkpoint pages) are never forwarded. Failures worth a second attempt
+// come wrapped in *retryableError.
 func (c *CursorClient) statusError(req UpstreamRequest, resp *http.Response) error {
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	msg := upstreamMessage(raw)
-	c.Logger.Warn("upstream refused", "request_id", req.RequestID, "upstream_status", resp.StatusCode, "model", req.Model, "message", clip(msg, 200))
-	switch code := resp.StatusCode; {
+	code := resp.StatusCode
+	c.Logger.Warn("upstream refused", "request_id", req.RequestID, "upstream_status", code, "model", req.Model, "message", clip(msg, 200))
+	switch {
+	case code == http.StatusTooManyRequests || checkpointRE.Match(raw):
+		retry, err := strconv.Atoi(resp.Header.Get("Retry-After"))
+		if err != nil || retry <= 0 {
+			retry = defaultRetryAfter
+		}
+		return &models.APIError{
+			Status: http.StatusTooManyRequests, Type: models.ErrRateLimit, Code: "upstream_rate_limited", RetryAfter: retry,
+			Message: fmt.Sprintf("the upstream is rate limiting this gateway or asking for a browser check (%d: %s); wait %d seconds and try again, or set CURSOR_COOKIE from a browser that passed the check", code, clip(msg, 120), retry),
+			Err:     &UpstreamStatusError{Status: code, Message: msg},
+		}
 	case code == http.StatusBadRequest && invalidModelRE.MatchString(msg):
 		return &models.APIError{
 			Status: http.StatusBadRequest, Type: models.ErrInvalidRequest, Code: "model_not_supported", Param: "model",
@@ -306,20 +368,18 @@ func (c *CursorClient) statusError(req UpstreamRequest, resp *http.Response) err
 			Message: fmt.Sprintf("the upstream does not accept model %q (%s); map the public name to an allowed upstream id with MODEL_MAP", req.Model, clip(msg, 500)),
 		}
 	case code == http.StatusBadRequest:
-		return models.Upstream(http.StatusBadGateway, "upstream_bad_request", nil, "the upstream rejected the request (400): %s", clip(msg, 300))
+		return models.Upstream(http.StatusBadGateway, "upstream_bad_request", &UpstreamStatusError{Status: code, Message: msg}, "the upstream rejected the request (400): %s", clip(msg, 300))
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:
 		if c.Human != nil {
 			c.Human.Invalidate()
 		}
-		return models.Upstream(http.StatusBadGateway, "upstream_forbidden", nil, "the upstream refused access (%d: %s): its bot check rejected the request; try again later", code, clip(msg, 200))
-	case code == http.StatusTooManyRequests:
-		retry, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
-		return &models.APIError{
-			Status: http.StatusTooManyRequests, Type: models.ErrRateLimit, Code: "rate_limited", RetryAfter: retry,
-			Message: fmt.Sprintf("the upstream is rate limiting this gateway (%s); wait and try again", clip(msg, 200)),
-		}
+		return &retryableError{status: code, err: models.Upstream(http.StatusBadGateway, "upstream_forbidden", &UpstreamStatusError{Status: code, Message: msg},
+			"the upstream rejected the bot check (%d: %s), also after refreshing x-is-human; check SCRIPT_URL and X_IS_HUMAN_MODE, or try again later", code, clip(msg, 200))}
+	case code >= 500:
+		return &retryableError{status: code, err: models.Upstream(http.StatusBadGateway, "upstream_error", &UpstreamStatusError{Status: code, Message: msg},
+			"the upstream failed with status %d (%s), also on a second try; try again later", code, clip(msg, 300))}
 	default:
-		return models.Upstream(http.StatusBadGateway, "upstream_error", nil, "the upstream failed with status %d: %s", code, clip(msg, 300))
+		return models.Upstream(http.StatusBadGateway, "upstream_error", &UpstreamStatusError{Status: code, Message: msg}, "the upstream answered with status %d: %s", code, clip(msg, 300))
 	}
 }
 

@@ -1,9 +1,12 @@
 package utils
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
+	"sync"
+	"time"
 
 	"cursor2api/models"
 )
@@ -30,45 +33,64 @@ type StreamWriter struct {
 	model   string
 	created int64
 
-	started   bool
+	// mu serialises the writes of the answer and of the keepalive pings,
+	// which come from another goroutine.
+	mu        sync.Mutex
+	committed bool // OnStart ran: the status and headers are sent
+	started   bool // the opening role chunk is written
 	done      bool
 	toolCalls int
+	lastWrite time.Time
 }
 
 // NewStreamWriter returns a writer for one response. flush, if not nil, is
 // called after every event so that it reaches the client at once.
 func NewStreamWriter(w io.Writer, flush func(), id, model string, created int64) *StreamWriter {
-	return &StreamWriter{w: w, flush: flush, id: id, model: model, created: created}
+	return &StreamWriter{w: w, flush: flush, id: id, model: model, created: created, lastWrite: time.Now()}
 }
 
-// Started reports whether anything has been written.
-func (s *StreamWriter) Started() bool { return s.started }
+// Started reports whether anything has been written, so that the HTTP
+// status can no longer change.
+func (s *StreamWriter) Started() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.committed
+}
 
 // ToolCalls reports how many tool calls have been written.
-func (s *StreamWriter) ToolCalls() int { return s.toolCalls }
+func (s *StreamWriter) ToolCalls() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.toolCalls
+}
+
+func (s *StreamWriter) commit() {
+	if !s.committed {
+		s.committed = true
+		if s.OnStart != nil {
+			s.OnStart()
+		}
+	}
+}
 
 // start writes the opening role chunk once.
 func (s *StreamWriter) start() error {
 	if s.started {
 		return nil
 	}
+	s.commit()
 	s.started = true
-	if s.OnStart != nil {
-		s.OnStart()
-	}
 	empty := ""
 	return s.chunk(models.Delta{Role: "assistant", Content: &empty}, nil)
 }
-
-// Start writes the opening chunk now, so that the client knows the stream
-// is alive even before the first token.
-func (s *StreamWriter) Start() error { return s.start() }
 
 // Text writes a content delta.
 func (s *StreamWriter) Text(text string) error {
 	if text == "" {
 		return nil
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if err := s.start(); err != nil {
 		return err
 	}
@@ -79,6 +101,8 @@ func (s *StreamWriter) Text(text string) error {
 // name and empty arguments, then the arguments as a fragment, as OpenAI
 // itself streams them.
 func (s *StreamWriter) ToolCall(id, name, arguments string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if err := s.start(); err != nil {
 		return err
 	}
@@ -96,6 +120,8 @@ func (s *StreamWriter) ToolCall(id, name, arguments string) error {
 // call was written, else "stop"), then the usage chunk when usage is not
 // nil, then [DONE].
 func (s *StreamWriter) Finish(usage *models.Usage) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if err := s.start(); err != nil {
 		return err
 	}
@@ -119,33 +145,35 @@ func (s *StreamWriter) Finish(usage *models.Usage) error {
 // Error ends a stream that has already started with an OpenAI error object
 // as a data event, then [DONE].
 func (s *StreamWriter) Error(e *models.APIError) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.done {
 		return nil
 	}
-	s.started = true
+	s.commit()
 	if err := s.event(e.Body()); err != nil {
 		return err
 	}
 	return s.doneEvent()
 }
 
-// Ping writes an SSE comment, which clients ignore, to keep proxies from
-// closing an idle connection. It does not start the stream.
-func (s *StreamWriter) Ping() error {
-	if _, err := io.WriteString(s.w, ": ping\n\n"); err != nil {
-		return err
+// PingIfIdle writes an SSE comment, which clients ignore, when nothing has
+// been written for idle, to keep proxies and clients from closing the
+// connection while the upstream is slow. The first ping commits the 200
+// status: an error after it arrives as an error chunk.
+func (s *StreamWriter) PingIfIdle(idle time.Duration) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done || time.Since(s.lastWrite) < idle {
+		return nil
 	}
-	s.flushNow()
-	return nil
+	s.commit()
+	return s.write([]byte(": ping\n\n"))
 }
 
 func (s *StreamWriter) doneEvent() error {
 	s.done = true
-	if _, err := io.WriteString(s.w, "data: [DONE]\n\n"); err != nil {
-		return err
-	}
-	s.flushNow()
-	return nil
+	return s.write([]byte("data: [DONE]\n\n"))
 }
 
 func (s *StreamWriter) chunk(delta models.Delta, finish *string) error {
@@ -155,26 +183,29 @@ func (s *StreamWriter) chunk(delta models.Delta, finish *string) error {
 	})
 }
 
+// event writes v as one "data:" event. HTML characters are not escaped:
+// the text reads as the model wrote it, which is equally valid JSON.
 func (s *StreamWriter) event(v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
+	var buf bytes.Buffer
+	buf.WriteString("data: ")
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		return fmt.Errorf("encoding chunk: %w", err)
 	}
-	buf := make([]byte, 0, len(b)+8)
-	buf = append(buf, "data: "...)
-	buf = append(buf, b...)
-	buf = append(buf, "\n\n"...)
-	if _, err := s.w.Write(buf); err != nil {
-		return err
-	}
-	s.flushNow()
-	return nil
+	buf.WriteString("\n") // Encode ended the line; a blank line ends the event
+	return s.write(buf.Bytes())
 }
 
-func (s *StreamWriter) flushNow() {
+func (s *StreamWriter) write(b []byte) error {
+	s.lastWrite = time.Now()
+	if _, err := s.w.Write(b); err != nil {
+		return err
+	}
 	if s.flush != nil {
 		s.flush()
 	}
+	return nil
 }
 
 // Completion builds a non-streaming response. content is null when the
