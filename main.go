@@ -67,10 +67,11 @@ func run() error {
 		Logger: logger,
 	}
 	chat := services.NewChatService(services.ChatSettings{
-		Catalog:          cfg.Catalog,
-		MaxInputLength:   cfg.MaxInputLength,
-		MaxToolCallBytes: cfg.MaxToolCallBytes,
-		KiloToolStrict:   cfg.KiloToolStrict,
+		Catalog:           cfg.Catalog,
+		MaxInputLength:    cfg.MaxInputLength,
+		MaxToolCallBytes:  cfg.MaxToolCallBytes,
+		KiloToolStrict:    cfg.KiloToolStrict,
+		ToolLoopMaxRepeat: cfg.ToolLoopMax,
 	}, upstream, logger)
 	srv := &http.Server{
 		Addr: cfg.Addr(),

@@ -69,6 +69,7 @@ type Config struct {
 	MaxBodyBytes     int64 `env:"MAX_BODY_BYTES" envDefault:"33554432"`
 	MaxToolCallBytes int   `env:"MAX_TOOL_CALL_BYTES" envDefault:"1048576"`
 	KiloToolStrict   bool  `env:"KILO_TOOL_STRICT" envDefault:"false"`
+	ToolLoopMax      int   `env:"TOOL_LOOP_MAX_REPEAT" envDefault:"2"`
 
 	ShutdownTimeout Seconds `env:"SHUTDOWN_TIMEOUT" envDefault:"30"`
 	LogLevel        string  `env:"LOG_LEVEL" envDefault:"info"`
@@ -170,6 +171,9 @@ func (c *Config) validate() error {
 	}
 	if c.MaxToolCallBytes < 1024 {
 		bad("MAX_TOOL_CALL_BYTES=%d: must be at least 1024", c.MaxToolCallBytes)
+	}
+	if c.ToolLoopMax < 0 {
+		bad("TOOL_LOOP_MAX_REPEAT=%d: use 0 (off) or a positive count", c.ToolLoopMax)
 	}
 	if _, err := c.SlogLevel(); err != nil {
 		bad("LOG_LEVEL=%q: use debug, info, warn or error", c.LogLevel)

@@ -24,6 +24,9 @@ type ChatSettings struct {
 	// KiloToolStrict requires a tool call whenever the request has tools
 	// and tool_choice is not "none".
 	KiloToolStrict bool
+	// ToolLoopMaxRepeat is how many identical tool rounds in a row are
+	// tolerated before the gateway answers instead of the model (0: off).
+	ToolLoopMaxRepeat int
 }
 
 // ChatService answers chat completions through an Upstream.
@@ -50,6 +53,9 @@ type Prepared struct {
 	// SingleCall keeps only the first tool call (parallel_tool_calls: false).
 	SingleCall   bool
 	IncludeUsage bool
+	// LoopStop, when set, is the answer to give without asking the
+	// upstream: the history shows the agent repeating a tool call.
+	LoopStop string
 }
 
 // Prepare validates the request and builds the upstream conversation. Its
@@ -95,6 +101,7 @@ func (s *ChatService) Prepare(req *models.ChatRequest, requestID string) (*Prepa
 		return nil, err
 	}
 	p.IncludeUsage = req.StreamOptions != nil && req.StreamOptions.IncludeUsage
+	p.LoopStop = DetectToolLoop(req.Messages, s.settings.ToolLoopMaxRepeat)
 	return p, nil
 }
 
@@ -115,6 +122,10 @@ type Answer struct {
 
 // Stream sends the answer to sink as it arrives and returns its usage.
 func (s *ChatService) Stream(ctx context.Context, p *Prepared, sink Sink) (models.Usage, error) {
+	if p.LoopStop != "" {
+		s.logger.Warn("tool loop stopped", "request_id", p.RequestID, "model", p.Model.Public)
+		return loopUsage(p), sink.Text(p.LoopStop)
+	}
 	calls := 0
 	return s.attempt(ctx, p, p.Messages, func(ev utils.Event) error {
 		switch ev.Kind {
@@ -135,6 +146,10 @@ func (s *ChatService) Stream(ctx context.Context, p *Prepared, sink Sink) (model
 // answer has none, it asks once more with a reminder, and returns that
 // second answer whatever it holds.
 func (s *ChatService) Complete(ctx context.Context, p *Prepared) (*Answer, error) {
+	if p.LoopStop != "" {
+		s.logger.Warn("tool loop stopped", "request_id", p.RequestID, "model", p.Model.Public)
+		return &Answer{Text: p.LoopStop, Usage: loopUsage(p)}, nil
+	}
 	ans, err := s.collect(ctx, p, p.Messages)
 	if err != nil {
 		return nil, err
@@ -235,6 +250,12 @@ func (s *ChatService) attempt(ctx context.Context, p *Prepared, msgs []UpstreamM
 	u := models.Usage{PromptTokens: estimateTokens(promptChars), CompletionTokens: estimateTokens(outChars)}
 	u.TotalTokens = u.PromptTokens + u.CompletionTokens
 	return u, nil
+}
+
+// loopUsage estimates the usage of an answer the gateway gave itself.
+func loopUsage(p *Prepared) models.Usage {
+	out := estimateTokens(utf8.RuneCountInString(p.LoopStop))
+	return models.Usage{CompletionTokens: out, TotalTokens: out}
 }
 
 // estimateTokens approximates a token count from characters (about four
