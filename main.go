@@ -72,6 +72,7 @@ func run() error {
 		MaxToolCallBytes:  cfg.MaxToolCallBytes,
 		KiloToolStrict:    cfg.KiloToolStrict,
 		ToolLoopMaxRepeat: cfg.ToolLoopMax,
+		ExposeThinking:    cfg.ExposeThinking,
 	}, upstream, logger)
 	srv := &http.Server{
 		Addr: cfg.Addr(),

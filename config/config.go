@@ -70,6 +70,7 @@ type Config struct {
 	MaxToolCallBytes int   `env:"MAX_TOOL_CALL_BYTES" envDefault:"1048576"`
 	KiloToolStrict   bool  `env:"KILO_TOOL_STRICT" envDefault:"false"`
 	ToolLoopMax      int   `env:"TOOL_LOOP_MAX_REPEAT" envDefault:"2"`
+	ExposeThinking   bool  `env:"EXPOSE_THINKING" envDefault:"false"`
 
 	ShutdownTimeout Seconds `env:"SHUTDOWN_TIMEOUT" envDefault:"30"`
 	LogLevel        string  `env:"LOG_LEVEL" envDefault:"info"`

@@ -101,7 +101,7 @@ func (s *server) chatCompletions(c *gin.Context) {
 		s.fail(c, err, nil)
 		return
 	}
-	c.PureJSON(http.StatusOK, utils.Completion(id, req.Model, created, ans.Text, ans.ToolCalls, ans.Usage))
+	c.PureJSON(http.StatusOK, utils.Completion(id, req.Model, created, ans.Text, ans.Thinking, ans.ToolCalls, ans.Usage))
 }
 
 func (s *server) stream(c *gin.Context, p *services.Prepared, id, model string, created int64) {

@@ -181,9 +181,12 @@ type Choice struct {
 // ResponseMessage is the assistant message of a non-streaming response.
 // Content is null when the turn holds only tool calls.
 type ResponseMessage struct {
-	Role      string     `json:"role"`
-	Content   *string    `json:"content"`
-	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	Role    string  `json:"role"`
+	Content *string `json:"content"`
+	// ReasoningContent carries the thinking of -thinking models when
+	// EXPOSE_THINKING is on (the field DeepSeek-style clients display).
+	ReasoningContent string     `json:"reasoning_content,omitempty"`
+	ToolCalls        []ToolCall `json:"tool_calls,omitempty"`
 }
 
 // ChatCompletionChunk is one streamed event.
@@ -206,9 +209,10 @@ type ChunkChoice struct {
 
 // Delta is the incremental part of a streamed chunk.
 type Delta struct {
-	Role      string     `json:"role,omitempty"`
-	Content   *string    `json:"content,omitempty"`
-	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	Role             string     `json:"role,omitempty"`
+	Content          *string    `json:"content,omitempty"`
+	ReasoningContent string     `json:"reasoning_content,omitempty"`
+	ToolCalls        []ToolCall `json:"tool_calls,omitempty"`
 }
 
 // ModelList is the response of GET /v1/models.

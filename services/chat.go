@@ -24,6 +24,9 @@ type ChatSettings struct {
 	// KiloToolStrict requires a tool call whenever the request has tools
 	// and tool_choice is not "none".
 	KiloToolStrict bool
+	// ExposeThinking sends the thinking of -thinking models to the client
+	// as reasoning_content instead of keeping it internal.
+	ExposeThinking bool
 	// ToolLoopMaxRepeat is how many identical tool rounds in a row are
 	// tolerated before the gateway answers instead of the model (0: off).
 	ToolLoopMaxRepeat int
@@ -108,12 +111,14 @@ func (s *ChatService) Prepare(req *models.ChatRequest, requestID string) (*Prepa
 // Sink receives a streamed answer.
 type Sink interface {
 	Text(text string) error
+	Reasoning(text string) error
 	ToolCall(id, name, arguments string) error
 }
 
 // Answer is a complete, non-streamed answer.
 type Answer struct {
-	Text      string
+	Text string
+	// Thinking is the reasoning to show, when ExposeThinking is on.
 	Thinking  string
 	ToolCalls []models.ToolCall
 	Usage     models.Usage
@@ -137,8 +142,12 @@ func (s *ChatService) Stream(ctx context.Context, p *Prepared, sink Sink) (model
 			}
 			calls++
 			return sink.ToolCall(NewToolCallID(), ev.Name, ev.Arguments)
+		case utils.EventThinking:
+			if s.settings.ExposeThinking {
+				return sink.Reasoning(ev.Text)
+			}
 		}
-		return nil // thinking stays internal
+		return nil
 	})
 }
 
@@ -200,7 +209,9 @@ func (s *ChatService) collect(ctx context.Context, p *Prepared, msgs []UpstreamM
 	if len(ans.ToolCalls) > 0 {
 		ans.Text = strings.TrimSpace(ans.Text)
 	}
-	ans.Thinking = thinking.String()
+	if s.settings.ExposeThinking {
+		ans.Thinking = thinking.String()
+	}
 	ans.Usage = usage
 	return ans, nil
 }

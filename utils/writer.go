@@ -97,6 +97,19 @@ func (s *StreamWriter) Text(text string) error {
 	return s.chunk(models.Delta{Content: &text}, nil)
 }
 
+// Reasoning writes a reasoning_content delta.
+func (s *StreamWriter) Reasoning(text string) error {
+	if text == "" {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.start(); err != nil {
+		return err
+	}
+	return s.chunk(models.Delta{ReasoningContent: text}, nil)
+}
+
 // ToolCall writes one complete tool call: a first delta with its id, type,
 // name and empty arguments, then the arguments as a fragment, as OpenAI
 // itself streams them.
@@ -210,8 +223,8 @@ func (s *StreamWriter) write(b []byte) error {
 
 // Completion builds a non-streaming response. content is null when the
 // turn has tool calls and no text but white space.
-func Completion(id, model string, created int64, text string, calls []models.ToolCall, usage models.Usage) models.ChatCompletion {
-	msg := models.ResponseMessage{Role: "assistant"}
+func Completion(id, model string, created int64, text, reasoning string, calls []models.ToolCall, usage models.Usage) models.ChatCompletion {
+	msg := models.ResponseMessage{Role: "assistant", ReasoningContent: reasoning}
 	reason := FinishStop
 	if len(calls) > 0 {
 		reason = FinishToolCalls
