@@ -126,13 +126,42 @@ type Answer struct {
 }
 
 // Stream sends the answer to sink as it arrives and returns its usage.
+//
+// When a tool call is required, visible text is held back until the turn's
+// outcome is known: the first tool call releases it and the rest streams
+// live; a turn that ends without a call is discarded and asked once more
+// with a reminder, and that second turn is sent whatever it holds. The
+// client sees one clean turn either way.
 func (s *ChatService) Stream(ctx context.Context, p *Prepared, sink Sink) (models.Usage, error) {
 	if p.LoopStop != "" {
 		s.logger.Warn("tool loop stopped", "request_id", p.RequestID, "model", p.Model.Public)
 		return loopUsage(p), sink.Text(p.LoopStop)
 	}
+	if !p.RequireCall {
+		return s.streamTurn(ctx, p, p.Messages, sink)
+	}
+	first := &heldSink{sink: sink}
+	usage, err := s.streamTurn(ctx, p, p.Messages, first)
+	if err != nil || first.released {
+		return usage, err
+	}
+	s.logger.Warn("required tool call missing, retrying once", "request_id", p.RequestID, "model", p.Model.Public, "stream", true)
+	second := &heldSink{sink: sink}
+	retryUsage, err := s.streamTurn(ctx, p, withReminder(p.Messages, p.Trigger), second)
+	if err != nil {
+		if ctx.Err() != nil || second.released {
+			return usage, err
+		}
+		s.logger.Warn("retry failed, answering with the first reply", "request_id", p.RequestID, "error", err)
+		return usage, first.release()
+	}
+	return addUsage(usage, retryUsage), second.release()
+}
+
+// streamTurn streams one upstream turn to sink.
+func (s *ChatService) streamTurn(ctx context.Context, p *Prepared, msgs []UpstreamMessage, sink Sink) (models.Usage, error) {
 	calls := 0
-	return s.attempt(ctx, p, p.Messages, func(ev utils.Event) error {
+	return s.attempt(ctx, p, msgs, func(ev utils.Event) error {
 		switch ev.Kind {
 		case utils.EventText:
 			return sink.Text(ev.Text)
@@ -149,6 +178,63 @@ func (s *ChatService) Stream(ctx context.Context, p *Prepared, sink Sink) (model
 		}
 		return nil
 	})
+}
+
+// heldSink holds text and reasoning back until the first tool call (or
+// release), then passes everything straight on.
+type heldSink struct {
+	sink     Sink
+	released bool
+	held     []heldEvent
+}
+
+type heldEvent struct {
+	reasoning bool
+	text      string
+}
+
+func (h *heldSink) Text(text string) error {
+	if h.released {
+		return h.sink.Text(text)
+	}
+	h.held = append(h.held, heldEvent{text: text})
+	return nil
+}
+
+func (h *heldSink) Reasoning(text string) error {
+	if h.released {
+		return h.sink.Reasoning(text)
+	}
+	h.held = append(h.held, heldEvent{reasoning: true, text: text})
+	return nil
+}
+
+func (h *heldSink) ToolCall(id, name, arguments string) error {
+	if err := h.release(); err != nil {
+		return err
+	}
+	return h.sink.ToolCall(id, name, arguments)
+}
+
+// release sends what was held and switches to passing events straight on.
+func (h *heldSink) release() error {
+	if h.released {
+		return nil
+	}
+	h.released = true
+	for _, ev := range h.held {
+		var err error
+		if ev.reasoning {
+			err = h.sink.Reasoning(ev.text)
+		} else {
+			err = h.sink.Text(ev.text)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	h.held = nil
+	return nil
 }
 
 // Complete collects the whole answer. When a tool call is required and the
@@ -176,9 +262,7 @@ func (s *ChatService) Complete(ctx context.Context, p *Prepared) (*Answer, error
 		return ans, nil
 	}
 	retry.Retried = true
-	retry.Usage.PromptTokens += ans.Usage.PromptTokens
-	retry.Usage.CompletionTokens += ans.Usage.CompletionTokens
-	retry.Usage.TotalTokens += ans.Usage.TotalTokens
+	retry.Usage = addUsage(ans.Usage, retry.Usage)
 	return retry, nil
 }
 
@@ -261,6 +345,15 @@ func (s *ChatService) attempt(ctx context.Context, p *Prepared, msgs []UpstreamM
 	u := models.Usage{PromptTokens: estimateTokens(promptChars), CompletionTokens: estimateTokens(outChars)}
 	u.TotalTokens = u.PromptTokens + u.CompletionTokens
 	return u, nil
+}
+
+// addUsage sums the usage of two upstream turns.
+func addUsage(a, b models.Usage) models.Usage {
+	return models.Usage{
+		PromptTokens:     a.PromptTokens + b.PromptTokens,
+		CompletionTokens: a.CompletionTokens + b.CompletionTokens,
+		TotalTokens:      a.TotalTokens + b.TotalTokens,
+	}
 }
 
 // loopUsage estimates the usage of an answer the gateway gave itself.

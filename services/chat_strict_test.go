@@ -1,0 +1,108 @@
+package services
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"cursor2api/models"
+)
+
+// strictScript is an Upstream that answers the n-th request with
+// replies[n], after replacing TRIGGER with the request's trigger.
+type strictScript struct {
+	mu       sync.Mutex
+	replies  [][]string
+	requests [][]UpstreamMessage
+}
+
+var triggerInPrompt = regexp.MustCompile(`<<CALL_[A-Za-z0-9]{8}>>`)
+
+func (u *strictScript) Stream(_ context.Context, req UpstreamRequest, fn func(Delta) error) (*models.Usage, error) {
+	u.mu.Lock()
+	n := len(u.requests)
+	u.requests = append(u.requests, req.Messages)
+	u.mu.Unlock()
+	trigger := triggerInPrompt.FindString(req.Messages[0].Text)
+	for _, d := range u.replies[min(n, len(u.replies)-1)] {
+		if err := fn(Delta{Kind: DeltaText, Text: strings.ReplaceAll(d, "TRIGGER", trigger)}); err != nil {
+			return nil, err
+		}
+	}
+	return &models.Usage{PromptTokens: 10, CompletionTokens: 5, TotalTokens: 15}, nil
+}
+
+// strictRecorder is a Sink that logs what reaches the client, in order.
+type strictRecorder struct{ events []string }
+
+func (r *strictRecorder) Text(s string) error      { r.events = append(r.events, "text:"+s); return nil }
+func (r *strictRecorder) Reasoning(s string) error { r.events = append(r.events, "reasoning:"+s); return nil }
+func (r *strictRecorder) ToolCall(id, name, args string) error {
+	r.events = append(r.events, fmt.Sprintf("call:%s:%s", name, args))
+	return nil
+}
+
+func strictRequest(choice string) *models.ChatRequest {
+	return &models.ChatRequest{
+		Model:      "claude-sonnet-4.6",
+		Messages:   []models.Message{{Role: "user", Content: models.Content{Text: "list files"}}},
+		Tools:      []models.Tool{{Type: "function", Function: models.FunctionSpec{Name: "ls", Parameters: []byte(`{"type":"object"}`)}}},
+		ToolChoice: []byte(choice),
+	}
+}
+
+func TestStreamStrictMode(t *testing.T) {
+	const call = "TRIGGER\n<invoke name=\"ls\">{\"dir\":\".\"}</invoke>"
+	cases := []struct {
+		name     string
+		choice   string
+		kilo     bool
+		replies  [][]string
+		want     []string
+		requests int
+	}{
+		{"call at once: text released with the call", `"required"`, false,
+			[][]string{{"Let me look.", "\n", call}},
+			[]string{"text:Let me look.", "text:\n", `call:ls:{"dir":"."}`}, 1},
+		{"no call: first turn discarded, retried", `"required"`, false,
+			[][]string{{"I cannot run tools."}, {"Sure. ", call}},
+			[]string{"text:Sure. ", `call:ls:{"dir":"."}`}, 2},
+		{"no call twice: second turn sent as text", `"required"`, false,
+			[][]string{{"first"}, {"second"}},
+			[]string{"text:second"}, 2},
+		{"KILO_TOOL_STRICT with auto", `"auto"`, true,
+			[][]string{{"nope"}, {call}},
+			[]string{`call:ls:{"dir":"."}`}, 2},
+		{"not required: text streams at once, no retry", `"auto"`, false,
+			[][]string{{"a", "b"}},
+			[]string{"text:a", "text:b"}, 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			catalog, err := models.NewCatalog([]string{"claude-sonnet-4.6"}, nil)
+			require.NoError(t, err)
+			up := &strictScript{replies: tc.replies}
+			svc := NewChatService(ChatSettings{Catalog: catalog, MaxInputLength: 100000, MaxToolCallBytes: 1 << 20, KiloToolStrict: tc.kilo},
+				up, slog.New(slog.DiscardHandler))
+			p, err := svc.Prepare(strictRequest(tc.choice), "req_test")
+			require.NoError(t, err)
+			rec := &strictRecorder{}
+			usage, err := svc.Stream(context.Background(), p, rec)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, rec.events)
+			require.Len(t, up.requests, tc.requests)
+			assert.Equal(t, 15*tc.requests, usage.TotalTokens, "usage covers every upstream turn")
+			if tc.requests == 2 {
+				last := up.requests[1][len(up.requests[1])-1]
+				assert.Contains(t, last.Text, "MUST call a function", "the retry carries the reminder")
+			}
+		})
+	}
+}
