@@ -163,7 +163,7 @@ func (s *ChatService) streamTurn(ctx context.Context, p *Prepared, msgs []Upstre
 	calls := 0
 	return s.attempt(ctx, p, msgs, func(ev utils.Event) error {
 		switch ev.Kind {
-		case utils.EventText:
+		case utils.EventText, utils.EventBadCall:
 			return sink.Text(ev.Text)
 		case utils.EventToolCall:
 			if p.SingleCall && calls > 0 {
@@ -271,7 +271,7 @@ func (s *ChatService) collect(ctx context.Context, p *Prepared, msgs []UpstreamM
 	ans := &Answer{}
 	usage, err := s.attempt(ctx, p, msgs, func(ev utils.Event) error {
 		switch ev.Kind {
-		case utils.EventText:
+		case utils.EventText, utils.EventBadCall:
 			text.WriteString(ev.Text)
 		case utils.EventThinking:
 			thinking.WriteString(ev.Text)

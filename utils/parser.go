@@ -21,6 +21,12 @@ const (
 	EventThinking
 	// EventToolCall is one complete tool call.
 	EventToolCall
+	// EventBadCall is an invoke that cannot be passed on as a call: an
+	// unknown tool, arguments that are not a JSON object, or a body cut
+	// off by the end of the stream. Name is the name the model wrote, Text
+	// the body, Reason why it was refused. The caller decides whether to
+	// show the body as text or ask the model again.
+	EventBadCall
 )
 
 // Event is one output of the Parser.
@@ -31,7 +37,16 @@ type Event struct {
 	// Name and Arguments (a compact JSON object) describe an EventToolCall.
 	Name      string
 	Arguments string
+	// Reason explains an EventBadCall.
+	Reason string
 }
+
+// Reasons of EventBadCall.
+const (
+	ReasonUnknownTool = "unknown tool"
+	ReasonBadJSON     = "arguments are not a JSON object"
+	ReasonCutOff      = "the stream ended inside the call"
+)
 
 // Protocol markup. The trigger is per request; the rest is fixed.
 const (
@@ -103,8 +118,9 @@ type Parser struct {
 
 	out []Event // events produced by the current Feed or Close
 
-	name string          // the current invoke's tool name
-	body strings.Builder // the current invoke's body
+	name    string          // the current invoke's tool name
+	badName bool            // name is not a declared tool
+	body    strings.Builder // the current invoke's body
 
 	thinkCopy      strings.Builder // copy of the open thinking block
 	thinkTruncated bool            // thinkCopy passed MaxBuffered
@@ -147,11 +163,7 @@ func (p *Parser) Close() []Event {
 			p.emit(EventText, strings.TrimSpace(p.thinkCopy.String()))
 		}
 	case stInvokeBody:
-		if args, ok := RepairArguments(p.body.String(), false); ok {
-			p.out = append(p.out, Event{Kind: EventToolCall, Name: p.name, Arguments: args})
-		} else {
-			p.emit(EventText, p.body.String())
-		}
+		p.finishInvoke(false)
 	}
 	p.st, p.in = stText, ""
 	p.body.Reset()
@@ -306,8 +318,8 @@ func (p *Parser) stepCall(final bool) bool {
 var invokeTagRE = regexp.MustCompile(`^<invoke\s+name\s*=\s*(?:"([^"<>]*)"|'([^'<>]*)'|([^\s"'<>/]+))\s*(/?)>$`)
 
 // stepInvokeTag reads the opening tag up to '>' and takes the tool name
-// from it. A tag that is too long, malformed or names an unknown tool is not
-// markup: it is emitted as text.
+// from it. A tag that is too long or malformed is not markup: it stays in
+// the input and is read again as text.
 func (p *Parser) stepInvokeTag(final bool) bool {
 	end := strings.IndexByte(p.in, '>')
 	if end < 0 || end >= maxInvokeTag {
@@ -317,33 +329,53 @@ func (p *Parser) stepInvokeTag(final bool) bool {
 		p.st = stText // not markup after all
 		return true
 	}
-	tag := p.in[:end+1]
-	m := invokeTagRE.FindStringSubmatch(tag)
-	name := ""
+	m := invokeTagRE.FindStringSubmatch(p.in[:end+1])
+	written := ""
 	if m != nil {
-		name = p.resolveName(m[1] + m[2] + m[3])
+		written = strings.TrimSpace(m[1] + m[2] + m[3])
 	}
-	if name == "" {
-		p.emitText(tag)
-		p.in = p.in[end+1:]
-		p.st = stText
+	if written == "" {
+		p.st = stText // not markup after all
 		return true
 	}
 	p.in = p.in[end+1:]
+	p.name = p.resolveName(written)
+	p.badName = p.name == ""
+	if p.badName {
+		p.name = written
+	}
+	p.body.Reset()
 	if m[4] == "/" {
-		p.out = append(p.out, Event{Kind: EventToolCall, Name: name, Arguments: "{}"})
+		p.finishInvoke(true)
 		p.st = stCallBetween
 		return true
 	}
-	p.name = name
-	p.body.Reset()
 	p.st = stInvokeBody
 	return true
 }
 
+// finishInvoke emits the current invoke as a call, or as a bad call when
+// it cannot be one. closed says whether its closing tag was seen.
+func (p *Parser) finishInvoke(closed bool) {
+	body := p.body.String()
+	p.body.Reset()
+	if p.badName {
+		p.out = append(p.out, Event{Kind: EventBadCall, Name: p.name, Text: body, Reason: ReasonUnknownTool})
+		return
+	}
+	if args, ok := RepairArguments(body, closed); ok {
+		p.out = append(p.out, Event{Kind: EventToolCall, Name: p.name, Arguments: args})
+		return
+	}
+	reason := ReasonBadJSON
+	if !closed {
+		reason = ReasonCutOff
+	}
+	p.out = append(p.out, Event{Kind: EventBadCall, Name: p.name, Text: body, Reason: reason})
+}
+
 // stepInvokeBody collects the body up to </invoke> and emits the call. A
-// body whose arguments cannot be read as a JSON object, or that grows past
-// MaxBuffered, becomes text.
+// body that grows past MaxBuffered becomes text.
 func (p *Parser) stepInvokeBody(final bool) bool {
 	idx := strings.Index(p.in, invokeClose)
 	if idx < 0 {
@@ -363,12 +395,14 @@ func (p *Parser) stepInvokeBody(final bool) bool {
 	}
 	p.body.WriteString(p.in[:idx])
 	p.in = p.in[idx+len(invokeClose):]
-	if args, ok := RepairArguments(p.body.String(), true); ok {
-		p.out = append(p.out, Event{Kind: EventToolCall, Name: p.name, Arguments: args})
-	} else {
+	if p.body.Len() > p.opts.MaxBuffered {
+		// Over the bound whether it arrived in one chunk or many.
 		p.emitText(p.body.String())
+		p.body.Reset()
+		p.st = stText
+		return true
 	}
-	p.body.Reset()
+	p.finishInvoke(true)
 	p.st = stCallBetween
 	return true
 }
