@@ -42,8 +42,11 @@ func (u *strictScript) Stream(_ context.Context, req UpstreamRequest, fn func(De
 // strictRecorder is a Sink that logs what reaches the client, in order.
 type strictRecorder struct{ events []string }
 
-func (r *strictRecorder) Text(s string) error      { r.events = append(r.events, "text:"+s); return nil }
-func (r *strictRecorder) Reasoning(s string) error { r.events = append(r.events, "reasoning:"+s); return nil }
+func (r *strictRecorder) Text(s string) error { r.events = append(r.events, "text:"+s); return nil }
+func (r *strictRecorder) Reasoning(s string) error {
+	r.events = append(r.events, "reasoning:"+s)
+	return nil
+}
 func (r *strictRecorder) ToolCall(id, name, args string) error {
 	r.events = append(r.events, fmt.Sprintf("call:%s:%s", name, args))
 	return nil
