@@ -436,3 +436,15 @@ func TestKeepalivePings(t *testing.T) {
 	var errBody map[string]any
 	assert.Error(t, json.Unmarshal([]byte(body), &errBody), "a stream, not an error object")
 }
+
+func TestStalledStreamPingsThenErrorChunk(t *testing.T) {
+	stalled := cursortest.Response{Hang: true}
+	g := newGateway(t, map[string]string{"PING_INTERVAL": "1", "TIMEOUT": "2.5"}, cursortest.Always(stalled))
+	resp, body := post(t, g, `{"model":"claude-sonnet-4.6","stream":true,"messages":[{"role":"user","content":"hi"}]}`)
+	assert.Equal(t, 200, resp.StatusCode, "the pings committed the status")
+	assert.GreaterOrEqual(t, strings.Count(body, ": ping\n\n"), 2)
+	events := sseEvents(t, body)
+	require.Len(t, events, 2, "an error chunk then [DONE]: %q", body)
+	assert.Equal(t, "upstream_timeout", gjson.Get(events[0], "error.code").String())
+	assert.Contains(t, gjson.Get(events[0], "error.message").String(), "TIMEOUT")
+}

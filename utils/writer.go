@@ -177,7 +177,9 @@ func (s *StreamWriter) Error(e *models.APIError) error {
 func (s *StreamWriter) PingIfIdle(idle time.Duration) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.done || time.Since(s.lastWrite) < idle {
+	// A tenth of slack, so that a ticker of period idle whose ticks jitter
+	// still pings on every tick of a silent stream.
+	if s.done || time.Since(s.lastWrite) < idle-idle/10 {
 		return nil
 	}
 	s.commit()
