@@ -448,3 +448,28 @@ func TestStalledStreamPingsThenErrorChunk(t *testing.T) {
 	assert.Equal(t, "upstream_timeout", gjson.Get(events[0], "error.code").String())
 	assert.Contains(t, gjson.Get(events[0], "error.message").String(), "TIMEOUT")
 }
+
+func TestTurnEndsAtTheCall(t *testing.T) {
+	// The model calls the tool, then invents its result and keeps talking;
+	// the gateway answers with the call alone and stops the upstream.
+	reply := func(_ int, req cursortest.Request) cursortest.Response {
+		trigger := triggerRE.FindString(req.Messages[0].Text)
+		return cursortest.Response{Events: []string{
+			`{"type":"text-start","id":"t"}`,
+			`{"type":"text-delta","id":"t","delta":"` + trigger + `\n<invoke name=\"get_weather\">{\"city\":\"Oslo\"}</invoke>"}`,
+			`{"type":"text-delta","id":"t","delta":"\n<tool_result>sunny</tool_result> It is sunny."}`,
+		}, Hang: true}
+	}
+	for _, stream := range []string{"false", "true"} {
+		g := newGateway(t, nil, reply)
+		resp, body := post(t, g, `{"model":"claude-sonnet-4.6","stream":`+stream+`,"messages":[{"role":"user","content":"weather?"}],`+weatherTools+`}`)
+		require.Equal(t, 200, resp.StatusCode, body)
+		assert.Contains(t, body, `"get_weather"`)
+		assert.NotContains(t, body, "sunny", "the made-up result never reaches the client")
+		select {
+		case <-g.upstream.Canceled():
+		case <-time.After(5 * time.Second):
+			t.Fatal("the upstream request was not cancelled at the end of the turn")
+		}
+	}
+}

@@ -303,10 +303,11 @@ func (s *ChatService) collect(ctx context.Context, p *Prepared, msgs []UpstreamM
 // attempt runs one upstream request through a fresh parser.
 func (s *ChatService) attempt(ctx context.Context, p *Prepared, msgs []UpstreamMessage, handle func(utils.Event) error) (models.Usage, error) {
 	parser := utils.NewParser(utils.ParserOptions{
-		Trigger:     p.Trigger,
-		Thinking:    p.Model.Thinking,
-		ToolNames:   p.ToolNames,
-		MaxBuffered: s.settings.MaxToolCallBytes,
+		Trigger:       p.Trigger,
+		Thinking:      p.Model.Thinking,
+		ToolNames:     p.ToolNames,
+		MaxBuffered:   s.settings.MaxToolCallBytes,
+		EndTurnAtCall: true,
 	})
 	outChars := 0
 	deliver := func(events []utils.Event) error {
@@ -325,7 +326,12 @@ func (s *ChatService) attempt(ctx context.Context, p *Prepared, msgs []UpstreamM
 	reported, err := s.upstream.Stream(ctx, UpstreamRequest{Model: p.Model.Upstream, Messages: msgs, RequestID: p.RequestID}, func(d Delta) error {
 		switch d.Kind {
 		case DeltaText:
-			return deliver(parser.Feed(d.Text))
+			if err := deliver(parser.Feed(d.Text)); err != nil {
+				return err
+			}
+			if parser.Done() {
+				return errTurnEnded // stop reading: the client runs the tool
+			}
 		case DeltaReasoning:
 			if p.Model.Thinking {
 				return deliver([]utils.Event{{Kind: utils.EventThinking, Text: d.Text}})
@@ -333,6 +339,10 @@ func (s *ChatService) attempt(ctx context.Context, p *Prepared, msgs []UpstreamM
 		}
 		return nil
 	})
+	if errors.Is(err, errTurnEnded) {
+		s.logger.Debug("turn ended at its tool calls; upstream request cancelled", "request_id", p.RequestID)
+		err, reported = nil, nil // the upstream's usage, if any, was never read
+	}
 	if err != nil {
 		return models.Usage{}, err
 	}
@@ -361,6 +371,9 @@ func loopUsage(p *Prepared) models.Usage {
 	out := estimateTokens(utf8.RuneCountInString(p.LoopStop))
 	return models.Usage{CompletionTokens: out, TotalTokens: out}
 }
+
+// errTurnEnded stops the upstream stream once the turn's calls are complete.
+var errTurnEnded = errors.New("turn ended at its tool calls")
 
 // estimateTokens approximates a token count from characters (about four
 // characters a token for English and code), for when the upstream reports

@@ -3,6 +3,7 @@ package utils
 import (
 	"bytes"
 	"encoding/json"
+	"regexp"
 	"strings"
 )
 
@@ -130,3 +131,62 @@ func trimTrailingComma(b []byte) []byte {
 }
 
 const hexDigits = "0123456789abcdef"
+
+var (
+	parameterRE     = regexp.MustCompile(`(?s)<parameter\s+name\s*=\s*(?:"([^"<>]*)"|'([^'<>]*)'|([^\s"'<>/]+))\s*>(.*?)</parameter>`)
+	parameterOpenRE = regexp.MustCompile(`^\s*<parameter[\s>]`)
+)
+
+// ParametersToJSON reads an invoke body written as <parameter name="k">v
+// </parameter> children (the Anthropic-style form models fall back to)
+// into a compact JSON object. A value that is valid JSON (a number, true,
+// an object...) is kept as such; anything else is a string. It reports
+// false when the body is not made only of such children.
+func ParametersToJSON(body string) (string, bool) {
+	if !parameterOpenRE.MatchString(body) {
+		return "", false
+	}
+	obj := make(map[string]json.RawMessage)
+	var order []string
+	rest := body
+	for _, m := range parameterRE.FindAllStringSubmatchIndex(body, -1) {
+		if strings.TrimSpace(body[len(body)-len(rest):m[0]]) != "" {
+			return "", false // text between the children
+		}
+		rest = body[m[1]:]
+		name := ""
+		for g := 1; g <= 3; g++ {
+			if m[2*g] >= 0 {
+				name = body[m[2*g]:m[2*g+1]]
+			}
+		}
+		value := body[m[8]:m[9]]
+		raw := json.RawMessage(strings.TrimSpace(value))
+		if len(raw) == 0 || !json.Valid(raw) {
+			// A string; the newlines around a block value are layout.
+			raw, _ = json.Marshal(strings.Trim(value, "\n"))
+		}
+		if _, dup := obj[name]; !dup {
+			order = append(order, name)
+		}
+		obj[name] = raw
+	}
+	if len(order) == 0 || strings.TrimSpace(rest) != "" {
+		return "", false
+	}
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, k := range order {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		key, _ := json.Marshal(k)
+		b.Write(key)
+		b.WriteByte(':')
+		if err := json.Compact(&b, obj[k]); err != nil {
+			return "", false
+		}
+	}
+	b.WriteByte('}')
+	return b.String(), true
+}

@@ -75,6 +75,11 @@ type ParserOptions struct {
 	// that matches one of them up to case and '-'/'_' is corrected; any
 	// other makes the invoke plain text.
 	ToolNames []string
+	// EndTurnAtCall ends the turn once a block of calls is complete:
+	// whatever the model writes after it (a made-up result, a guessed
+	// answer) is dropped and Done reports true, so the caller can stop
+	// reading the upstream and let the client run the tool.
+	EndTurnAtCall bool
 	// MaxBuffered bounds an invoke body; a longer one becomes text. It also
 	// bounds the copy of a thinking block kept to recover an unterminated
 	// one as text. Zero means DefaultMaxBuffered.
@@ -97,6 +102,7 @@ const (
 	stInvokeBody               // inside the body, up to </invoke>
 	stCallBetween              // after </invoke>; another invoke, another trigger, or text
 	stSkipInvoke               // an oversized body became text; drop its </invoke>
+	stDone                     // the turn ended at its calls; input is dropped
 )
 
 // Parser is an incremental parser of the upstream's text protocol. Feed it
@@ -120,6 +126,7 @@ type Parser struct {
 
 	name    string          // the current invoke's tool name
 	badName bool            // name is not a declared tool
+	calls   int             // tool calls emitted
 	body    strings.Builder // the current invoke's body
 
 	thinkCopy      strings.Builder // copy of the open thinking block
@@ -165,7 +172,10 @@ func (p *Parser) Close() []Event {
 	case stInvokeBody:
 		p.finishInvoke(false)
 	}
-	p.st, p.in = stText, ""
+	if p.st != stDone {
+		p.st = stText
+	}
+	p.in = ""
 	p.body.Reset()
 	p.thinkCopy.Reset()
 	return p.out
@@ -188,6 +198,8 @@ func (p *Parser) run(final bool) {
 			progressed = p.stepInvokeBody(final)
 		case stSkipInvoke:
 			progressed = p.stepSkipInvoke(final)
+		case stDone:
+			p.in = ""
 		}
 		if !progressed {
 			return
@@ -309,9 +321,17 @@ func (p *Parser) stepCall(final bool) bool {
 	case !final && (strings.HasPrefix(invokeOpen+" ", p.in) || strings.HasPrefix(p.opts.Trigger, p.in)):
 		return false // could still become one of them
 	}
+	if p.st == stCallBetween && p.opts.EndTurnAtCall && p.calls > 0 {
+		p.st, p.in = stDone, ""
+		return false
+	}
 	p.st = stText
 	return true
 }
+
+// Done reports whether the turn has ended at its calls (EndTurnAtCall):
+// nothing more will be emitted.
+func (p *Parser) Done() bool { return p.st == stDone }
 
 // invokeTagRE matches a whole opening tag. Single quotes, a bare name and
 // white space around '=' are tolerated; a self-closing tag has no body.
@@ -363,7 +383,12 @@ func (p *Parser) finishInvoke(closed bool) {
 		p.out = append(p.out, Event{Kind: EventBadCall, Name: p.name, Text: body, Reason: ReasonUnknownTool})
 		return
 	}
-	if args, ok := RepairArguments(body, closed); ok {
+	args, ok := RepairArguments(body, closed)
+	if !ok && closed {
+		args, ok = ParametersToJSON(body)
+	}
+	if ok {
+		p.calls++
 		p.out = append(p.out, Event{Kind: EventToolCall, Name: p.name, Arguments: args})
 		return
 	}

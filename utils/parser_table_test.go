@@ -57,6 +57,7 @@ type parserCase struct {
 }
 
 var tools = ParserOptions{Trigger: trig, ToolNames: []string{"read_file", "write_file", "list_dir"}}
+var endTurn = ParserOptions{Trigger: trig, ToolNames: []string{"read_file", "list_dir"}, EndTurnAtCall: true}
 var thinking = ParserOptions{Trigger: trig, Thinking: true, ToolNames: []string{"read_file"}}
 
 var parserCases = []parserCase{
@@ -101,6 +102,12 @@ var parserCases = []parserCase{
 	{name: "unterminated thinking recovered as text", opts: thinking, in: "<thinking>\nThe whole answer is here.", want: []Event{think("The whole answer is here."), txt("The whole answer is here.")}, clean: true},
 	{name: "no trigger configured: markup is text", opts: ParserOptions{}, in: trig + "<invoke name=\"x\">{}</invoke>", want: []Event{txt(trig + "<invoke name=\"x\">{}</invoke>")}},
 	{name: "unicode text", opts: tools, in: "你好,世界 🌍 <ünïcode>", want: []Event{txt("你好,世界 🌍 <ünïcode>")}, clean: true},
+	{name: "end of turn: made-up result dropped", opts: endTurn, in: "Reading.\n" + trig + "\n<invoke name=\"read_file\">{\"path\":\"a\"}</invoke>\n<tool_result id=\"x\">package a</tool_result>\nThe file declares package a.", want: []Event{txt("Reading.\n"), tcall("read_file", `{"path":"a"}`)}, clean: true},
+	{name: "end of turn: all calls of the block kept", opts: endTurn, in: trig + "<invoke name=\"list_dir\">{}</invoke>\n\n<invoke name=\"read_file\">{}</invoke> and then " + trig + "<invoke name=\"list_dir\">{}</invoke>", want: []Event{tcall("list_dir", "{}"), tcall("read_file", "{}")}, clean: true},
+	{name: "end of turn: a bad call does not end it", opts: endTurn, in: trig + "<invoke name=\"nope\">{}</invoke> Sorry, " + trig + "<invoke name=\"list_dir\">{}</invoke> tail", want: []Event{bad("nope", "{}", ReasonUnknownTool), txt("Sorry, "), tcall("list_dir", "{}")}, clean: true},
+	{name: "parameter children", opts: tools, in: trig + "<invoke name=\"write_file\">\n<parameter name=\"path\">src/a.go</parameter>\n<parameter name=\"content\">\npackage a\n</parameter>\n<parameter name=\"mode\">420</parameter>\n</invoke>", want: []Event{tcall("write_file", `{"path":"src/a.go","content":"package a","mode":420}`)}, clean: true},
+	{name: "parameter children with JSON values", opts: tools, in: trig + "<invoke name='read_file'><parameter name='opts'>{\"lines\": [1, 2]}</parameter><parameter name=flag>true</parameter></invoke>", want: []Event{tcall("read_file", `{"opts":{"lines":[1,2]},"flag":true}`)}, clean: true},
+	{name: "parameter children with stray text", opts: tools, in: trig + "<invoke name=\"read_file\"><parameter name=\"path\">a</parameter> oops</invoke>", want: []Event{bad("read_file", `<parameter name="path">a</parameter> oops`, ReasonBadJSON)}},
 	{name: "close tag inside a string ends the body", opts: tools, in: trig + "<invoke name=\"write_file\">{\"content\":\"a\"}</invoke>", want: []Event{tcall("write_file", `{"content":"a"}`)}, clean: true},
 }
 
