@@ -54,7 +54,9 @@ type Prepared struct {
 	// RequireCall is true when the turn must contain a tool call.
 	RequireCall bool
 	// SingleCall keeps only the first tool call (parallel_tool_calls: false).
-	SingleCall   bool
+	SingleCall bool
+	// checker validates call arguments against the tools' schemas.
+	checker      *ArgumentChecker
 	IncludeUsage bool
 	// LoopStop, when set, is the answer to give without asking the
 	// upstream: the history shows the agent repeating a tool call.
@@ -88,7 +90,7 @@ func (s *ChatService) Prepare(req *models.ChatRequest, requestID string) (*Prepa
 		SingleCall:     req.ParallelToolCalls != nil && !*req.ParallelToolCalls,
 		MaxInputLength: s.settings.MaxInputLength,
 	}
-	p := &Prepared{RequestID: requestID, Model: model, SingleCall: opts.SingleCall}
+	p := &Prepared{RequestID: requestID, Model: model, SingleCall: opts.SingleCall, checker: NewArgumentChecker(req.Tools)}
 	if opts.toolsActive() {
 		opts.Trigger = NewTrigger()
 		p.Trigger = opts.Trigger
@@ -122,182 +124,224 @@ type Answer struct {
 	Thinking  string
 	ToolCalls []models.ToolCall
 	Usage     models.Usage
-	Retried   bool
 }
 
 // Stream sends the answer to sink as it arrives and returns its usage.
 //
 // When a tool call is required, visible text is held back until the turn's
-// outcome is known: the first tool call releases it and the rest streams
-// live; a turn that ends without a call is discarded and asked once more
-// with a reminder, and that second turn is sent whatever it holds. The
-// client sees one clean turn either way.
+// outcome is known: the first valid tool call releases it and the rest
+// streams live. A turn that ends with nothing released, because it has no
+// call or an invalid one, is discarded and asked once more with a note
+// saying what was wrong; that second turn is sent whatever it holds. The
+// client sees one clean turn either way. Otherwise text streams at once.
 func (s *ChatService) Stream(ctx context.Context, p *Prepared, sink Sink) (models.Usage, error) {
 	if p.LoopStop != "" {
 		s.logger.Warn("tool loop stopped", "request_id", p.RequestID, "model", p.Model.Public)
 		return loopUsage(p), sink.Text(p.LoopStop)
 	}
-	if !p.RequireCall {
-		return s.streamTurn(ctx, p, p.Messages, sink)
-	}
-	first := &heldSink{sink: sink}
-	usage, err := s.streamTurn(ctx, p, p.Messages, first)
-	if err != nil || first.released {
-		return usage, err
-	}
-	s.logger.Warn("required tool call missing, retrying once", "request_id", p.RequestID, "model", p.Model.Public, "stream", true)
-	second := &heldSink{sink: sink}
-	retryUsage, err := s.streamTurn(ctx, p, withReminder(p.Messages, p.Trigger), second)
-	if err != nil {
-		if ctx.Err() != nil || second.released {
-			return usage, err
-		}
-		s.logger.Warn("retry failed, answering with the first reply", "request_id", p.RequestID, "error", err)
-		return usage, first.release()
-	}
-	return addUsage(usage, retryUsage), second.release()
+	return s.run(ctx, p, sink, p.RequireCall, false)
 }
 
-// streamTurn streams one upstream turn to sink.
-func (s *ChatService) streamTurn(ctx context.Context, p *Prepared, msgs []UpstreamMessage, sink Sink) (models.Usage, error) {
-	calls := 0
-	return s.attempt(ctx, p, msgs, func(ev utils.Event) error {
-		switch ev.Kind {
-		case utils.EventText, utils.EventBadCall:
-			return sink.Text(ev.Text)
-		case utils.EventToolCall:
-			if p.SingleCall && calls > 0 {
-				return nil
-			}
-			calls++
-			return sink.ToolCall(NewToolCallID(), ev.Name, ev.Arguments)
-		case utils.EventThinking:
-			if s.settings.ExposeThinking {
-				return sink.Reasoning(ev.Text)
-			}
-		}
-		return nil
-	})
-}
-
-// heldSink holds text and reasoning back until the first tool call (or
-// release), then passes everything straight on.
-type heldSink struct {
-	sink     Sink
-	released bool
-	held     []heldEvent
-}
-
-type heldEvent struct {
-	reasoning bool
-	text      string
-}
-
-func (h *heldSink) Text(text string) error {
-	if h.released {
-		return h.sink.Text(text)
-	}
-	h.held = append(h.held, heldEvent{text: text})
-	return nil
-}
-
-func (h *heldSink) Reasoning(text string) error {
-	if h.released {
-		return h.sink.Reasoning(text)
-	}
-	h.held = append(h.held, heldEvent{reasoning: true, text: text})
-	return nil
-}
-
-func (h *heldSink) ToolCall(id, name, arguments string) error {
-	if err := h.release(); err != nil {
-		return err
-	}
-	return h.sink.ToolCall(id, name, arguments)
-}
-
-// release sends what was held and switches to passing events straight on.
-func (h *heldSink) release() error {
-	if h.released {
-		return nil
-	}
-	h.released = true
-	for _, ev := range h.held {
-		var err error
-		if ev.reasoning {
-			err = h.sink.Reasoning(ev.text)
-		} else {
-			err = h.sink.Text(ev.text)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	h.held = nil
-	return nil
-}
-
-// Complete collects the whole answer. When a tool call is required and the
-// answer has none, it asks once more with a reminder, and returns that
-// second answer whatever it holds.
+// Complete collects the whole answer. Nothing is sent before the turn is
+// over, so a turn with an invalid call, or without a required one, is
+// always asked once more.
 func (s *ChatService) Complete(ctx context.Context, p *Prepared) (*Answer, error) {
 	if p.LoopStop != "" {
 		s.logger.Warn("tool loop stopped", "request_id", p.RequestID, "model", p.Model.Public)
 		return &Answer{Text: p.LoopStop, Usage: loopUsage(p)}, nil
 	}
-	ans, err := s.collect(ctx, p, p.Messages)
+	ans := &answerSink{}
+	usage, err := s.run(ctx, p, ans, true, true)
 	if err != nil {
 		return nil, err
 	}
-	if !p.RequireCall || len(ans.ToolCalls) > 0 {
-		return ans, nil
+	out := &Answer{Text: ans.text.String(), ToolCalls: ans.calls, Usage: usage}
+	if len(out.ToolCalls) > 0 {
+		out.Text = strings.TrimSpace(out.Text)
 	}
-	s.logger.Warn("required tool call missing, retrying once", "request_id", p.RequestID, "model", p.Model.Public)
-	retry, err := s.collect(ctx, p, withReminder(p.Messages, p.Trigger))
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, err
-		}
-		s.logger.Warn("retry failed, answering with the first reply", "request_id", p.RequestID, "error", err)
-		return ans, nil
+	if s.settings.ExposeThinking {
+		out.Thinking = ans.thinking.String()
 	}
-	retry.Retried = true
-	retry.Usage = addUsage(ans.Usage, retry.Usage)
-	return retry, nil
+	return out, nil
 }
 
-func (s *ChatService) collect(ctx context.Context, p *Prepared, msgs []UpstreamMessage) (*Answer, error) {
-	var text, thinking strings.Builder
-	ans := &Answer{}
-	usage, err := s.attempt(ctx, p, msgs, func(ev utils.Event) error {
+// run answers with at most two upstream turns. hold keeps the first turn
+// from the client until a valid call (or, with holdAll, until its end), so
+// that it can still be discarded and asked again.
+func (s *ChatService) run(ctx context.Context, p *Prepared, sink Sink, hold, holdAll bool) (models.Usage, error) {
+	first := &turnSink{sink: sink, released: !hold, holdAll: holdAll}
+	usage, err := s.turn(ctx, p, p.Messages, first)
+	if err != nil {
+		return usage, err
+	}
+	note := s.retryNote(p, first)
+	if note == "" {
+		return usage, first.finish()
+	}
+	s.logger.Warn("retrying once", "request_id", p.RequestID, "model", p.Model.Public, "reason", clip(note, 300))
+	second := &turnSink{sink: sink, holdAll: holdAll}
+	retryUsage, err := s.turn(ctx, p, withNote(p.Messages, note), second)
+	if err != nil {
+		if ctx.Err() != nil || second.released {
+			return usage, err
+		}
+		s.logger.Warn("retry failed, answering with the first reply", "request_id", p.RequestID, "error", err)
+		return usage, first.finish()
+	}
+	return addUsage(usage, retryUsage), second.finish()
+}
+
+// retryNote says why a held turn must be asked again, or "" when it can
+// be sent.
+func (s *ChatService) retryNote(p *Prepared, t *turnSink) string {
+	if t.released && !t.holdAll {
+		return ""
+	}
+	var notes []string
+	for _, b := range t.bad {
+		notes = append(notes, fmt.Sprintf("your call of %q was not run: %s.", b.Name, b.Reason))
+	}
+	if len(notes) > 0 {
+		notes = append(notes, fmt.Sprintf("Call again with a declared function (%s) and arguments that match its parameters schema, in the format %s followed by <invoke name=\"...\">{json}</invoke>.",
+			strings.Join(p.ToolNames, ", "), p.Trigger))
+	} else if p.RequireCall && t.calls == 0 {
+		notes = append(notes, fmt.Sprintf("this reply MUST call a function. Start it with %s followed by an <invoke> block, as the system prompt describes.", p.Trigger))
+	}
+	if len(notes) == 0 {
+		return ""
+	}
+	return "Note from the client application: " + strings.Join(notes, " ")
+}
+
+// turn streams one upstream turn into sink, checking each call's
+// arguments against its tool's schema.
+func (s *ChatService) turn(ctx context.Context, p *Prepared, msgs []UpstreamMessage, sink *turnSink) (models.Usage, error) {
+	return s.attempt(ctx, p, msgs, func(ev utils.Event) error {
 		switch ev.Kind {
-		case utils.EventText, utils.EventBadCall:
-			text.WriteString(ev.Text)
+		case utils.EventText:
+			return sink.Text(ev.Text)
 		case utils.EventThinking:
-			thinking.WriteString(ev.Text)
+			if s.settings.ExposeThinking {
+				return sink.Reasoning(ev.Text)
+			}
 		case utils.EventToolCall:
-			if p.SingleCall && len(ans.ToolCalls) > 0 {
+			if p.SingleCall && sink.calls > 0 {
 				return nil
 			}
-			ans.ToolCalls = append(ans.ToolCalls, models.ToolCall{
-				ID: NewToolCallID(), Type: "function",
-				Function: models.FunctionCall{Name: ev.Name, Arguments: ev.Arguments},
-			})
+			args, err := p.checker.Check(ev.Name, ev.Arguments)
+			if err != nil {
+				return sink.badCall(utils.Event{Kind: utils.EventBadCall, Name: ev.Name, Text: ev.Arguments, Reason: err.Error()})
+			}
+			return sink.ToolCall(NewToolCallID(), ev.Name, args)
+		case utils.EventBadCall:
+			return sink.badCall(ev)
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, err
+}
+
+// turnSink passes one turn on to the client's sink, holding it back while
+// it may still be discarded: until the first valid call, or with holdAll
+// until finish.
+type turnSink struct {
+	sink     Sink
+	released bool
+	holdAll  bool
+	held     []heldEvent
+	bad      []utils.Event
+	calls    int
+}
+
+type heldEvent struct {
+	kind      utils.EventKind
+	text      string
+	id, name  string
+	arguments string
+}
+
+func (t *turnSink) Text(text string) error {
+	if t.released {
+		return t.sink.Text(text)
 	}
-	ans.Text = text.String()
-	if len(ans.ToolCalls) > 0 {
-		ans.Text = strings.TrimSpace(ans.Text)
+	t.held = append(t.held, heldEvent{kind: utils.EventText, text: text})
+	return nil
+}
+
+func (t *turnSink) Reasoning(text string) error {
+	if t.released {
+		return t.sink.Reasoning(text)
 	}
-	if s.settings.ExposeThinking {
-		ans.Thinking = thinking.String()
+	t.held = append(t.held, heldEvent{kind: utils.EventThinking, text: text})
+	return nil
+}
+
+func (t *turnSink) ToolCall(id, name, arguments string) error {
+	t.calls++
+	if t.holdAll {
+		t.held = append(t.held, heldEvent{kind: utils.EventToolCall, id: id, name: name, arguments: arguments})
+		return nil
 	}
-	ans.Usage = usage
-	return ans, nil
+	if err := t.release(); err != nil {
+		return err
+	}
+	return t.sink.ToolCall(id, name, arguments)
+}
+
+// badCall records a call that cannot be sent. Once the turn is out, it
+// can no longer be asked again: the client is told in text instead.
+func (t *turnSink) badCall(ev utils.Event) error {
+	t.bad = append(t.bad, ev)
+	if t.released {
+		return t.sink.Text(badCallNote(ev))
+	}
+	t.held = append(t.held, heldEvent{kind: utils.EventBadCall, text: badCallNote(ev)})
+	return nil
+}
+
+// finish sends whatever is still held: the turn is final.
+func (t *turnSink) finish() error { return t.release() }
+
+func (t *turnSink) release() error {
+	if t.released {
+		return nil
+	}
+	t.released = true
+	held := t.held
+	t.held = nil
+	for _, ev := range held {
+		var err error
+		switch ev.kind {
+		case utils.EventThinking:
+			err = t.sink.Reasoning(ev.text)
+		case utils.EventToolCall:
+			err = t.sink.ToolCall(ev.id, ev.name, ev.arguments)
+		default:
+			err = t.sink.Text(ev.text)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// badCallNote is what the client sees of a call that could not be sent,
+// so that it is never dropped silently.
+func badCallNote(ev utils.Event) string {
+	return fmt.Sprintf("\n[The model's call of %s was not sent: %s]\n%s\n", ev.Name, ev.Reason, strings.TrimSpace(ev.Text))
+}
+
+// answerSink collects a non-streamed answer.
+type answerSink struct {
+	text, thinking strings.Builder
+	calls          []models.ToolCall
+}
+
+func (a *answerSink) Text(s string) error      { a.text.WriteString(s); return nil }
+func (a *answerSink) Reasoning(s string) error { a.thinking.WriteString(s); return nil }
+func (a *answerSink) ToolCall(id, name, arguments string) error {
+	a.calls = append(a.calls, models.ToolCall{ID: id, Type: "function", Function: models.FunctionCall{Name: name, Arguments: arguments}})
+	return nil
 }
 
 // attempt runs one upstream request through a fresh parser.
@@ -380,11 +424,9 @@ var errTurnEnded = errors.New("turn ended at its tool calls")
 // no usage.
 func estimateTokens(chars int) int { return (chars + 3) / 4 }
 
-// withReminder returns a copy of msgs whose last user message ends with a
-// firm reminder to call a tool.
-func withReminder(msgs []UpstreamMessage, trigger string) []UpstreamMessage {
+// withNote returns a copy of msgs whose last user message ends with note.
+func withNote(msgs []UpstreamMessage, note string) []UpstreamMessage {
 	out := append([]UpstreamMessage(nil), msgs...)
-	note := fmt.Sprintf("Reminder: this reply MUST call a function. Start it with %s followed by an <invoke> block, as the system prompt describes.", trigger)
 	if n := len(out); n > 0 && out[n-1].Role == "user" {
 		out[n-1].Text += "\n\n" + note
 		return out

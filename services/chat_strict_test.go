@@ -109,3 +109,74 @@ func TestStreamStrictMode(t *testing.T) {
 		})
 	}
 }
+
+func TestCorrectiveRetry(t *testing.T) {
+	schema := []byte(`{"type":"object","properties":{"dir":{"type":"string"},"depth":{"type":"integer"}},"required":["dir"]}`)
+	newSvc := func(replies [][]string) (*ChatService, *strictScript) {
+		catalog, err := models.NewCatalog([]string{"claude-sonnet-4.6"}, nil)
+		require.NoError(t, err)
+		up := &strictScript{replies: replies}
+		return NewChatService(ChatSettings{Catalog: catalog, MaxInputLength: 100000, MaxToolCallBytes: 1 << 20}, up, slog.New(slog.DiscardHandler)), up
+	}
+	req := func(stream bool) *models.ChatRequest {
+		r := strictRequest(`"required"`)
+		r.Tools[0].Function.Parameters = schema
+		r.Stream = stream
+		return r
+	}
+	const good = "TRIGGER<invoke name=\"ls\">{\"dir\":\"src\",\"depth\":\"2\"}</invoke>"
+	cases := []struct {
+		name     string
+		replies  [][]string
+		note     string // in the retry's last user message
+		wantCall string // arguments of the final call, "" for none
+		wantText string // in the final text
+	}{
+		{"schema violation", [][]string{{"TRIGGER<invoke name=\"ls\">{\"depth\":1}</invoke>"}, {good}}, "missing property 'dir'", `{"depth":2,"dir":"src"}`, ""},
+		{"unknown tool", [][]string{{"TRIGGER<invoke name=\"rm\">{}</invoke>"}, {good}}, `"rm" was not run: unknown tool`, `{"depth":2,"dir":"src"}`, ""},
+		{"broken JSON", [][]string{{"TRIGGER<invoke name=\"ls\">{dir: src}</invoke>"}, {good}}, "not a JSON object", `{"depth":2,"dir":"src"}`, ""},
+		{"still invalid after the retry", [][]string{{"TRIGGER<invoke name=\"ls\">{}</invoke>"}}, "missing property", "", "was not sent: arguments do not match"},
+	}
+	for _, tc := range cases {
+		for _, stream := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/stream=%v", tc.name, stream), func(t *testing.T) {
+				svc, up := newSvc(tc.replies)
+				p, err := svc.Prepare(req(stream), "req_test")
+				require.NoError(t, err)
+				var calls []string
+				var text string
+				if stream {
+					rec := &strictRecorder{}
+					_, err = svc.Stream(context.Background(), p, rec)
+					require.NoError(t, err)
+					for _, e := range rec.events {
+						if a, ok := strings.CutPrefix(e, "call:ls:"); ok {
+							calls = append(calls, a)
+						}
+						if t, ok := strings.CutPrefix(e, "text:"); ok {
+							text += t
+						}
+					}
+				} else {
+					ans, err := svc.Complete(context.Background(), p)
+					require.NoError(t, err)
+					for _, c := range ans.ToolCalls {
+						calls = append(calls, c.Function.Arguments)
+					}
+					text = ans.Text
+				}
+				require.Len(t, up.requests, 2, "exactly one retry")
+				retryLast := up.requests[1][len(up.requests[1])-1].Text
+				assert.Contains(t, retryLast, tc.note)
+				if tc.wantCall != "" {
+					require.Len(t, calls, 1)
+					assert.JSONEq(t, tc.wantCall, calls[0], "the coerced arguments")
+					assert.Empty(t, text)
+				} else {
+					assert.Empty(t, calls, "an invalid call is never passed on")
+					assert.Contains(t, text, tc.wantText)
+				}
+			})
+		}
+	}
+}
