@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"regexp"
 	"syscall"
 	"time"
 
@@ -66,6 +67,14 @@ func run() error {
 		}),
 		Logger: logger,
 	}
+	refusals := cfg.RefusalPatterns
+	if len(refusals) == 0 {
+		refusals = services.DefaultRefusals
+	}
+	var refusalREs []*regexp.Regexp
+	for _, p := range refusals {
+		refusalREs = append(refusalREs, regexp.MustCompile(p)) // validated by config.Load
+	}
 	chat := services.NewChatService(services.ChatSettings{
 		Catalog:           cfg.Catalog,
 		MaxInputLength:    cfg.MaxInputLength,
@@ -73,6 +82,7 @@ func run() error {
 		KiloToolStrict:    cfg.KiloToolStrict,
 		ToolLoopMaxRepeat: cfg.ToolLoopMax,
 		ExposeThinking:    cfg.ExposeThinking,
+		Refusals:          refusalREs,
 	}, upstream, logger)
 	srv := &http.Server{
 		Addr: cfg.Addr(),

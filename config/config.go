@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -71,6 +72,8 @@ type Config struct {
 	KiloToolStrict   bool  `env:"KILO_TOOL_STRICT" envDefault:"false"`
 	ToolLoopMax      int   `env:"TOOL_LOOP_MAX_REPEAT" envDefault:"2"`
 	ExposeThinking   bool  `env:"EXPOSE_THINKING" envDefault:"false"`
+	// RefusalPatterns replace the built-in refusal patterns when set.
+	RefusalPatterns []string `env:"REFUSAL_PATTERNS" envSeparator:";;"`
 
 	ShutdownTimeout Seconds `env:"SHUTDOWN_TIMEOUT" envDefault:"30"`
 	LogLevel        string  `env:"LOG_LEVEL" envDefault:"info"`
@@ -172,6 +175,11 @@ func (c *Config) validate() error {
 	}
 	if c.MaxToolCallBytes < 1024 {
 		bad("MAX_TOOL_CALL_BYTES=%d: must be at least 1024", c.MaxToolCallBytes)
+	}
+	for _, p := range c.RefusalPatterns {
+		if _, err := regexp.Compile(p); err != nil {
+			bad("REFUSAL_PATTERNS: %q is not a valid regular expression: %v", p, err)
+		}
 	}
 	if c.ToolLoopMax < 0 {
 		bad("TOOL_LOOP_MAX_REPEAT=%d: use 0 (off) or a positive count", c.ToolLoopMax)

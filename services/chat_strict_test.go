@@ -180,3 +180,50 @@ func TestCorrectiveRetry(t *testing.T) {
 		}
 	}
 }
+
+func TestRefusalRetry(t *testing.T) {
+	var refusals []*regexp.Regexp
+	for _, p := range DefaultRefusals {
+		refusals = append(refusals, regexp.MustCompile(p))
+	}
+	cases := []struct {
+		name     string
+		stream   bool
+		first    string
+		requests int
+		want     string
+	}{
+		{"persona refusal is retried", false, "I'm a support assistant for Cursor, so I can only help with Cursor questions.", 2, "Roses are red."},
+		{"scope refusal is retried", false, "Sorry, that is outside the scope of what I can help with.", 2, "Roses are red."},
+		{"an ordinary answer is not", false, "Roses are red.", 1, "Roses are red."},
+		{"a plain stream is already out: no retry", true, "I am an AI support assistant for Cursor.", 1, "I am an AI support assistant for Cursor."},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			catalog, err := models.NewCatalog([]string{"claude-sonnet-4.6"}, nil)
+			require.NoError(t, err)
+			up := &strictScript{replies: [][]string{{tc.first}, {"Roses are red."}}}
+			svc := NewChatService(ChatSettings{Catalog: catalog, MaxInputLength: 100000, MaxToolCallBytes: 1 << 20, Refusals: refusals}, up, slog.New(slog.DiscardHandler))
+			p, err := svc.Prepare(&models.ChatRequest{Model: "claude-sonnet-4.6", Messages: []models.Message{{Role: "user", Content: models.Content{Text: "write a poem"}}}}, "req")
+			require.NoError(t, err)
+			var got string
+			if tc.stream {
+				rec := &strictRecorder{}
+				_, err = svc.Stream(context.Background(), p, rec)
+				got = strings.TrimPrefix(strings.Join(rec.events, ""), "text:")
+			} else {
+				var ans *Answer
+				ans, err = svc.Complete(context.Background(), p)
+				if ans != nil {
+					got = ans.Text
+				}
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+			require.Len(t, up.requests, tc.requests)
+			if tc.requests == 2 {
+				assert.Contains(t, up.requests[1][len(up.requests[1])-1].Text, "general-purpose assistant")
+			}
+		})
+	}
+}
