@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -103,12 +104,34 @@ func Load() (*Config, error) {
 func FromMap(environ map[string]string) (*Config, error) {
 	var cfg Config
 	if err := env.ParseWithOptions(&cfg, env.Options{Environment: environ}); err != nil {
-		return nil, fmt.Errorf("configuration: %w", err)
+		return nil, fmt.Errorf("configuration: %w", nameVariables(err, environ))
 	}
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("configuration: %w", err)
 	}
 	return &cfg, nil
+}
+
+// nameVariables rewrites the parse errors of caarlos0/env, which name the
+// Go field, to name the environment variable and its value instead.
+func nameVariables(err error, environ map[string]string) error {
+	var agg env.AggregateError
+	if !errors.As(err, &agg) {
+		return err
+	}
+	var out []error
+	for _, e := range agg.Errors {
+		var pe env.ParseError
+		if errors.As(e, &pe) {
+			if f, ok := reflect.TypeFor[Config]().FieldByName(pe.Name); ok {
+				key := f.Tag.Get("env")
+				out = append(out, fmt.Errorf("%s=%q: %v", key, environ[key], pe.Err))
+				continue
+			}
+		}
+		out = append(out, e)
+	}
+	return errors.Join(out...)
 }
 
 func (c *Config) validate() error {
