@@ -28,7 +28,7 @@ type gateway struct {
 
 // newGateway starts the gateway with env on top of CURSOR_API_URL pointing
 // at a fake upstream answering with reply.
-func newGateway(t *testing.T, env map[string]string, reply func(int, cursortest.Request) cursortest.Response) *gateway {
+func newGateway(t testing.TB, env map[string]string, reply func(int, cursortest.Request) cursortest.Response) *gateway {
 	t.Helper()
 	up := cursortest.NewServer(t, reply)
 	vars := map[string]string{"CURSOR_API_URL": up.URL, "MODELS": "claude-sonnet-4.6,gemini-3-flash"}
@@ -64,6 +64,11 @@ func replyWith(deltas ...string) func(int, cursortest.Request) cursortest.Respon
 
 // replySeq answers the n-th request with the n-th list of deltas.
 func replySeq(turns [][]string) func(int, cursortest.Request) cursortest.Response {
+	return paced(turns, time.Millisecond)
+}
+
+// paced is replySeq with delay before each frame.
+func paced(turns [][]string, delay time.Duration) func(int, cursortest.Request) cursortest.Response {
 	return func(n int, req cursortest.Request) cursortest.Response {
 		trigger := ""
 		if len(req.Messages) > 0 {
@@ -74,6 +79,6 @@ func replySeq(turns [][]string) func(int, cursortest.Request) cursortest.Respons
 		for i, d := range deltas {
 			out[i] = strings.ReplaceAll(d, "TRIGGER", trigger)
 		}
-		return cursortest.Response{Events: cursortest.Frames(&cursortest.Usage{Input: 120, Output: 30}, nil, out), Delay: time.Millisecond}
+		return cursortest.Response{Events: cursortest.Frames(&cursortest.Usage{Input: 120, Output: 30}, nil, out), Delay: delay}
 	}
 }
