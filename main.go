@@ -43,11 +43,13 @@ func run() error {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	gin.SetMode(gin.ReleaseMode)
 
-	transport := http.DefaultTransport.(*http.Transport).Clone()
-	transport.Proxy = nil // only PROXY_URL / HTTPS_PROXY from the configuration
+	var proxy *url.URL
 	if cfg.ProxyURL != "" {
-		proxy, _ := url.Parse(cfg.ProxyURL) // validated by config.Load
-		transport.Proxy = http.ProxyURL(proxy)
+		proxy, _ = url.Parse(cfg.ProxyURL) // validated by config.Load
+	}
+	transport, err := services.NewTransport(cfg.Fingerprint, proxy, nil)
+	if err != nil {
+		return err
 	}
 	jar, _ := cookiejar.New(nil) // never fails without options
 	httpClient := &http.Client{Transport: transport, Jar: jar}

@@ -60,6 +60,7 @@ type Config struct {
 	XIsHumanTTL  Seconds `env:"X_IS_HUMAN_TTL" envDefault:"300"`
 	Timeout      Seconds `env:"TIMEOUT" envDefault:"60"`
 	Cookie       string  `env:"CURSOR_COOKIE"`
+	Fingerprint  string  `env:"TLS_FINGERPRINT" envDefault:"chrome"`
 	ProxyURL     string  `env:"PROXY_URL"`
 	HTTPSProxy   string  `env:"HTTPS_PROXY"`
 	MaxDuration  Seconds `env:"MAX_DURATION" envDefault:"0"`
@@ -171,6 +172,9 @@ func (c *Config) validate() error {
 		if err != nil || p.Host == "" || (p.Scheme != "http" && p.Scheme != "https" && p.Scheme != "socks5") {
 			bad("PROXY_URL=%q: use http://host:port, https://host:port or socks5://host:port", c.ProxyURL)
 		}
+	}
+	if c.Fingerprint != "chrome" && c.Fingerprint != "off" {
+		bad("TLS_FINGERPRINT=%q: use chrome or off", c.Fingerprint)
 	}
 	if c.MaxDuration.Duration() < 0 {
 		bad("MAX_DURATION must not be negative (0 = no total limit)")

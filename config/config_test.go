@@ -22,6 +22,7 @@ func TestDefaults(t *testing.T) {
 	assert.Equal(t, 15*time.Second, cfg.PingInterval.Duration())
 	assert.Equal(t, "script", cfg.XIsHumanMode)
 	assert.Equal(t, 2, cfg.ToolLoopMax)
+	assert.Equal(t, "chrome", cfg.Fingerprint)
 	assert.False(t, cfg.KiloToolStrict)
 	assert.False(t, cfg.ExposeThinking)
 }
@@ -67,6 +68,7 @@ func TestInvalidValues(t *testing.T) {
 		"REFUSAL_PATTERNS":     {"REFUSAL_PATTERNS": "(unclosed"},
 		"TOOL_LOOP_MAX_REPEAT": {"TOOL_LOOP_MAX_REPEAT": "-1"},
 		"MODELS":               {"MODELS": "mystery-model"},
+		"TLS_FINGERPRINT":      {"TLS_FINGERPRINT": "firefox"},
 	}
 	for name, env := range cases {
 		t.Run(name, func(t *testing.T) {
