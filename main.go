@@ -7,12 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
 	"os"
 	"os/signal"
-	"regexp"
 	"syscall"
 	"time"
 
@@ -43,13 +43,65 @@ func run() error {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	gin.SetMode(gin.ReleaseMode)
 
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ln, err := net.Listen("tcp", cfg.Addr())
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", cfg.Addr(), err)
+	}
+	return serve(ctx, cfg, logger, ln)
+}
+
+// serve answers on ln until ctx ends, then drains in-flight requests for
+// at most SHUTDOWN_TIMEOUT before closing what is left.
+func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, ln net.Listener) error {
+	handler, upstream, err := build(cfg, logger)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+	}
+	if !cfg.Loopback() && len(cfg.APIKeys) == 0 {
+		logger.Warn("listening beyond loopback with no API_KEY: anyone who can reach this port can use the gateway", "addr", ln.Addr().String())
+	}
+	logger.Info("cursor2api listening", "addr", ln.Addr().String(), "version", version, "models", cfg.Catalog.Names(),
+		"upstream", cfg.CursorAPIURL, "x_is_human", cfg.XIsHumanMode, "tls_fingerprint", cfg.Fingerprint)
+
+	if interval := cfg.ModelCheck.Duration(); interval > 0 {
+		go services.WatchModels(ctx, upstream, cfg.Catalog, interval, logger)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serving on %s: %w", ln.Addr(), err)
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down: draining in-flight requests", "timeout", cfg.ShutdownTimeout.Duration())
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout.Duration())
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		logger.Warn("drain timed out; closing the remaining connections", "error", err)
+		_ = srv.Close()
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// build wires the gateway from its configuration.
+func build(cfg *config.Config, logger *slog.Logger) (http.Handler, *services.CursorClient, error) {
 	var proxy *url.URL
 	if cfg.ProxyURL != "" {
 		proxy, _ = url.Parse(cfg.ProxyURL) // validated by config.Load
 	}
 	transport, err := services.NewTransport(cfg.Fingerprint, proxy, nil)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	jar, _ := cookiejar.New(nil) // never fails without options
 	httpClient := &http.Client{Transport: transport, Jar: jar}
@@ -69,13 +121,9 @@ func run() error {
 		}),
 		Logger: logger,
 	}
-	refusals := cfg.RefusalPatterns
-	if len(refusals) == 0 {
-		refusals = services.DefaultRefusals
-	}
-	var refusalREs []*regexp.Regexp
-	for _, p := range refusals {
-		refusalREs = append(refusalREs, regexp.MustCompile(p)) // validated by config.Load
+	refusals, err := services.CompileRefusals(cfg.RefusalPatterns)
+	if err != nil {
+		return nil, nil, err
 	}
 	chat := services.NewChatService(services.ChatSettings{
 		Catalog:           cfg.Catalog,
@@ -84,45 +132,11 @@ func run() error {
 		KiloToolStrict:    cfg.KiloToolStrict,
 		ToolLoopMaxRepeat: cfg.ToolLoopMax,
 		ExposeThinking:    cfg.ExposeThinking,
-		Refusals:          refusalREs,
+		Refusals:          refusals,
 	}, upstream, logger)
-	srv := &http.Server{
-		Addr: cfg.Addr(),
-		Handler: handlers.New(handlers.Options{
-			Chat: chat, Catalog: cfg.Catalog, APIKeys: cfg.APIKeys,
-			MaxBodyBytes: cfg.MaxBodyBytes, PingInterval: cfg.PingInterval.Duration(), Version: version, Logger: logger,
-		}),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
-	}
-
-	if !cfg.Loopback() && len(cfg.APIKeys) == 0 {
-		logger.Warn("listening beyond loopback with no API_KEY: anyone who can reach this port can use the gateway", "addr", cfg.Addr())
-	}
-	logger.Info("cursor2api listening", "addr", cfg.Addr(), "version", version, "models", cfg.Catalog.Names(), "upstream", cfg.CursorAPIURL)
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if interval := cfg.ModelCheck.Duration(); interval > 0 {
-		go services.WatchModels(ctx, upstream, cfg.Catalog, interval, logger)
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.ListenAndServe() }()
-	select {
-	case err := <-errc:
-		return fmt.Errorf("listening on %s: %w", cfg.Addr(), err)
-	case <-ctx.Done():
-	}
-	stop()
-	logger.Info("shutting down: draining in-flight requests", "timeout", cfg.ShutdownTimeout.Duration())
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout.Duration())
-	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
-		logger.Warn("drain timed out; closing the remaining connections", "error", err)
-		_ = srv.Close()
-	}
-	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	handler := handlers.New(handlers.Options{
+		Chat: chat, Catalog: cfg.Catalog, APIKeys: cfg.APIKeys,
+		MaxBodyBytes: cfg.MaxBodyBytes, PingInterval: cfg.PingInterval.Duration(), Version: version, Logger: logger,
+	})
+	return handler, upstream, nil
 }

@@ -242,6 +242,23 @@ var DefaultRefusals = []string{
 	`(?i)(?:outside|beyond) (?:the )?scope of (?:what I can (?:help|assist) with|my (?:role|purpose))`,
 }
 
+// CompileRefusals compiles REFUSAL_PATTERNS, or DefaultRefusals when none
+// are given.
+func CompileRefusals(patterns []string) ([]*regexp.Regexp, error) {
+	if len(patterns) == 0 {
+		patterns = DefaultRefusals
+	}
+	out := make([]*regexp.Regexp, 0, len(patterns))
+	for _, p := range patterns {
+		re, err := regexp.Compile(p)
+		if err != nil {
+			return nil, fmt.Errorf("refusal pattern %q: %w", p, err)
+		}
+		out = append(out, re)
+	}
+	return out, nil
+}
+
 // turn streams one upstream turn into sink, checking each call's
 // arguments against its tool's schema.
 func (s *ChatService) turn(ctx context.Context, p *Prepared, msgs []UpstreamMessage, sink *turnSink) (models.Usage, error) {
