@@ -239,12 +239,9 @@ func (p *Parser) stepText(final bool) bool {
 	}
 	idx, marker := firstMarker(p.in, p.markers)
 	if idx < 0 {
-		keep := 0
-		if !final {
-			keep = partialMarkerSuffix(p.in, p.markers)
-		}
-		p.emitText(p.in[:len(p.in)-keep])
-		p.in = p.in[len(p.in)-keep:]
+		var ready string
+		ready, p.in = p.ready(final, p.markers)
+		p.emitText(ready)
 		return false
 	}
 	p.emitText(p.in[:idx])
@@ -269,12 +266,11 @@ func (p *Parser) stepThinking(final bool) bool {
 		return false
 	}
 	idx := strings.Index(p.in, thinkingClose)
-	content, rest := p.in, ""
+	var content, rest string
 	if idx >= 0 {
 		content, rest = p.in[:idx], p.in[idx+len(thinkingClose):]
-	} else if !final {
-		keep := partialMarkerSuffix(p.in, []string{thinkingClose})
-		content, rest = p.in[:len(p.in)-keep], p.in[len(p.in)-keep:]
+	} else {
+		content, rest = p.ready(final, closeThinking)
 	}
 	if p.opts.Thinking {
 		if p.thinkLead {
@@ -404,12 +400,9 @@ func (p *Parser) finishInvoke(closed bool) {
 func (p *Parser) stepInvokeBody(final bool) bool {
 	idx := strings.Index(p.in, invokeClose)
 	if idx < 0 {
-		keep := 0
-		if !final {
-			keep = partialMarkerSuffix(p.in, []string{invokeClose})
-		}
-		p.body.WriteString(p.in[:len(p.in)-keep])
-		p.in = p.in[len(p.in)-keep:]
+		var ready string
+		ready, p.in = p.ready(final, closeInvoke)
+		p.body.WriteString(ready)
 		if p.body.Len() > p.opts.MaxBuffered {
 			p.emitText(p.body.String())
 			p.body.Reset()
@@ -440,12 +433,9 @@ func (p *Parser) stepSkipInvoke(final bool) bool {
 	}
 	idx := strings.Index(p.in, invokeClose)
 	if idx < 0 {
-		keep := 0
-		if !final {
-			keep = partialMarkerSuffix(p.in, []string{invokeClose})
-		}
-		p.emitText(p.in[:len(p.in)-keep])
-		p.in = p.in[len(p.in)-keep:]
+		var ready string
+		ready, p.in = p.ready(final, closeInvoke)
+		p.emitText(ready)
 		return false
 	}
 	p.emitText(p.in[:idx])
@@ -505,6 +495,23 @@ func firstMarker(s string, markers []string) (int, string) {
 		i++
 	}
 	return -1, ""
+}
+
+// Marker sets of the states that look for a single closing tag.
+var (
+	closeThinking = []string{thinkingClose}
+	closeInvoke   = []string{invokeClose}
+)
+
+// ready splits the pending input into what can be passed on now and the
+// tail held back because it could still begin one of markers. At the end
+// of the stream (final) nothing is held.
+func (p *Parser) ready(final bool, markers []string) (now, held string) {
+	if final {
+		return p.in, ""
+	}
+	keep := partialMarkerSuffix(p.in, markers)
+	return p.in[:len(p.in)-keep], p.in[len(p.in)-keep:]
 }
 
 // partialMarkerSuffix returns the length of the longest tail of s that is a

@@ -89,12 +89,7 @@ func (s *StreamWriter) Text(text string) error {
 	if text == "" {
 		return nil
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.start(); err != nil {
-		return err
-	}
-	return s.chunk(models.Delta{Content: &text}, nil)
+	return s.delta(models.Delta{Content: &text})
 }
 
 // Reasoning writes a reasoning_content delta.
@@ -102,12 +97,17 @@ func (s *StreamWriter) Reasoning(text string) error {
 	if text == "" {
 		return nil
 	}
+	return s.delta(models.Delta{ReasoningContent: text})
+}
+
+// delta writes one delta chunk, opening the stream first if need be.
+func (s *StreamWriter) delta(d models.Delta) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.start(); err != nil {
 		return err
 	}
-	return s.chunk(models.Delta{ReasoningContent: text}, nil)
+	return s.chunk(d, nil)
 }
 
 // ToolCall writes one complete tool call: a first delta with its id, type,
