@@ -473,3 +473,60 @@ func TestTurnEndsAtTheCall(t *testing.T) {
 		}
 	}
 }
+
+func TestExposeThinking(t *testing.T) {
+	reply := []string{"<thinking>2+2 is 4.</thinking>", "\n\nFour."}
+	for _, expose := range []bool{false, true} {
+		env := map[string]string{"EXPOSE_THINKING": map[bool]string{false: "false", true: "true"}[expose]}
+		g := newGateway(t, env, replyWith(reply...))
+		_, body := post(t, g, `{"model":"claude-sonnet-4.6-thinking","messages":[{"role":"user","content":"2+2?"}]}`)
+		assert.Equal(t, "Four.", gjson.Get(body, "choices.0.message.content").String())
+		reasoning := gjson.Get(body, "choices.0.message.reasoning_content")
+		assert.Equal(t, expose, reasoning.Exists(), body)
+		if expose {
+			assert.Equal(t, "2+2 is 4.", reasoning.String())
+		}
+
+		_, stream := post(t, g, `{"model":"claude-sonnet-4.6-thinking","stream":true,"messages":[{"role":"user","content":"2+2?"}]}`)
+		var content, streamed string
+		for _, e := range sseEvents(t, stream) {
+			content += gjson.Get(e, "choices.0.delta.content").String()
+			streamed += gjson.Get(e, "choices.0.delta.reasoning_content").String()
+		}
+		assert.Equal(t, "Four.", content)
+		if expose {
+			assert.Equal(t, "2+2 is 4.", streamed)
+		} else {
+			assert.Empty(t, streamed)
+			assert.NotContains(t, stream, "reasoning_content")
+		}
+	}
+}
+
+func TestParallelToolCallsFalse(t *testing.T) {
+	two := "TRIGGER<invoke name=\"get_weather\">{\"city\":\"Paris\"}</invoke><invoke name=\"get_weather\">{\"city\":\"Rome\"}</invoke>"
+	g := newGateway(t, nil, replyWith(two))
+	_, body := post(t, g, `{"model":"claude-sonnet-4.6","parallel_tool_calls":false,"messages":[{"role":"user","content":"weather?"}],`+weatherTools+`}`)
+	calls := gjson.Get(body, "choices.0.message.tool_calls").Array()
+	require.Len(t, calls, 1, body)
+	assert.JSONEq(t, `{"city":"Paris"}`, calls[0].Get("function.arguments").String())
+	assert.Contains(t, g.upstream.Requests()[0].Messages[0].Text, "at most one function")
+
+	_, body = post(t, g, `{"model":"claude-sonnet-4.6","messages":[{"role":"user","content":"weather?"}],`+weatherTools+`}`)
+	assert.Len(t, gjson.Get(body, "choices.0.message.tool_calls").Array(), 2, "parallel calls by default")
+}
+
+func TestLoopGuardOverHTTP(t *testing.T) {
+	g := newGateway(t, nil, replyWith("should not be asked"))
+	round := `{"role":"assistant","content":null,"tool_calls":[{"id":"c%d","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Oslo\"}"}}]},{"role":"tool","tool_call_id":"c%d","content":"rain"}`
+	var rounds []string
+	for i := range 3 {
+		rounds = append(rounds, strings.ReplaceAll(round, "%d", string(rune('0'+i))))
+	}
+	body := `{"model":"claude-sonnet-4.6","messages":[{"role":"user","content":"weather?"},` + strings.Join(rounds, ",") + `],` + weatherTools + `}`
+	resp, out := post(t, g, body)
+	require.Equal(t, 200, resp.StatusCode, out)
+	assert.Contains(t, gjson.Get(out, "choices.0.message.content").String(), "Stopped a tool loop")
+	assert.Equal(t, "stop", gjson.Get(out, "choices.0.finish_reason").String())
+	assert.Empty(t, g.upstream.Requests(), "the upstream is not asked")
+}
