@@ -6,7 +6,6 @@ package handlers
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -90,7 +89,7 @@ func (s *server) chatCompletions(c *gin.Context) {
 		writeError(c, asAPIError(err))
 		return
 	}
-	id := "chatcmpl-" + randomID(24)
+	id := "chatcmpl-" + services.RandomString(24)
 	created := time.Now().Unix()
 	if req.Stream {
 		s.stream(c, prepared, id, req.Model, created)
@@ -209,16 +208,6 @@ func asAPIError(err error) *models.APIError {
 		return apiErr
 	}
 	return &models.APIError{Status: http.StatusInternalServerError, Type: models.ErrAPI, Message: "internal error: " + err.Error(), Err: err}
-}
-
-func randomID(n int) string {
-	const alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	for i := range b {
-		b[i] = alphabet[int(b[i])%len(alphabet)]
-	}
-	return string(b)
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

@@ -11,6 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"cursor2api/models"
+	"cursor2api/services"
 )
 
 // Context keys set by the middleware and the handlers, read by the access log.
@@ -32,7 +33,7 @@ var requestIDRE = regexp.MustCompile(`^[A-Za-z0-9._:\-]{1,128}$`)
 func requestID(c *gin.Context) {
 	id := c.GetHeader(RequestIDHeader)
 	if !requestIDRE.MatchString(id) {
-		id = "req_" + randomID(20)
+		id = "req_" + services.RandomString(20)
 	}
 	c.Set(keyRequestID, id)
 	c.Header(RequestIDHeader, id)

@@ -492,7 +492,7 @@ func withNote(msgs []UpstreamMessage, note string) []UpstreamMessage {
 }
 
 // NewToolCallID returns an OpenAI-style tool call id.
-func NewToolCallID() string { return "call_" + randomString(24) }
+func NewToolCallID() string { return "call_" + RandomString(24) }
 
 // IsClientGone reports whether err only means the caller went away.
 func IsClientGone(err error) bool {

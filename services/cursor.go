@@ -31,23 +31,6 @@ type HumanProvider interface {
 	Invalidate()
 }
 
-// RandomHuman is the simplest provider: a random 64-hex value per request,
-// which is what reference gateways fall back to when the challenge script
-// cannot run. The upstream decides whether it is enough.
-type RandomHuman struct{}
-
-// Value returns 32 random bytes in hex.
-func (RandomHuman) Value(context.Context) (string, error) {
-	var b [32]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("x-is-human: %w", err)
-	}
-	return hex.EncodeToString(b[:]), nil
-}
-
-// Invalidate does nothing: every value is fresh.
-func (RandomHuman) Invalidate() {}
-
 // StaticHuman sends a fixed value (or no header when empty).
 type StaticHuman string
 

@@ -117,10 +117,11 @@ const triggerAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
 // NewTrigger returns a fresh trigger signal, <<CALL_ and 8 random
 // alphanumerics and >>, from crypto/rand, so that a model cannot produce it
 // by accident and a user cannot forge it in a message.
-func NewTrigger() string { return "<<CALL_" + randomString(8) + ">>" }
+func NewTrigger() string { return "<<CALL_" + RandomString(8) + ">>" }
 
-// randomString returns n characters of triggerAlphabet drawn without bias.
-func randomString(n int) string {
+// RandomString returns n letters and digits from crypto/rand, drawn
+// without bias: for triggers and ids.
+func RandomString(n int) string {
 	out := make([]byte, 0, n)
 	var buf [32]byte
 	for len(out) < n {
