@@ -5,6 +5,8 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -39,8 +41,8 @@ func TestWatchModelsWarnsAboutRejectedMappings(t *testing.T) {
 	up := cursortest.NewServer(t, cursortest.Always(cursortest.Response{
 		Status: http.StatusBadRequest, Body: `{"error":"Invalid model. Allowed models: google/gemini-3-flash"}`,
 	}))
-	var logs bytes.Buffer
-	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	logs := &lockedBuffer{}
+	logger := slog.New(slog.NewTextHandler(logs, nil))
 	client := &CursorClient{HTTP: up.Client(), URL: up.URL, IdleTimeout: time.Second, Logger: logger}
 	catalog, err := models.NewCatalog([]string{"claude-sonnet-4.6", "gemini-3-flash"}, nil)
 	require.NoError(t, err)
@@ -53,7 +55,7 @@ func TestWatchModelsWarnsAboutRejectedMappings(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { WatchModels(ctx, client, catalog, time.Hour, logger); close(done) }()
-	require.Eventually(t, func() bool { return len(up.Requests()) == 2 }, 5*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "model check:") }, 5*time.Second, 10*time.Millisecond)
 	cancel()
 	select {
 	case <-done:
@@ -64,6 +66,24 @@ func TestWatchModelsWarnsAboutRejectedMappings(t *testing.T) {
 	assert.Contains(t, out, "fix MODEL_MAP")
 	assert.Contains(t, out, "anthropic/claude-sonnet-4.6 (claude-sonnet-4.6, claude-sonnet-4.6-thinking)")
 	assert.NotContains(t, out, "google/gemini-3-flash (gemini-3-flash")
+}
+
+// lockedBuffer is a log sink safe to read while a goroutine writes.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func TestAllowedModelsWhenTheUpstreamAcceptsAnything(t *testing.T) {
