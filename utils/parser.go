@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // EventKind says what an Event carries.
@@ -156,9 +157,10 @@ func (p *Parser) Feed(chunk string) []Event {
 	return p.out
 }
 
-// Close ends the stream: whatever is still held back is resolved, and
-// anything unfinished becomes text (or a tool call, when an invoke lacks
-// only its closing tag and its body is already complete JSON).
+// Close ends the stream: whatever is still held back is resolved. An
+// unterminated thinking block is also given as text; an invoke that lacks
+// only its closing tag is a call when its body is already complete JSON,
+// else a bad call carrying the body.
 func (p *Parser) Close() []Event {
 	p.out = p.out[:0]
 	p.run(true)
@@ -241,6 +243,10 @@ func (p *Parser) stepText(final bool) bool {
 	if idx < 0 {
 		var ready string
 		ready, p.in = p.ready(final, p.markers)
+		if s := strings.TrimLeftFunc(ready, unicode.IsSpace); p.trimLeading && !final && s != "" && !utf8.FullRuneInString(s) {
+			// A rune cut by the chunk boundary may be white space to trim.
+			ready, p.in = ready[:len(ready)-len(s)], s+p.in
+		}
 		p.emitText(ready)
 		return false
 	}
@@ -275,6 +281,10 @@ func (p *Parser) stepThinking(final bool) bool {
 	if p.opts.Thinking {
 		if p.thinkLead {
 			content = strings.TrimLeftFunc(content, unicode.IsSpace)
+			if idx < 0 && !final && content != "" && !utf8.FullRuneInString(content) {
+				// A rune cut by the chunk boundary may be white space.
+				content, rest = "", content+rest
+			}
 			p.thinkLead = content == ""
 		}
 		p.emit(EventThinking, content)
@@ -303,8 +313,8 @@ func (p *Parser) stepThinking(final bool) bool {
 // anything else ends the call block and is text again.
 func (p *Parser) stepCall(final bool) bool {
 	p.in = strings.TrimLeftFunc(p.in, unicode.IsSpace)
-	if p.in == "" {
-		return false
+	if p.in == "" || !final && !utf8.FullRuneInString(p.in) {
+		return false // a rune cut by the chunk boundary may be white space
 	}
 	switch {
 	case hasTagPrefix(p.in, invokeOpen):
@@ -380,6 +390,12 @@ func (p *Parser) finishInvoke(closed bool) {
 		return
 	}
 	args, ok := RepairArguments(body, closed)
+	if !ok && !closed {
+		// The stream may have ended inside the closing tag.
+		if k := partialMarkerSuffix(body, closeInvoke); k > 0 {
+			args, ok = RepairArguments(body[:len(body)-k], false)
+		}
+	}
 	if !ok && closed {
 		args, ok = ParametersToJSON(body)
 	}
