@@ -166,10 +166,14 @@ func (p *Parser) Close() []Event {
 	p.run(true)
 	switch p.st {
 	case stThinking:
-		// An unterminated thinking block may hold the whole answer: give it
-		// to the client as text rather than lose it.
-		if p.opts.Thinking && !p.thinkTruncated && strings.TrimSpace(p.thinkCopy.String()) != "" {
-			p.emit(EventText, strings.TrimSpace(p.thinkCopy.String()))
+		// An unterminated thinking block may hold the whole answer, calls
+		// included: read it again as the answer rather than lose it.
+		if !p.thinkTruncated && strings.TrimSpace(p.thinkCopy.String()) != "" {
+			again := p.opts
+			again.Thinking = false
+			sub := NewParser(again)
+			p.out = append(p.out, sub.Feed(strings.TrimSpace(p.thinkCopy.String()))...)
+			p.out = append(p.out, sub.Close()...)
 		}
 	case stInvokeBody:
 		p.finishInvoke(false)
@@ -254,6 +258,9 @@ func (p *Parser) stepText(final bool) bool {
 	p.in = p.in[idx+len(marker):]
 	switch marker {
 	case thinkingOpen:
+		if !p.opts.Thinking {
+			break // only a tag to drop: its content is text, calls included
+		}
 		p.st = stThinking
 		p.thinkCopy.Reset()
 		p.thinkTruncated = false
@@ -266,7 +273,8 @@ func (p *Parser) stepText(final bool) bool {
 	return true
 }
 
-// stepThinking passes the block's content on up to </thinking>.
+// stepThinking passes the block's content on as thinking up to
+// </thinking>. It is entered only when Thinking is on.
 func (p *Parser) stepThinking(final bool) bool {
 	if p.in == "" {
 		return false
@@ -278,33 +286,29 @@ func (p *Parser) stepThinking(final bool) bool {
 	} else {
 		content, rest = p.ready(final, closeThinking)
 	}
-	if p.opts.Thinking {
-		if p.thinkLead {
-			content = strings.TrimLeftFunc(content, unicode.IsSpace)
-			if idx < 0 && !final && content != "" && !utf8.FullRuneInString(content) {
-				// A rune cut by the chunk boundary may be white space.
-				content, rest = "", content+rest
-			}
-			p.thinkLead = content == ""
+	if p.thinkLead {
+		content = strings.TrimLeftFunc(content, unicode.IsSpace)
+		if idx < 0 && !final && content != "" && !utf8.FullRuneInString(content) {
+			// A rune cut by the chunk boundary may be white space.
+			content, rest = "", content+rest
 		}
-		p.emit(EventThinking, content)
-		if !p.thinkTruncated {
-			if p.thinkCopy.Len()+len(content) > p.opts.MaxBuffered {
-				p.thinkTruncated = true
-				p.thinkCopy.Reset()
-			} else {
-				p.thinkCopy.WriteString(content)
-			}
+		p.thinkLead = content == ""
+	}
+	p.emit(EventThinking, content)
+	if !p.thinkTruncated {
+		if p.thinkCopy.Len()+len(content) > p.opts.MaxBuffered {
+			p.thinkTruncated = true
+			p.thinkCopy.Reset()
+		} else {
+			p.thinkCopy.WriteString(content)
 		}
-	} else {
-		p.emitText(content)
 	}
 	p.in = rest
 	if idx < 0 {
 		return false
 	}
 	p.st = stText
-	p.trimLeading = p.opts.Thinking
+	p.trimLeading = true
 	return true
 }
 
@@ -339,9 +343,10 @@ func (p *Parser) stepCall(final bool) bool {
 // nothing more will be emitted.
 func (p *Parser) Done() bool { return p.st == stDone }
 
-// invokeTagRE matches a whole opening tag. Single quotes, a bare name and
-// white space around '=' are tolerated; a self-closing tag has no body.
-var invokeTagRE = regexp.MustCompile(`^<invoke\s+name\s*=\s*(?:"([^"<>]*)"|'([^'<>]*)'|([^\s"'<>/]+))\s*(/?)>$`)
+// invokeTagRE matches a whole opening tag. Single quotes, a bare name,
+// white space around '=' and further attributes after the name are
+// tolerated; a self-closing tag has no body.
+var invokeTagRE = regexp.MustCompile(`^<invoke\s+name\s*=\s*(?:"([^"<>]*)"|'([^'<>]*)'|([^\s"'<>/]+))(?:\s+[\w:.-]+\s*=\s*(?:"[^"<>]*"|'[^'<>]*'|[^\s"'<>/]+))*\s*(/?)>$`)
 
 // stepInvokeTag reads the opening tag up to '>' and takes the tool name
 // from it. A tag that is too long or malformed is not markup: it stays in

@@ -236,6 +236,9 @@ var parserCases = []parserCase{
 	{name: "stray closing tag dropped without thinking", opts: tools, in: parts("a</thinking> b"), want: []Event{txt("a b")}, clean: true},
 	{name: "unterminated thinking recovered as text", opts: thinking, in: parts("<thinking>\nThe whole answer is here.\n"), want: []Event{think("The whole answer is here.\n"), txt("The whole answer is here.")}, clean: true},
 	{name: "unterminated thinking past the bound is not recovered", opts: ParserOptions{Trigger: trig, Thinking: true, MaxBuffered: 16}, in: parts("<thinking>" + strings.Repeat("long ", 10)), want: []Event{think(strings.Repeat("long ", 10))}, clean: true},
+	{name: "a call inside thinking tags without thinking", opts: tools, in: parts("<thinking>Let me read. " + trig + "<invoke name=\"read_file\">{}</invoke></thinking>"), want: []Event{txt("Let me read. "), tcall("read_file", "{}")}, clean: true},
+	{name: "a call inside an unterminated thinking block is recovered", opts: thinking, in: parts("<thinking>I'll read it. " + trig + "<invoke name=\"read_file\">{\"path\":\"a\"}</invoke>"), want: []Event{think("I'll read it. " + trig + "<invoke name=\"read_file\">{\"path\":\"a\"}</invoke>"), txt("I'll read it. "), tcall("read_file", `{"path":"a"}`)}, literalTrigger: true},
+	{name: "extra attributes in the opening tag", opts: tools, in: parts(trig + "<invoke name=\"read_file\" id=\"1\" data-x='y'>{\"path\":\"a\"}</invoke>"), want: []Event{tcall("read_file", `{"path":"a"}`)}, clean: true},
 	{name: "unterminated thinking without thinking is text", opts: tools, in: parts("<thinking>just text"), want: []Event{txt("just text")}, clean: true},
 
 	// No tools.
