@@ -12,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"strconv"
 	"time"
 
@@ -190,8 +191,10 @@ func (s *server) decode(c *gin.Context) (*models.ChatRequest, *models.APIError) 
 		var typeErr *json.UnmarshalTypeError
 		var syntaxErr *json.SyntaxError
 		switch {
+		case errors.As(err, &typeErr) && typeErr.Field == "":
+			return nil, models.InvalidRequest("", "the request body must be a JSON object, not a JSON %s", typeErr.Value)
 		case errors.As(err, &typeErr):
-			return nil, models.InvalidRequest(typeErr.Field, "invalid type for %s: got a JSON %s, expected %s", typeErr.Field, typeErr.Value, typeErr.Type)
+			return nil, models.InvalidRequest(typeErr.Field, "invalid type for %s: got a JSON %s, expected %s", typeErr.Field, typeErr.Value, jsonKind(typeErr.Type))
 		case errors.As(err, &syntaxErr):
 			return nil, models.InvalidRequest("", "the request body is not valid JSON (at byte %d): %v", syntaxErr.Offset, err)
 		default:
@@ -199,6 +202,28 @@ func (s *server) decode(c *gin.Context) (*models.ChatRequest, *models.APIError) 
 		}
 	}
 	return &req, nil
+}
+
+// jsonKind names the JSON value that decodes into t, for error messages
+// that speak JSON rather than Go.
+func jsonKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean (true or false)"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return "a number"
+	}
+	return "another type"
 }
 
 // asAPIError turns any error into the OpenAI error to send.

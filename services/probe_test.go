@@ -1,12 +1,10 @@
 package services
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -41,7 +39,7 @@ func TestWatchModelsWarnsAboutRejectedMappings(t *testing.T) {
 	up := cursortest.NewServer(t, cursortest.Always(cursortest.Response{
 		Status: http.StatusBadRequest, Body: `{"error":"Invalid model. Allowed models: google/gemini-3-flash"}`,
 	}))
-	logs := &lockedBuffer{}
+	logs := &cursortest.LogBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, nil))
 	client := &CursorClient{HTTP: up.Client(), URL: up.URL, IdleTimeout: time.Second, Logger: logger}
 	catalog, err := models.NewCatalog([]string{"claude-sonnet-4.6", "gemini-3-flash"}, nil)
@@ -66,24 +64,6 @@ func TestWatchModelsWarnsAboutRejectedMappings(t *testing.T) {
 	assert.Contains(t, out, "fix MODEL_MAP")
 	assert.Contains(t, out, "anthropic/claude-sonnet-4.6 (claude-sonnet-4.6, claude-sonnet-4.6-thinking)")
 	assert.NotContains(t, out, "google/gemini-3-flash (gemini-3-flash")
-}
-
-// lockedBuffer is a log sink safe to read while a goroutine writes.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 func TestAllowedModelsWhenTheUpstreamAcceptsAnything(t *testing.T) {

@@ -4,6 +4,7 @@
 package cursortest
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -167,4 +168,23 @@ func Frames(usage *Usage, reasoning []string, deltas []string) []string {
 func frame(typ, id, delta string) string {
 	b, _ := json.Marshal(map[string]string{"type": typ, "id": id, "delta": delta})
 	return string(b)
+}
+
+// LogBuffer collects log lines written from several goroutines and can be
+// read while they write.
+type LogBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *LogBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *LogBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
