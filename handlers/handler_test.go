@@ -97,6 +97,9 @@ func TestHandlerAuth(t *testing.T) {
 				{"first key", []string{"Authorization", "Bearer key-one"}, ""},
 				{"second key", []string{"Authorization", "Bearer key-two"}, ""},
 				{"lower-case scheme", []string{"Authorization", "bearer key-two"}, ""},
+				{"x-api-key", []string{"X-Api-Key", "key-one"}, ""},
+				{"x-api-key beside another scheme", []string{"Authorization", "Basic dXNlcg==", "X-Api-Key", "key-two"}, ""},
+				{"other scheme alone", []string{"Authorization", "Basic key-one"}, "missing_api_key"},
 			}
 			for _, tc := range cases {
 				t.Run(tc.name, func(t *testing.T) {

@@ -82,13 +82,11 @@ func auth(keys []string) gin.HandlerFunc {
 			return
 		}
 		given := ""
-		if h := c.GetHeader("Authorization"); h != "" {
-			scheme, token, _ := strings.Cut(h, " ")
-			if strings.EqualFold(scheme, "Bearer") {
-				given = strings.TrimSpace(token)
-			}
-		} else {
-			given = c.GetHeader("X-Api-Key")
+		if scheme, token, _ := strings.Cut(c.GetHeader("Authorization"), " "); strings.EqualFold(scheme, "Bearer") {
+			given = strings.TrimSpace(token)
+		}
+		if given == "" {
+			given = strings.TrimSpace(c.GetHeader("X-Api-Key"))
 		}
 		if given == "" {
 			abortWithError(c, &models.APIError{Status: http.StatusUnauthorized, Type: models.ErrAuthentication, Code: "missing_api_key",

@@ -217,11 +217,17 @@ func BuildConversation(msgs []models.Message, opts PromptOptions) ([]UpstreamMes
 					if args == "" {
 						args = "{}"
 					}
+					if opts.Trigger == "" {
+						// No tools in this request: describe the call in words, so
+						// the model has no markup to copy into its answer.
+						fmt.Fprintf(&b, "(I called the function %s with %s.)\n", tc.Function.Name, args)
+						continue
+					}
 					fmt.Fprintf(&b, "\n<invoke name=\"%s\">%s</invoke>", tc.Function.Name, args)
 				}
 			}
-			if b.Len() > 0 {
-				add("assistant", b.String())
+			if text := strings.TrimRight(b.String(), "\n"); text != "" {
+				add("assistant", text)
 			}
 		case "tool", "function":
 			id := m.ToolCallID

@@ -174,6 +174,30 @@ func TestBuildConversationModes(t *testing.T) {
 	}
 }
 
+func TestReplayWithoutTools(t *testing.T) {
+	history := []models.Message{
+		msg("user", "weather?"),
+		{Role: "assistant", ToolCalls: []models.ToolCall{{ID: "c1", Type: "function", Function: models.FunctionCall{Name: "get_weather", Arguments: `{"city":"Oslo"}`}}}},
+		{Role: "tool", ToolCallID: "c1", Content: models.Content{Text: "rain"}},
+		msg("user", "summarise"),
+	}
+	for _, choice := range []ToolChoiceMode{ChoiceNone, ChoiceAuto} {
+		opts := PromptOptions{Choice: ToolChoice{Mode: choice}, MaxInputLength: 100000}
+		if choice == ChoiceNone {
+			opts.Tools, opts.Trigger = []models.Tool{fn("get_weather", "")}, ""
+		}
+		out, err := BuildConversation(history, opts)
+		require.NoError(t, err)
+		var all string
+		for _, m := range out {
+			all += m.Text
+		}
+		assert.NotContains(t, all, "<invoke", "no markup to copy when no tool can be called")
+		assert.Contains(t, all, `(I called the function get_weather with {"city":"Oslo"}.)`)
+		assert.Contains(t, all, `<tool_result id="c1" name="get_weather">`)
+	}
+}
+
 func TestBuildConversationErrors(t *testing.T) {
 	_, err := BuildConversation(nil, PromptOptions{})
 	requireParam(t, err, "messages")
