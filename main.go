@@ -9,8 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/cookiejar"
-	"net/url"
 	"os"
 	"os/signal"
 	"syscall"
@@ -21,7 +19,6 @@ import (
 	"cursor2api/config"
 	"cursor2api/handlers"
 	"cursor2api/services"
-	"cursor2api/services/human"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -95,45 +92,10 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, ln net.
 
 // build wires the gateway from its configuration.
 func build(cfg *config.Config, logger *slog.Logger) (http.Handler, *services.CursorClient, error) {
-	var proxy *url.URL
-	if cfg.ProxyURL != "" {
-		proxy, _ = url.Parse(cfg.ProxyURL) // validated by config.Load
-	}
-	transport, err := services.NewTransport(cfg.Fingerprint, proxy, nil)
+	upstream, chat, err := services.FromConfig(cfg, logger)
 	if err != nil {
 		return nil, nil, err
 	}
-	jar, _ := cookiejar.New(nil) // never fails without options
-	httpClient := &http.Client{Transport: transport, Jar: jar}
-	mode, _ := human.ParseMode(cfg.XIsHumanMode) // validated by config.Load
-	browser := human.DefaultBrowser
-	browser.UserAgent = cfg.UserAgent
-	upstream := &services.CursorClient{
-		HTTP:        httpClient,
-		URL:         cfg.CursorAPIURL,
-		UserAgent:   cfg.UserAgent,
-		IdleTimeout: cfg.Timeout.Duration(),
-		MaxDuration: cfg.MaxDuration.Duration(),
-		Cookie:      cfg.Cookie,
-		Human: human.NewProvider(human.Options{
-			Mode: mode, ScriptURL: cfg.ScriptURL, Browser: browser, TTL: cfg.XIsHumanTTL.Duration(),
-			Fetch: human.HTTPFetcher(httpClient, services.BrowserHeaders(cfg.UserAgent)), Logger: logger,
-		}),
-		Logger: logger,
-	}
-	refusals, err := services.CompileRefusals(cfg.RefusalPatterns)
-	if err != nil {
-		return nil, nil, err
-	}
-	chat := services.NewChatService(services.ChatSettings{
-		Catalog:           cfg.Catalog,
-		MaxInputLength:    cfg.MaxInputLength,
-		MaxToolCallBytes:  cfg.MaxToolCallBytes,
-		KiloToolStrict:    cfg.KiloToolStrict,
-		ToolLoopMaxRepeat: cfg.ToolLoopMax,
-		ExposeThinking:    cfg.ExposeThinking,
-		Refusals:          refusals,
-	}, upstream, logger)
 	handler := handlers.New(handlers.Options{
 		Chat: chat, Catalog: cfg.Catalog, APIKeys: cfg.APIKeys,
 		MaxBodyBytes: cfg.MaxBodyBytes, PingInterval: cfg.PingInterval.Duration(), Version: version, Logger: logger,

@@ -5,7 +5,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/cookiejar"
 	"net/http/httptest"
 	"regexp"
 	"sort"
@@ -35,9 +34,8 @@ type stack struct {
 
 // newStack starts the gateway configured by env (on top of CURSOR_API_URL
 // pointing at a fake upstream answering with reply, and two public models)
-// the way main.go does: config.FromMap, the configured transport with a
-// cookie jar, a CursorClient (with a static x-is-human value), the chat
-// service with the compiled refusal patterns, and handlers.New.
+// the way main.go does (config, services.FromConfig, handlers.New), with a
+// static x-is-human value in place of the script.
 func newStack(t testing.TB, env map[string]string, reply func(int, cursortest.Request) cursortest.Response) *stack {
 	t.Helper()
 	gin.SetMode(gin.TestMode)
@@ -55,32 +53,9 @@ func newStack(t testing.TB, env map[string]string, reply func(int, cursortest.Re
 	require.NoError(t, err)
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: level}))
 
-	transport, err := services.NewTransport(cfg.Fingerprint, nil, nil)
+	upstream, chat, err := services.FromConfig(cfg, logger)
 	require.NoError(t, err)
-	jar, err := cookiejar.New(nil)
-	require.NoError(t, err)
-	httpClient := &http.Client{Transport: transport, Jar: jar}
-	upstream := &services.CursorClient{
-		HTTP:        httpClient,
-		URL:         cfg.CursorAPIURL,
-		UserAgent:   cfg.UserAgent,
-		IdleTimeout: cfg.Timeout.Duration(),
-		MaxDuration: cfg.MaxDuration.Duration(),
-		Cookie:      cfg.Cookie,
-		Human:       services.StaticHuman("test-x-is-human"),
-		Logger:      logger,
-	}
-	refusals, err := services.CompileRefusals(cfg.RefusalPatterns)
-	require.NoError(t, err)
-	chat := services.NewChatService(services.ChatSettings{
-		Catalog:           cfg.Catalog,
-		MaxInputLength:    cfg.MaxInputLength,
-		MaxToolCallBytes:  cfg.MaxToolCallBytes,
-		KiloToolStrict:    cfg.KiloToolStrict,
-		ToolLoopMaxRepeat: cfg.ToolLoopMax,
-		ExposeThinking:    cfg.ExposeThinking,
-		Refusals:          refusals,
-	}, upstream, logger)
+	upstream.Human = services.StaticHuman("test-x-is-human")
 	handler := New(Options{
 		Chat: chat, Catalog: cfg.Catalog, APIKeys: cfg.APIKeys,
 		MaxBodyBytes: cfg.MaxBodyBytes, PingInterval: cfg.PingInterval.Duration(), Version: "test-version", Logger: logger,
