@@ -332,6 +332,7 @@ func (c *CursorClient) statusError(req UpstreamRequest, resp *http.Response) err
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	msg := upstreamMessage(raw)
 	code := resp.StatusCode
+	cause := &UpstreamStatusError{Status: code, Message: msg}
 	c.Logger.Warn("upstream refused", "request_id", req.RequestID, "upstream_status", code, "model", req.Model, "message", clip(msg, 200))
 	switch {
 	case code == http.StatusTooManyRequests || checkpointRE.Match(raw):
@@ -342,27 +343,27 @@ func (c *CursorClient) statusError(req UpstreamRequest, resp *http.Response) err
 		return &models.APIError{
 			Status: http.StatusTooManyRequests, Type: models.ErrRateLimit, Code: "upstream_rate_limited", RetryAfter: retry,
 			Message: fmt.Sprintf("the upstream is rate limiting this gateway or asking for a browser check (%d: %s); wait %d seconds and try again, or set CURSOR_COOKIE from a browser that passed the check", code, clip(msg, 120), retry),
-			Err:     &UpstreamStatusError{Status: code, Message: msg},
+			Err:     cause,
 		}
 	case code == http.StatusBadRequest && invalidModelRE.MatchString(msg):
 		return &models.APIError{
 			Status: http.StatusBadRequest, Type: models.ErrInvalidRequest, Code: "model_not_supported", Param: "model",
-			Err:     &UpstreamStatusError{Status: code, Message: msg},
+			Err:     cause,
 			Message: fmt.Sprintf("the upstream does not accept model %q (%s); map the public name to an allowed upstream id with MODEL_MAP", req.Model, clip(msg, 500)),
 		}
 	case code == http.StatusBadRequest:
-		return models.Upstream(http.StatusBadGateway, "upstream_bad_request", &UpstreamStatusError{Status: code, Message: msg}, "the upstream rejected the request (400): %s", clip(msg, 300))
+		return models.Upstream(http.StatusBadGateway, "upstream_bad_request", cause, "the upstream rejected the request (400): %s", clip(msg, 300))
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:
 		if c.Human != nil {
 			c.Human.Invalidate()
 		}
-		return &retryableError{status: code, err: models.Upstream(http.StatusBadGateway, "upstream_forbidden", &UpstreamStatusError{Status: code, Message: msg},
+		return &retryableError{status: code, err: models.Upstream(http.StatusBadGateway, "upstream_forbidden", cause,
 			"the upstream rejected the bot check (%d: %s), also after refreshing x-is-human; check SCRIPT_URL and X_IS_HUMAN_MODE, or try again later", code, clip(msg, 200))}
 	case code >= 500:
-		return &retryableError{status: code, err: models.Upstream(http.StatusBadGateway, "upstream_error", &UpstreamStatusError{Status: code, Message: msg},
+		return &retryableError{status: code, err: models.Upstream(http.StatusBadGateway, "upstream_error", cause,
 			"the upstream failed with status %d (%s), also on a second try; try again later", code, clip(msg, 300))}
 	default:
-		return models.Upstream(http.StatusBadGateway, "upstream_error", &UpstreamStatusError{Status: code, Message: msg}, "the upstream answered with status %d: %s", code, clip(msg, 300))
+		return models.Upstream(http.StatusBadGateway, "upstream_error", cause, "the upstream answered with status %d: %s", code, clip(msg, 300))
 	}
 }
 

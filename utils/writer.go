@@ -57,13 +57,6 @@ func (s *StreamWriter) Started() bool {
 	return s.committed
 }
 
-// ToolCalls reports how many tool calls have been written.
-func (s *StreamWriter) ToolCalls() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.toolCalls
-}
-
 func (s *StreamWriter) commit() {
 	if !s.committed {
 		s.committed = true
