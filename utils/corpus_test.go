@@ -65,8 +65,11 @@ func TestCorpus(t *testing.T) {
 		t.Run(filepath.Base(path), func(t *testing.T) {
 			c := loadCorpusCase(t, path)
 			opts := ParserOptions{Trigger: trig, Thinking: c.thinking, ToolNames: corpusTools, EndTurnAtCall: true}
+			streaming := opts
+			streaming.StreamArgs = true
 			for i, chunks := range splits(c.input, rng) {
 				got := merged(feed(opts, chunks))
+				require.Equal(t, got, unstreamed(t, feed(streaming, chunks)), "split #%d: StreamArgs changes only how calls arrive", i)
 				require.Len(t, got, len(c.want), "split #%d: got %+v", i, got)
 				for j, w := range c.want {
 					g := got[j]

@@ -28,6 +28,13 @@ const (
 	// the body, Reason why it was refused. The caller decides whether to
 	// show the body as text or ask the model again.
 	EventBadCall
+	// EventToolCallStart opens a call whose arguments stream (StreamArgs):
+	// Name is set, EventToolCallDelta events follow with the pieces of
+	// Arguments, and an EventToolCall, whose Arguments are the pieces put
+	// together, or an EventBadCall ends it.
+	EventToolCallStart
+	// EventToolCallDelta is the next piece of the open call's Arguments.
+	EventToolCallDelta
 )
 
 // Event is one output of the Parser.
@@ -47,6 +54,7 @@ const (
 	ReasonUnknownTool = "unknown tool"
 	ReasonBadJSON     = "arguments are not a JSON object"
 	ReasonCutOff      = "the stream ended inside the call"
+	ReasonTooLong     = "the arguments are longer than the gateway's limit (MAX_TOOL_CALL_BYTES)"
 )
 
 // Protocol markup. The trigger is per request; the rest is fixed.
@@ -81,10 +89,16 @@ type ParserOptions struct {
 	// answer) is dropped and Done reports true, so the caller can stop
 	// reading the upstream and let the client run the tool.
 	EndTurnAtCall bool
-	// MaxBuffered bounds an invoke body; a longer one becomes text. It also
-	// bounds the copy of a thinking block kept to recover an unterminated
-	// one as text. Zero means DefaultMaxBuffered.
+	// MaxBuffered bounds an invoke body; a longer one becomes text, or a
+	// bad call when its arguments have started streaming. It also bounds
+	// the copy of a thinking block kept to recover an unterminated one as
+	// text. Zero means DefaultMaxBuffered.
 	MaxBuffered int
+	// StreamArgs passes the arguments of a declared tool's call on as they
+	// arrive (EventToolCallStart, EventToolCallDelta) when its body opens
+	// like a JSON object. Other bodies, fenced or written as <parameter>
+	// children, are still read whole.
+	StreamArgs bool
 }
 
 // state is where the Parser stands in the protocol grammar:
@@ -103,6 +117,7 @@ const (
 	stInvokeBody               // inside the body, up to </invoke>
 	stCallBetween              // after </invoke>; another invoke, another trigger, or text
 	stSkipInvoke               // an oversized body became text; drop its </invoke>
+	stDropInvoke               // an oversized streamed call was refused; drop the rest of it
 	stDone                     // the turn ended at its calls; input is dropped
 )
 
@@ -129,6 +144,8 @@ type Parser struct {
 	badName bool            // name is not a declared tool
 	calls   int             // tool calls emitted
 	body    strings.Builder // the current invoke's body
+	args    argScanner      // streams the current invoke's arguments
+	argsOn  bool            // EventToolCallStart was emitted for the current invoke
 
 	thinkCopy      strings.Builder // copy of the open thinking block
 	thinkTruncated bool            // thinkCopy passed MaxBuffered
@@ -203,7 +220,9 @@ func (p *Parser) run(final bool) {
 		case stInvokeBody:
 			progressed = p.stepInvokeBody(final)
 		case stSkipInvoke:
-			progressed = p.stepSkipInvoke(final)
+			progressed = p.skipInvoke(final, true)
+		case stDropInvoke:
+			progressed = p.skipInvoke(final, false)
 		case stDone:
 			p.in = ""
 		}
@@ -376,6 +395,8 @@ func (p *Parser) stepInvokeTag(final bool) bool {
 		p.name = written
 	}
 	p.body.Reset()
+	p.args.reset(!p.opts.StreamArgs || p.badName)
+	p.argsOn = false
 	if m[4] == "/" {
 		p.finishInvoke(true)
 		p.st = stCallBetween
@@ -388,6 +409,10 @@ func (p *Parser) stepInvokeTag(final bool) bool {
 // finishInvoke emits the current invoke as a call, or as a bad call when
 // it cannot be one. closed says whether its closing tag was seen.
 func (p *Parser) finishInvoke(closed bool) {
+	if p.argsOn {
+		p.finishStreamed(closed)
+		return
+	}
 	body := p.body.String()
 	p.body.Reset()
 	if p.badName {
@@ -416,29 +441,34 @@ func (p *Parser) finishInvoke(closed bool) {
 	p.out = append(p.out, Event{Kind: EventBadCall, Name: p.name, Text: body, Reason: reason})
 }
 
-// stepInvokeBody collects the body up to </invoke> and emits the call. A
-// body that grows past MaxBuffered becomes text.
+// stepInvokeBody collects the body up to </invoke> and emits the call,
+// streaming its arguments on the way when they can be. A body that grows
+// past MaxBuffered becomes text, or a bad call if it was streaming.
 func (p *Parser) stepInvokeBody(final bool) bool {
+	at := p.body.Len()
 	idx := strings.Index(p.in, invokeClose)
 	if idx < 0 {
 		var ready string
 		ready, p.in = p.ready(final, closeInvoke)
 		p.body.WriteString(ready)
+		if final {
+			// The stream may have ended inside the closing tag.
+			ready = ready[:len(ready)-partialMarkerSuffix(ready, closeInvoke)]
+		}
+		p.streamArgs(ready, at)
 		if p.body.Len() > p.opts.MaxBuffered {
-			p.emitText(p.body.String())
-			p.body.Reset()
-			p.st = stSkipInvoke
+			p.refuseOversized(stSkipInvoke)
 			return true
 		}
 		return false
 	}
-	p.body.WriteString(p.in[:idx])
+	part := p.in[:idx]
+	p.body.WriteString(part)
 	p.in = p.in[idx+len(invokeClose):]
+	p.streamArgs(part, at)
 	if p.body.Len() > p.opts.MaxBuffered {
 		// Over the bound whether it arrived in one chunk or many.
-		p.emitText(p.body.String())
-		p.body.Reset()
-		p.st = stText
+		p.refuseOversized(stText)
 		return true
 	}
 	p.finishInvoke(true)
@@ -446,9 +476,88 @@ func (p *Parser) stepInvokeBody(final bool) bool {
 	return true
 }
 
-// stepSkipInvoke passes the rest of an oversized body on as text and drops
-// the closing tag that ends it.
-func (p *Parser) stepSkipInvoke(final bool) bool {
+// refuseOversized gives up on a body past MaxBuffered: it is text, unless
+// its arguments have started streaming, which makes it a bad call whose
+// rest is dropped. next is the state that reads the rest.
+func (p *Parser) refuseOversized(next state) {
+	if p.argsOn {
+		p.argsOn = false
+		// The part of the body within the bound, whatever chunks it came in.
+		body := cutAtRune(p.body.String(), p.opts.MaxBuffered)
+		p.out = append(p.out, Event{Kind: EventBadCall, Name: p.name, Text: body, Reason: ReasonTooLong})
+		if next == stSkipInvoke {
+			next = stDropInvoke
+		}
+	} else {
+		p.emitText(p.body.String())
+	}
+	p.body.Reset()
+	p.st = next
+}
+
+// cutAtRune returns s cut to at most n bytes without splitting a rune.
+func cutAtRune(s string, n int) string {
+	if n >= len(s) {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// streamArgs passes the piece of the body found at offset at through the
+// argument scanner and emits what it makes of it. The scanner sees only
+// the body's first MaxBuffered bytes, so that whether a call streams does
+// not depend on how its body was cut into chunks.
+func (p *Parser) streamArgs(piece string, at int) {
+	if room := p.opts.MaxBuffered - at; len(piece) > room {
+		piece = piece[:max(room, 0)]
+	}
+	p.args.write(piece)
+	if !p.args.started {
+		return
+	}
+	if !p.argsOn {
+		p.argsOn = true
+		p.out = append(p.out, Event{Kind: EventToolCallStart, Name: p.name})
+	}
+	p.emitArgs(p.args.take())
+}
+
+// emitArgs appends a piece of the open call's arguments, merged into the
+// previous one like text.
+func (p *Parser) emitArgs(s string) {
+	if s == "" {
+		return
+	}
+	if n := len(p.out); n > 0 && p.out[n-1].Kind == EventToolCallDelta {
+		p.out[n-1].Arguments += s
+		return
+	}
+	p.out = append(p.out, Event{Kind: EventToolCallDelta, Arguments: s})
+}
+
+// finishStreamed ends a call whose arguments have been streaming: the
+// last piece and the call, or a bad call when the whole is not valid.
+func (p *Parser) finishStreamed(closed bool) {
+	body := p.body.String()
+	p.body.Reset()
+	p.argsOn = false
+	args, reason := p.args.finish(closed)
+	if reason != "" {
+		p.out = append(p.out, Event{Kind: EventBadCall, Name: p.name, Text: body, Reason: reason})
+		return
+	}
+	p.emitArgs(p.args.take())
+	p.calls++
+	p.out = append(p.out, Event{Kind: EventToolCall, Name: p.name, Arguments: args})
+}
+
+// skipInvoke reads the rest of an oversized body up to its closing tag,
+// which is dropped: as text (emit) or, for a refused streamed call, not
+// at all.
+func (p *Parser) skipInvoke(final, emit bool) bool {
 	if p.in == "" {
 		return false
 	}
@@ -456,10 +565,14 @@ func (p *Parser) stepSkipInvoke(final bool) bool {
 	if idx < 0 {
 		var ready string
 		ready, p.in = p.ready(final, closeInvoke)
-		p.emitText(ready)
+		if emit {
+			p.emitText(ready)
+		}
 		return false
 	}
-	p.emitText(p.in[:idx])
+	if emit {
+		p.emitText(p.in[:idx])
+	}
 	p.in = p.in[idx+len(invokeClose):]
 	p.st = stText
 	return true

@@ -57,6 +57,45 @@ func feed(opts ParserOptions, chunks []string) []Event {
 	return append(all, p.Close()...)
 }
 
+// unstreamed checks the streamed calls in evs (StreamArgs) and folds them
+// away: each EventToolCallStart is followed by pieces of arguments and
+// ended by an EventToolCall whose Arguments are the pieces put together,
+// or by an EventBadCall, in which case the pieces were never a complete
+// JSON value. What is left reads like the events without StreamArgs.
+func unstreamed(t testing.TB, evs []Event) []Event {
+	t.Helper()
+	var out []Event
+	var open *Event
+	var pieces strings.Builder
+	for i, e := range evs {
+		switch e.Kind {
+		case EventToolCallStart:
+			require.Nil(t, open, "a call starts inside another: %+v", evs)
+			open = &evs[i]
+			pieces.Reset()
+			continue
+		case EventToolCallDelta:
+			require.NotNil(t, open, "arguments outside a call: %+v", evs)
+			require.NotEmpty(t, e.Arguments)
+			pieces.WriteString(e.Arguments)
+			continue
+		}
+		if open != nil {
+			require.Contains(t, []EventKind{EventToolCall, EventBadCall}, e.Kind, "the open call is not ended by %+v", e)
+			require.Equal(t, open.Name, e.Name)
+			if e.Kind == EventToolCall {
+				require.Equal(t, e.Arguments, pieces.String(), "the pieces make the arguments")
+			} else {
+				require.False(t, json.Valid([]byte(pieces.String())), "a refused call was passed on whole: %q", pieces.String())
+			}
+			open = nil
+		}
+		out = append(out, e)
+	}
+	require.Nil(t, open, "a call is left open")
+	return merged(out)
+}
+
 // feedChecked is feed that also checks what every single Feed and Close
 // returns: no empty text or thinking event, and at most one event per run
 // of text (the parser merges what it emits within one call).
@@ -127,6 +166,9 @@ type parserCase struct {
 	// trigger (tools off, the trigger mentioned in thinking). In every other
 	// case the trigger never reaches text or thinking.
 	literalTrigger bool
+	// streamed, when set, is what the case gives with StreamArgs on, once
+	// the streams are folded away; otherwise it is want.
+	streamed []Event
 }
 
 var (
@@ -218,9 +260,13 @@ var parserCases = []parserCase{
 	{name: "empty name is not markup", opts: tools, in: parts(trig + `<invoke name="">{}</invoke>`), want: []Event{txt(`<invoke name="">{}</invoke>`)}},
 
 	// Bounded buffering of bodies.
-	{name: "oversized body becomes text", opts: ParserOptions{Trigger: trig, MaxBuffered: 1024}, in: parts(trig + "<invoke name=\"w\">" + bigBody + "</invoke> after"), want: []Event{txt(bigBody + " after")}, clean: true},
-	{name: "oversized body then a call", opts: small, in: parts("Go: " + trig + "<invoke name=\"write_file\">" + midBody + "</invoke> then " + trig + "<invoke name=\"list_dir\">{}</invoke>"), want: []Event{txt("Go: " + midBody + " then "), tcall("list_dir", "{}")}, clean: true},
-	{name: "oversized body cut off", opts: small, in: parts(trig + "<invoke name=\"write_file\">" + midBody), want: []Event{txt(midBody)}, clean: true},
+	{name: "oversized body becomes text", opts: ParserOptions{Trigger: trig, MaxBuffered: 1024}, in: parts(trig + "<invoke name=\"w\">" + bigBody + "</invoke> after"), want: []Event{txt(bigBody + " after")}, clean: true,
+		streamed: []Event{bad("w", bigBody[:1024], ReasonTooLong), txt(" after")}},
+	{name: "oversized body then a call", opts: small, in: parts("Go: " + trig + "<invoke name=\"write_file\">" + midBody + "</invoke> then " + trig + "<invoke name=\"list_dir\">{}</invoke>"), want: []Event{txt("Go: " + midBody + " then "), tcall("list_dir", "{}")}, clean: true,
+		streamed: []Event{txt("Go: "), bad("write_file", midBody[:64], ReasonTooLong), txt(" then "), tcall("list_dir", "{}")}},
+	{name: "oversized body cut off", opts: small, in: parts(trig + "<invoke name=\"write_file\">" + midBody), want: []Event{txt(midBody)}, clean: true,
+		streamed: []Event{bad("write_file", midBody[:64], ReasonTooLong)}},
+	{name: "oversized fenced body stays text when streaming", opts: small, in: parts(trig + "<invoke name=\"write_file\">```json\n" + midBody + "\n```</invoke>"), want: []Event{txt("```json\n" + midBody + "\n```")}, clean: true},
 	{name: "body at the bound is a call", opts: small, in: parts(trig + "<invoke name=\"list_dir\">" + `{"p":"` + strings.Repeat("z", 64-8) + `"}` + "</invoke>"), want: []Event{tcall("list_dir", `{"p":"`+strings.Repeat("z", 64-8)+`"}`)}, clean: true},
 
 	// Thinking.
@@ -294,10 +340,18 @@ func TestParserTable(t *testing.T) {
 	for _, tc := range parserCases {
 		t.Run(tc.name, func(t *testing.T) {
 			in := strings.Join(tc.in, "")
+			streaming := tc.opts
+			streaming.StreamArgs = true
+			want := tc.want
+			if tc.streamed != nil {
+				want = tc.streamed
+			}
 			for i, chunks := range splits(in, rng, tc.in) {
 				got := merged(feedChecked(t, tc.opts, chunks))
 				require.Equal(t, tc.want, got, "split #%d: %q", i, chunks)
 				checkInvariants(t, tc, in, got, i)
+				got = unstreamed(t, feedChecked(t, streaming, chunks))
+				require.Equal(t, want, got, "StreamArgs, split #%d: %q", i, chunks)
 			}
 		})
 	}
@@ -427,6 +481,36 @@ func TestParserBuffersBoundedly(t *testing.T) {
 	})
 }
 
+func TestParserStreamsArguments(t *testing.T) {
+	opts := tools
+	opts.StreamArgs = true
+	start := Event{Kind: EventToolCallStart, Name: "write_file"}
+	piece := func(s string) Event { return Event{Kind: EventToolCallDelta, Arguments: s} }
+
+	p := NewParser(opts)
+	assert.Equal(t, []Event{txt("Writing. ")}, p.Feed("Writing. "+trig+"\n<invoke name=\"Write-File\">\n{"))
+	assert.Empty(t, p.Feed("\n  "), "not yet known to be a JSON object")
+	assert.Equal(t, []Event{start, piece(`{"path":"a.go","content":"package a`)}, p.Feed(`"path": "a.go", "content": "package a`))
+	assert.Equal(t, []Event{piece(`\n\nfunc A() {}\n`)}, p.Feed("\n\nfunc A() {}\n"), "raw newlines are escaped as they pass")
+	assert.Equal(t, []Event{piece(`"`)}, p.Feed("\"}\n</inv"), "the object's closing brace waits for the closing tag")
+	assert.Equal(t, []Event{piece("}"), tcall("write_file", `{"path":"a.go","content":"package a\n\nfunc A() {}\n"}`)}, p.Feed("oke>"))
+	assert.Equal(t, []Event{txt("Done.")}, p.Feed(" Done."))
+	assert.Empty(t, p.Close())
+
+	p = NewParser(opts)
+	p.Feed(trig + `<invoke name="write_file">{"path":"a.go","content":"package a`)
+	assert.Equal(t, []Event{bad("write_file", `{"path":"a.go","content":"package a`, ReasonCutOff)}, p.Close(),
+		"a call cut off by the end of the stream is refused, its JSON left incomplete")
+
+	p = NewParser(opts)
+	assert.Empty(t, p.Feed(trig+"<invoke name=\"write_file\">```json\n{\"path\":\"a\"}\n```"), "a fenced body is read whole")
+	assert.Equal(t, []Event{tcall("write_file", `{"path":"a"}`)}, p.Feed("</invoke>"))
+
+	p = NewParser(opts)
+	assert.Empty(t, p.Feed(trig+`<invoke name="nope">{"path":"a"`), "an unknown tool's call is not streamed")
+	assert.Equal(t, []Event{bad("nope", `{"path":"a"}`, ReasonUnknownTool)}, p.Feed("}</invoke>"))
+}
+
 func TestParserEndTurnAtCall(t *testing.T) {
 	p := NewParser(endTurn)
 	p.Feed("Reading. " + trig + `<invoke name="read_file">{}</invoke>`)
@@ -484,6 +568,9 @@ func fuzzOptions(mode uint8) ParserOptions {
 	if mode&16 != 0 {
 		opts.ToolNames = nil
 	}
+	if mode&32 != 0 {
+		opts.StreamArgs = true
+	}
 	return opts
 }
 
@@ -505,11 +592,13 @@ func FuzzParser(f *testing.F) {
 	// A closing tag inside a JSON string ends the body early.
 	f.Add(trig+`<invoke name="write_file">{"content":"a</invoke>b"}</invoke>`, uint16(40), uint8(0))
 	f.Add(trig+"\u3000<invoke name=\"read_file\">{}</invoke>", uint16(len(trig)+1), uint8(8))
+	f.Add(trig+`<invoke name="write_file">{"c":"`+strings.Repeat("é", 20)+`"}</invoke>`, uint16(50), uint8(32|8))
+	f.Add(trig+"<invoke name=\"read_file\">{\"a\":[1,],\n\"b\":\"x\ny\"</invoke> ok", uint16(45), uint8(32|4))
 	f.Fuzz(func(t *testing.T, in string, at uint16, mode uint8) {
 		opts := fuzzOptions(mode)
 		i := int(at) % (len(in) + 1)
-		whole := merged(feed(opts, []string{in}))
-		split := merged(feed(opts, []string{in[:i], in[i:]}))
+		whole := unstreamed(t, feed(opts, []string{in}))
+		split := unstreamed(t, feed(opts, []string{in[:i], in[i:]}))
 		require.Equal(t, whole, split, "split at %d", i)
 	})
 }
@@ -628,6 +717,9 @@ func TestParserGeneratedReplies(t *testing.T) {
 		for j, chunks := range splits(in, rng)[:6] {
 			got := merged(feedChecked(t, opts, chunks))
 			require.Equal(t, want, got, "reply %d split #%d: %q", i, j, chunks)
+			streaming := opts
+			streaming.StreamArgs = true
+			require.Equal(t, want, unstreamed(t, feedChecked(t, streaming, chunks)), "StreamArgs, reply %d split #%d", i, j)
 			checkInvariants(t, tc, in, got, j)
 			for _, e := range got {
 				for _, mark := range []string{"<invoke ", "<invoke\n", "</invoke>", "<thinking>", "</thinking>"} {
