@@ -127,7 +127,7 @@ func TestE2EStreamedText(t *testing.T) {
 }
 
 func TestE2EToolCall(t *testing.T) {
-	turn := []string{"Let me check.\n", "TRIGGER\n", `<invoke name="get_weather">{"city": "Paris", "unit": "c"}`, `</invoke>`}
+	turn := []string{"Let me check.\n", "TRIGGER\n", `<invoke name="get_weather">{"city": "Pa`, `ris", "unit"`, `: "c"}`, `</invoke>`}
 	params := openai.ChatCompletionNewParams{
 		Model:    "claude-sonnet-4.6",
 		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Weather in Paris?")},

@@ -448,6 +448,32 @@ func TestHandlerStreamToolCalls(t *testing.T) {
 	}
 }
 
+func TestHandlerStreamsToolArguments(t *testing.T) {
+	t.Run("pieces as the upstream sends them", func(t *testing.T) {
+		s := newStack(t, nil, script(t, []string{"Reading.\n", "TRIGGER\n<invoke name=\"read_file\">{\"path\":", " \"/very/long/", "path/to/file.go\"", "\n}", "</invoke>"}))
+		out := checkStream(t, s.chat(t, withTools(`"stream":true`)), sonnet)
+		require.Len(t, out.Calls, 1)
+		assert.Equal(t, `{"path":"/very/long/path/to/file.go"}`, out.Calls[0].Arguments)
+		assert.Equal(t, []string{`{"path":`, `"/very/long/`, `path/to/file.go"`, `}`}, out.Calls[0].Fragments)
+		assert.Equal(t, "tool_calls", out.Finish)
+	})
+	t.Run("strict mode holds the call and sends it whole", func(t *testing.T) {
+		s := newStack(t, nil, script(t, []string{"TRIGGER\n<invoke name=\"read_file\">{\"path\":", " \"a.go\"}", "</invoke>"}))
+		out := checkStream(t, s.chat(t, withTools(`"stream":true`, `"tool_choice":"required"`)), sonnet)
+		require.Len(t, out.Calls, 1)
+		assert.Equal(t, []string{`{"path":"a.go"}`}, out.Calls[0].Fragments)
+	})
+	t.Run("against the schema: never completed", func(t *testing.T) {
+		s := newStack(t, nil, script(t, []string{"TRIGGER\n<invoke name=\"get_weather\">{\"city\":", " 75001}", "</invoke>"}))
+		out := checkStream(t, s.chat(t, withTools(`"stream":true`)), sonnet)
+		require.Len(t, out.Calls, 1)
+		assert.Equal(t, `{"city":75001`, out.Calls[0].Arguments, "no client can parse, so none runs it")
+		assert.Contains(t, out.Text, "call of get_weather above is incomplete and must not be run")
+		assert.Contains(t, out.Text, "city", "the note says what is wrong")
+		assert.Len(t, s.up.Requests(), 1)
+	})
+}
+
 func TestHandlerStreamErrorAfterOutput(t *testing.T) {
 	s := newStack(t, nil, cursortest.Always(cursortest.Response{Events: []string{
 		`{"type":"start"}`, `{"type":"start-step"}`, `{"type":"text-start","id":"t0"}`,

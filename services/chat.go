@@ -119,7 +119,12 @@ func (s *ChatService) Prepare(req *models.ChatRequest, requestID string) (*Prepa
 type Sink interface {
 	Text(text string) error
 	Reasoning(text string) error
+	// ToolCall sends a whole call.
 	ToolCall(id, name, arguments string) error
+	// ToolCallStart opens a call whose arguments follow in pieces, sent
+	// by ToolCallArguments.
+	ToolCallStart(id, name string) error
+	ToolCallArguments(fragment string) error
 }
 
 // Answer is a complete, non-streamed answer.
@@ -138,7 +143,14 @@ type Answer struct {
 // streams live. A turn that ends with nothing released, because it has no
 // call or an invalid one, is discarded and asked once more with a note
 // saying what was wrong; that second turn is sent whatever it holds. The
-// client sees one clean turn either way. Otherwise text streams at once.
+// client sees one clean turn either way.
+//
+// Once the turn is released (at once when no call is required), text
+// streams as it arrives and so do the arguments of tool calls written as
+// JSON. Such a call can no longer be asked again or coerced: when it turns
+// out invalid (cut off, not JSON, against its schema), its arguments are
+// left incomplete, so that no client runs it, and a note in the text says
+// why.
 func (s *ChatService) Stream(ctx context.Context, p *Prepared, sink Sink) (models.Usage, error) {
 	if p.LoopStop != "" {
 		s.logger.Warn("tool loop stopped", "request_id", p.RequestID, "model", p.Model.Public)
@@ -262,7 +274,7 @@ func CompileRefusals(patterns []string) ([]*regexp.Regexp, error) {
 // turn streams one upstream turn into sink, checking each call's
 // arguments against its tool's schema.
 func (s *ChatService) turn(ctx context.Context, p *Prepared, msgs []UpstreamMessage, sink *turnSink) (models.Usage, error) {
-	return s.attempt(ctx, p, msgs, func(ev utils.Event) error {
+	return s.attempt(ctx, p, msgs, !sink.holdAll, func(ev utils.Event) error {
 		switch ev.Kind {
 		case utils.EventText:
 			return sink.Text(ev.Text)
@@ -270,7 +282,17 @@ func (s *ChatService) turn(ctx context.Context, p *Prepared, msgs []UpstreamMess
 			if s.settings.ExposeThinking {
 				return sink.Reasoning(ev.Text)
 			}
+		case utils.EventToolCallStart:
+			if p.SingleCall && sink.calls > 0 {
+				return nil
+			}
+			return sink.startCall(ev.Name)
+		case utils.EventToolCallDelta:
+			return sink.callArguments(ev.Arguments)
 		case utils.EventToolCall:
+			if sink.streaming {
+				return sink.endCall(ev, p.checker)
+			}
 			if p.SingleCall && sink.calls > 0 {
 				return nil
 			}
@@ -280,6 +302,9 @@ func (s *ChatService) turn(ctx context.Context, p *Prepared, msgs []UpstreamMess
 			}
 			return sink.ToolCall(NewToolCallID(), ev.Name, args)
 		case utils.EventBadCall:
+			if sink.streaming {
+				return sink.endBadCall(ev)
+			}
 			return sink.badCall(ev)
 		}
 		return nil
@@ -296,6 +321,11 @@ type turnSink struct {
 	held     []heldEvent
 	bad      []utils.Event
 	calls    int
+
+	// streaming is set while a call's arguments stream to the client;
+	// sent is how many bytes of them have been sent.
+	streaming bool
+	sent      int
 }
 
 type heldEvent struct {
@@ -344,6 +374,49 @@ func (t *turnSink) badCall(ev utils.Event) error {
 	return nil
 }
 
+// startCall opens a call whose arguments stream, when the turn is out
+// already. A held turn reads the call whole, from its EventToolCall, so
+// that it can still be checked, coerced or asked again.
+func (t *turnSink) startCall(name string) error {
+	if !t.released || t.holdAll {
+		return nil
+	}
+	t.streaming, t.sent = true, 0
+	return t.sink.ToolCallStart(NewToolCallID(), name)
+}
+
+func (t *turnSink) callArguments(fragment string) error {
+	if !t.streaming {
+		return nil
+	}
+	t.sent += len(fragment)
+	return t.sink.ToolCallArguments(fragment)
+}
+
+// endCall completes a streamed call with the closers its pieces lack,
+// once its arguments pass the schema. A call that does not is left
+// incomplete, which no client runs, and the text says why.
+func (t *turnSink) endCall(ev utils.Event, checker *ArgumentChecker) error {
+	t.streaming = false
+	t.calls++
+	if _, err := checker.Check(ev.Name, ev.Arguments); err != nil {
+		ev.Reason = err.Error()
+		t.bad = append(t.bad, ev)
+		return t.sink.Text(streamedCallNote(ev))
+	}
+	// Coerced arguments cannot replace what was sent; the call goes as
+	// the model wrote it, as OpenAI's own would.
+	return t.sink.ToolCallArguments(ev.Arguments[min(t.sent, len(ev.Arguments)):])
+}
+
+// endBadCall ends a streamed call that the parser refused.
+func (t *turnSink) endBadCall(ev utils.Event) error {
+	t.streaming = false
+	t.calls++
+	t.bad = append(t.bad, ev)
+	return t.sink.Text(streamedCallNote(ev))
+}
+
 // heldText is the visible text held back so far.
 func (t *turnSink) heldText() string {
 	var b strings.Builder
@@ -388,6 +461,13 @@ func badCallNote(ev utils.Event) string {
 	return fmt.Sprintf("\n[The model's call of %s was not sent: %s]\n%s\n", ev.Name, ev.Reason, strings.TrimSpace(ev.Text))
 }
 
+// streamedCallNote is what the client sees of a streamed call that turned
+// out invalid. Its arguments are already in the client's hands: the note
+// does not repeat them.
+func streamedCallNote(ev utils.Event) string {
+	return fmt.Sprintf("\n[The model's call of %s above is incomplete and must not be run: %s]\n", ev.Name, ev.Reason)
+}
+
 // answerSink collects a non-streamed answer.
 type answerSink struct {
 	text, thinking strings.Builder
@@ -401,19 +481,31 @@ func (a *answerSink) ToolCall(id, name, arguments string) error {
 	return nil
 }
 
+func (a *answerSink) ToolCallStart(id, name string) error { return a.ToolCall(id, name, "") }
+
+func (a *answerSink) ToolCallArguments(fragment string) error {
+	if n := len(a.calls); n > 0 {
+		a.calls[n-1].Function.Arguments += fragment
+	}
+	return nil
+}
+
 // attempt runs one upstream request through a fresh parser.
-func (s *ChatService) attempt(ctx context.Context, p *Prepared, msgs []UpstreamMessage, handle func(utils.Event) error) (models.Usage, error) {
+func (s *ChatService) attempt(ctx context.Context, p *Prepared, msgs []UpstreamMessage, streamArgs bool, handle func(utils.Event) error) (models.Usage, error) {
 	parser := utils.NewParser(utils.ParserOptions{
 		Trigger:       p.Trigger,
 		Thinking:      p.Model.Thinking,
 		ToolNames:     p.ToolNames,
 		MaxBuffered:   s.settings.MaxToolCallBytes,
 		EndTurnAtCall: true,
+		StreamArgs:    streamArgs,
 	})
 	outChars := 0
 	deliver := func(events []utils.Event) error {
 		for _, ev := range events {
-			outChars += utf8.RuneCountInString(ev.Text) + len(ev.Arguments)
+			if ev.Kind != utils.EventToolCallDelta { // counted whole at the call's end
+				outChars += utf8.RuneCountInString(ev.Text) + len(ev.Arguments)
+			}
 			if err := handle(ev); err != nil {
 				return err
 			}

@@ -51,6 +51,14 @@ func (r *strictRecorder) ToolCall(id, name, args string) error {
 	r.events = append(r.events, fmt.Sprintf("call:%s:%s", name, args))
 	return nil
 }
+func (r *strictRecorder) ToolCallStart(id, name string) error {
+	r.events = append(r.events, "start:"+name)
+	return nil
+}
+func (r *strictRecorder) ToolCallArguments(fragment string) error {
+	r.events = append(r.events, "args:"+fragment)
+	return nil
+}
 
 func strictRequest(choice string) *models.ChatRequest {
 	return &models.ChatRequest{

@@ -29,9 +29,12 @@ const (
 	// show the body as text or ask the model again.
 	EventBadCall
 	// EventToolCallStart opens a call whose arguments stream (StreamArgs):
-	// Name is set, EventToolCallDelta events follow with the pieces of
-	// Arguments, and an EventToolCall, whose Arguments are the pieces put
-	// together, or an EventBadCall ends it.
+	// Name is set, and EventToolCallDelta events follow with pieces of the
+	// arguments. An EventToolCall ends it with the whole Arguments, of
+	// which the pieces are a prefix: the rest, the closing brackets, is
+	// for the caller to pass on once it accepts the call, so that a call it
+	// refuses never reaches the client as complete JSON. Or an
+	// EventBadCall ends it, and the pieces stay incomplete.
 	EventToolCallStart
 	// EventToolCallDelta is the next piece of the open call's Arguments.
 	EventToolCallDelta
@@ -539,7 +542,8 @@ func (p *Parser) emitArgs(s string) {
 }
 
 // finishStreamed ends a call whose arguments have been streaming: the
-// last piece and the call, or a bad call when the whole is not valid.
+// call, whose Arguments complete the pieces, or a bad call when the whole
+// is not valid.
 func (p *Parser) finishStreamed(closed bool) {
 	body := p.body.String()
 	p.body.Reset()
@@ -549,7 +553,6 @@ func (p *Parser) finishStreamed(closed bool) {
 		p.out = append(p.out, Event{Kind: EventBadCall, Name: p.name, Text: body, Reason: reason})
 		return
 	}
-	p.emitArgs(p.args.take())
 	p.calls++
 	p.out = append(p.out, Event{Kind: EventToolCall, Name: p.name, Arguments: args})
 }

@@ -50,25 +50,37 @@ func BenchmarkParserPlainText(b *testing.B) {
 	}
 }
 
+// BenchmarkParserToolCalls reads the calls whole, as for a held turn, and
+// with their arguments streamed, as for a live one.
 func BenchmarkParserToolCalls(b *testing.B) {
 	reply := benchToolReply()
-	calls := 0
-	for _, e := range feed(tools, []string{reply}) {
-		if e.Kind == EventToolCall {
-			calls++
-			if n := len(e.Arguments); n < 1800 || n > 2600 {
-				b.Fatalf("arguments of %d bytes, want about 2 KB", n)
+	for _, stream := range []bool{false, true} {
+		opts := tools
+		opts.StreamArgs = stream
+		name := "whole"
+		if stream {
+			name = "streamed"
+		}
+		b.Run(name, func(b *testing.B) {
+			calls := 0
+			for _, e := range unstreamed(b, feed(opts, strings.SplitAfter(reply, "\\n"))) {
+				if e.Kind == EventToolCall {
+					calls++
+					if n := len(e.Arguments); n < 1800 || n > 2600 {
+						b.Fatalf("arguments of %d bytes, want about 2 KB", n)
+					}
+				}
 			}
-		}
-	}
-	if calls != 3 {
-		b.Fatalf("%d tool calls, want 3", calls)
-	}
-	b.SetBytes(int64(len(reply)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if feedInChunks(tools, reply, 16) < 5 {
-			b.Fatal("expected text, three calls and text")
-		}
+			if calls != 3 {
+				b.Fatalf("%d tool calls, want 3", calls)
+			}
+			b.SetBytes(int64(len(reply)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if feedInChunks(opts, reply, 16) < 5 {
+					b.Fatal("expected text, three calls and text")
+				}
+			}
+		})
 	}
 }

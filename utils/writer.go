@@ -3,6 +3,7 @@ package utils
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -107,6 +108,15 @@ func (s *StreamWriter) delta(d models.Delta) error {
 // name and empty arguments, then the arguments as a fragment, as OpenAI
 // itself streams them.
 func (s *StreamWriter) ToolCall(id, name, arguments string) error {
+	if err := s.ToolCallStart(id, name); err != nil {
+		return err
+	}
+	return s.ToolCallArguments(arguments)
+}
+
+// ToolCallStart opens the next tool call: its first delta, with its index,
+// id, type, name and empty arguments.
+func (s *StreamWriter) ToolCallStart(id, name string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.start(); err != nil {
@@ -115,10 +125,22 @@ func (s *StreamWriter) ToolCall(id, name, arguments string) error {
 	index := s.toolCalls
 	s.toolCalls++
 	head := models.ToolCall{Index: &index, ID: id, Type: "function", Function: models.FunctionCall{Name: name}}
-	if err := s.chunk(models.Delta{ToolCalls: []models.ToolCall{head}}, nil); err != nil {
-		return err
+	return s.chunk(models.Delta{ToolCalls: []models.ToolCall{head}}, nil)
+}
+
+// ToolCallArguments writes the next fragment of the arguments of the call
+// ToolCallStart opened last.
+func (s *StreamWriter) ToolCallArguments(fragment string) error {
+	if fragment == "" {
+		return nil
 	}
-	frag := models.ToolCall{Index: &index, Function: models.FunctionCall{Arguments: arguments}}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.toolCalls == 0 {
+		return errors.New("tool-call arguments before any tool call")
+	}
+	index := s.toolCalls - 1
+	frag := models.ToolCall{Index: &index, Function: models.FunctionCall{Arguments: fragment}}
 	return s.chunk(models.Delta{ToolCalls: []models.ToolCall{frag}}, nil)
 }
 
