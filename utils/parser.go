@@ -129,7 +129,8 @@ const (
 //
 // It holds back only what could still be the start of markup (a few bytes
 // in text, the opening tag and body of an invoke up to MaxBuffered), so text
-// streams as soon as it is known to be text. Markup that it recognises never
+// streams as soon as it is known to be text; with StreamArgs, so do the
+// arguments of a call written as JSON. Markup that it recognises never
 // appears in the output; input that turns out not to be markup is emitted
 // as text, so nothing is lost. Each byte is examined a bounded number of
 // times: there is no backtracking over unbounded input.
@@ -525,20 +526,10 @@ func (p *Parser) streamArgs(piece string, at int) {
 		p.argsOn = true
 		p.out = append(p.out, Event{Kind: EventToolCallStart, Name: p.name})
 	}
-	p.emitArgs(p.args.take())
-}
-
-// emitArgs appends a piece of the open call's arguments, merged into the
-// previous one like text.
-func (p *Parser) emitArgs(s string) {
-	if s == "" {
-		return
+	// One piece a Feed: the state waits for more input once it is taken.
+	if piece := p.args.take(); piece != "" {
+		p.out = append(p.out, Event{Kind: EventToolCallDelta, Arguments: piece})
 	}
-	if n := len(p.out); n > 0 && p.out[n-1].Kind == EventToolCallDelta {
-		p.out[n-1].Arguments += s
-		return
-	}
-	p.out = append(p.out, Event{Kind: EventToolCallDelta, Arguments: s})
 }
 
 // finishStreamed ends a call whose arguments have been streaming: the

@@ -101,7 +101,8 @@ func unstreamed(t testing.TB, evs []Event) []Event {
 
 // feedChecked is feed that also checks what every single Feed and Close
 // returns: no empty text or thinking event, and at most one event per run
-// of text (the parser merges what it emits within one call).
+// of text or of arguments (the parser merges what it emits within one
+// call).
 func feedChecked(t testing.TB, opts ParserOptions, chunks []string) []Event {
 	t.Helper()
 	p := NewParser(opts)
@@ -114,6 +115,9 @@ func feedChecked(t testing.TB, opts ParserOptions, chunks []string) []Event {
 				if i > 0 {
 					require.NotEqual(t, evs[i-1].Kind, e.Kind, "%s returned unmerged events: %+v", call, evs)
 				}
+			}
+			if e.Kind == EventToolCallDelta && i > 0 {
+				require.NotEqual(t, EventToolCallDelta, evs[i-1].Kind, "%s returned two pieces in a row: %+v", call, evs)
 			}
 		}
 		all = append(all, evs...)
