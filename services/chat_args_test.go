@@ -39,8 +39,11 @@ func TestStreamedArguments(t *testing.T) {
 			[]string{"TRIGGER<invoke name=\"ls\">{\"dir\":\"", strings.Repeat("a", 30), strings.Repeat("b", 30), "\"}</invoke> after"},
 			// The body's first 40 bytes stream, then the call is refused.
 			[]string{"start:ls", `args:{"dir":"`, "args:" + strings.Repeat("a", 30), "args:bb", "note:ls:" + utils.ReasonTooLong, "text: after"}},
-		{"a fenced body is sent whole", `"auto"`, false, 0,
+		{"a fenced body streams too", `"auto"`, false, 0,
 			[]string{"TRIGGER<invoke name=\"ls\">```json\n{\"dir\":", "\"a\"}\n```</invoke>"},
+			[]string{"start:ls", `args:{"dir":`, `args:"a"`, "args:}"}},
+		{"a <parameter> body is sent whole", `"auto"`, false, 0,
+			[]string{"TRIGGER<invoke name=\"ls\"><parameter name=\"dir\">", "a</parameter></invoke>"},
 			[]string{`call:ls:{"dir":"a"}`}},
 		{"strict: the held call whole, the next streamed", `"required"`, false, 0,
 			[]string{"TRIGGER<invoke name=\"ls\">{\"dir\":\"a\"}</invoke>\n<invoke name=\"ls\">{\"dir\":", "\"b\"}</invoke>"},

@@ -223,6 +223,9 @@ func BuildConversation(msgs []models.Message, opts PromptOptions) ([]UpstreamMes
 						fmt.Fprintf(&b, "(I called the function %s with %s.)\n", tc.Function.Name, args)
 						continue
 					}
+					// The JSON escape keeps a </invoke> in a string from
+					// reading as the end of the block, as the prompt asks.
+					args = strings.ReplaceAll(args, "</invoke>", `<\/invoke>`)
 					fmt.Fprintf(&b, "\n<invoke name=\"%s\">%s</invoke>", tc.Function.Name, args)
 				}
 			}
@@ -332,7 +335,7 @@ To call a function, write the trigger %[1]s on a line of its own, then one <invo
 <invoke name="FUNCTION_NAME">{"parameter": "value"}</invoke>
 
 Rules:
-- The body of <invoke> is one JSON object holding the arguments, matching the function's parameters schema. Use strict JSON: double quotes, and \n for line breaks inside strings.
+- The body of <invoke> is one JSON object holding the arguments, matching the function's parameters schema. Use strict JSON: double quotes, \n for line breaks inside strings, and <\/invoke> for the text </invoke> inside strings.
 `, t)
 	if o.SingleCall {
 		b.WriteString("- Call at most one function per reply.\n")

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"cursor2api/models"
+	"cursor2api/utils"
 )
 
 func fn(name, params string) models.Tool {
@@ -140,6 +141,28 @@ func TestBuildConversation(t *testing.T) {
 	assert.Contains(t, out[3].Text, "<tool_result id=\"call_1\" name=\"read_file\">\npackage a\n</tool_result>")
 	assert.Contains(t, out[3].Text, "<tool_result id=\"call_2\" name=\"ls\">\na.go\n</tool_result>")
 	assert.True(t, strings.HasSuffix(out[3].Text, "Now what?\n[image_url omitted: this model accepts text only]"), out[3].Text)
+}
+
+// TestReplayedCallsReadBack feeds the replay of an earlier call back
+// through the parser: a </invoke> inside its arguments must not end it.
+func TestReplayedCallsReadBack(t *testing.T) {
+	const trigger = "<<CALL_test1234>>"
+	args := `{"path":"p.md","content":"a call ends with </invoke>\n"}`
+	history := []models.Message{
+		msg("user", "Document it"),
+		{Role: "assistant", ToolCalls: []models.ToolCall{{ID: "call_1", Type: "function", Function: models.FunctionCall{Name: "write_file", Arguments: args}}}},
+		{Role: "tool", ToolCallID: "call_1", Content: models.Content{Text: "ok"}},
+	}
+	out, err := BuildConversation(history, PromptOptions{Tools: []models.Tool{fn("write_file", "")}, Choice: ToolChoice{Mode: ChoiceAuto}, Trigger: trigger, MaxInputLength: 100000})
+	require.NoError(t, err)
+	require.Equal(t, "assistant", out[2].Role)
+	assert.Equal(t, 1, strings.Count(out[2].Text, "</invoke>"), "only the block's own closing tag: %s", out[2].Text)
+
+	p := utils.NewParser(utils.ParserOptions{Trigger: trigger, ToolNames: []string{"write_file"}})
+	events := append(p.Feed(out[2].Text), p.Close()...)
+	require.Len(t, events, 1, "%+v", events)
+	assert.Equal(t, utils.EventToolCall, events[0].Kind)
+	assert.JSONEq(t, args, events[0].Arguments)
 }
 
 func TestBuildConversationModes(t *testing.T) {

@@ -20,9 +20,9 @@ import (
 // closing brace is kept back until finish has checked the whole: a call
 // cut short or left invalid never reaches the client as complete JSON.
 //
-// Only a body that opens like a JSON object, '{' then '"' or '}', is
-// scanned; any other (a fence, <parameter> children) is declined and left
-// to RepairArguments at the end of the invoke.
+// Only a body that opens like a JSON object, '{' then '"' or '}', maybe
+// inside a markdown fence, is scanned; any other (<parameter> children,
+// prose) is declined and left to RepairArguments at the end of the invoke.
 type argScanner struct {
 	step    argStep
 	started bool   // the body opened like an object: its pieces may be taken
@@ -31,19 +31,23 @@ type argScanner struct {
 	stack   []byte // closers of the open brackets, the object's own first
 	comma   bool   // a comma outside strings, held until the next significant byte
 	gap     bool   // white space after a literal: another literal may not follow
-	tail    []byte // what follows the closed object; only white space is allowed
+	ticks   int    // backticks of an opening fence seen
+	fenced  bool   // the object is inside a markdown fence
+	tail    []byte // what follows the closed object: white space, and the closing fence
 }
 
 // argStep is where an argScanner stands in the body.
 type argStep uint8
 
 const (
-	argLead     argStep = iota // before the '{'
+	argLead     argStep = iota // before the '{', or the fence
+	argInfo                    // after an opening fence, up to the end of its line
 	argOpen                    // after the '{', before its first significant byte
 	argValue                   // outside strings
 	argString                  // inside a string
 	argEscape                  // after a backslash inside a string
 	argEnd                     // the object is closed
+	argFenceEnd                // the closing fence came before the object closed
 	argDeclined                // the body does not open like an object
 	argFailed                  // the body cannot be repaired into JSON
 )
@@ -75,17 +79,19 @@ func (a *argScanner) write(s string) {
 				return
 			}
 			i = j
-			a.inString(s[i])
+			a.stringEnd(s[i])
 		case argEscape:
 			a.out = append(a.out, s[i])
 			a.step = argString
 		case argLead:
 			a.lead(s[i])
+		case argInfo:
+			a.info(s[i])
 		case argOpen:
 			a.open(s[i])
 		case argValue:
 			a.value(s[i])
-		case argEnd:
+		case argEnd, argFenceEnd:
 			a.tail = append(a.tail, s[i])
 		}
 	}
@@ -93,14 +99,33 @@ func (a *argScanner) write(s string) {
 
 func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
-// lead expects the object's '{'.
+// lead expects the object's '{', or a fence around it.
 func (a *argScanner) lead(c byte) {
 	switch {
+	case c == '`' && !a.fenced:
+		if a.ticks++; a.ticks == 3 {
+			a.step = argInfo
+		}
+	case a.ticks > 0 && !a.fenced:
+		a.step = argDeclined // not a fence
 	case isJSONSpace(c):
 	case c == '{':
 		a.out = append(a.out, c)
 		a.stack = append(a.stack, '}')
 		a.step = argOpen
+	default:
+		a.step = argDeclined
+	}
+}
+
+// info skips the info string of an opening fence ("json").
+func (a *argScanner) info(c byte) {
+	switch {
+	case c == '\n':
+		a.fenced = true
+		a.step = argLead
+	case c == ' ' || c == '\t' || c == '\r' || c == '_' || c == '-' || c == '+' || c == '.' ||
+		'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9':
 	default:
 		a.step = argDeclined
 	}
@@ -144,6 +169,13 @@ func (a *argScanner) value(c byte) {
 		a.gap = false
 		a.close(c)
 		return
+	case '`':
+		if a.fenced {
+			// The closing fence: the model left brackets open.
+			a.tail = append(a.tail, c)
+			a.step = argFenceEnd
+			return
+		}
 	}
 	if a.gap && isLiteralByte(c) {
 		// "1 2" or "tr ue": dropping the space would make it valid.
@@ -189,8 +221,8 @@ func (a *argScanner) close(c byte) {
 	a.step = argValue
 }
 
-// inString handles the byte that ends a run of ordinary string bytes.
-func (a *argScanner) inString(c byte) {
+// stringEnd handles the byte that ends a run of ordinary string bytes.
+func (a *argScanner) stringEnd(c byte) {
 	switch c {
 	case '"':
 		a.out = append(a.out, c)
@@ -208,6 +240,10 @@ func (a *argScanner) inString(c byte) {
 		a.out = append(a.out, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
 	}
 }
+
+// inString reports whether the body read so far ends inside a string of
+// a JSON object.
+func (a *argScanner) inString() bool { return a.started && a.step == argString }
 
 // take returns what has been written since the last take, less a rune cut
 // by the end of the input, which is kept for the next.
@@ -243,15 +279,25 @@ func (a *argScanner) finish(closed bool) (args, reason string) {
 	return string(a.out), ""
 }
 
+// tailFits reports whether what follows the object is only white space
+// and, for a fenced object, the closing fence.
+func (a *argScanner) tailFits() bool {
+	rest := strings.Trim(string(a.tail), jsonSpace)
+	if a.fenced {
+		return rest == "```"
+	}
+	return rest == ""
+}
+
 // complete writes the closers the body still needs, or reports false when
 // it cannot be completed.
 func (a *argScanner) complete(closed bool) bool {
 	switch {
 	case a.step == argEnd:
-		if strings.TrimSpace(string(a.tail)) != "" {
+		if !a.tailFits() {
 			return false
 		}
-	case a.step == argValue && closed:
+	case closed && (a.step == argValue && !a.fenced || a.step == argFenceEnd && a.tailFits()):
 		// The model stopped without closing its brackets.
 		a.comma = false
 		for i := len(a.stack) - 1; i > 0; i-- {

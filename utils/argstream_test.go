@@ -50,14 +50,22 @@ func TestArgScanner(t *testing.T) {
 		{"string cut off", `{"a":"xy`, false, true, "", ReasonCutOff},
 		{"string never closed", `{"a":"xy`, true, true, "", ReasonBadJSON},
 		{"text after the object", `{"a":1} and more`, true, true, "", ReasonBadJSON},
-		{"white space after the object", "{\"a\":1}\n\u00a0 ", true, true, `{"a":1}`, ""},
+		{"white space after the object", "{\"a\":1}\n\r\t ", true, true, `{"a":1}`, ""},
+		{"other space after the object", "{\"a\":1}\u00a0", true, true, "", ReasonBadJSON},
 		{"a second closer", `{"a":1}}`, true, true, "", ReasonBadJSON},
 		{"mismatched closer", `{"a":[1}`, true, true, "", ReasonBadJSON},
 		{"double comma", `{"a":1,,"b":2}`, true, true, "", ReasonBadJSON},
 		{"literals split by a space", `{"a":tr ue}`, true, true, "", ReasonBadJSON},
 		{"numbers split by a space", `{"a":1 2}`, true, true, "", ReasonBadJSON},
 		{"missing value", `{"a":}`, true, true, "", ReasonBadJSON},
-		{"a fence is declined", "```json\n{\"a\":1}\n```", true, false, "", ""},
+		{"fenced", "```json\n{\"a\": 1}\n```\n", true, true, `{"a":1}`, ""},
+		{"fenced without an info string", "  ```\n{\"a\":1}```", true, true, `{"a":1}`, ""},
+		{"fenced, closers missing", "```json\n{\"a\":[1,\n```", true, true, `{"a":[1]}`, ""},
+		{"fence never closed", "```json\n{\"a\":1}", true, true, "", ReasonBadJSON},
+		{"fence never closed, closers missing", "```json\n{\"a\":1", true, true, "", ReasonBadJSON},
+		{"text after the closing fence", "```json\n{\"a\":1}\n``` and", true, true, "", ReasonBadJSON},
+		{"two backticks are no fence", "``json\n{\"a\":1}\n``", true, false, "", ""},
+		{"an info string with a brace is no fence", "```{\"a\":1}```", true, false, "", ""},
 		{"parameter children are declined", `<parameter name="a">1</parameter>`, true, false, "", ""},
 		{"an object not opening with a key is declined", `{a:1}`, true, false, "", ""},
 		{"an array is declined", `[1]`, true, false, "", ""},
@@ -118,7 +126,7 @@ func TestArgScannerHoldsTheClosingBrace(t *testing.T) {
 // FuzzArgScanner holds the scanner to RepairArguments: a body it streams
 // becomes the same arguments, or is refused, whatever the pieces.
 func FuzzArgScanner(f *testing.F) {
-	for _, s := range []string{`{"a":1}`, "{\"c\":\"x\ny\"}", `{"a":[1,],}`, `{"a":{"b":[1,2`, `{"a":"`, `{ } x`, `{"a":tr ue}`, `{"a":1 ,"b" : null }`} {
+	for _, s := range []string{"```json\n{\"a\":[1,\n```", "```\n{}\n```", `{"a":1}`, "{\"c\":\"x\ny\"}", `{"a":[1,],}`, `{"a":{"b":[1,2`, `{"a":"`, `{ } x`, `{"a":tr ue}`, `{"a":1 ,"b" : null }`} {
 		f.Add(s, true, uint64(1))
 		f.Add(s, false, uint64(2))
 	}

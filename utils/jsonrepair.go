@@ -20,7 +20,7 @@ import (
 //
 // It reports false when the body is not a JSON object after those repairs.
 func RepairArguments(body string, closed bool) (string, bool) {
-	body = stripFence(strings.TrimSpace(body))
+	body = stripFence(strings.Trim(body, jsonSpace))
 	if body == "" {
 		return "{}", true
 	}
@@ -54,7 +54,7 @@ func stripFence(s string) string {
 	if nl := strings.IndexByte(inner, '\n'); nl >= 0 && !strings.ContainsAny(inner[:nl], "{[\"") {
 		inner = inner[nl+1:] // drop the info string ("json")
 	}
-	return strings.TrimSpace(inner)
+	return strings.Trim(inner, jsonSpace)
 }
 
 // repairJSON walks s once, tracking only whether it is inside a string and
@@ -131,6 +131,10 @@ func trimTrailingComma(b []byte) []byte {
 }
 
 const hexDigits = "0123456789abcdef"
+
+// jsonSpace is the white space JSON allows between tokens. Only it is
+// trimmed around a body: anything else there makes the body not JSON.
+const jsonSpace = " \t\r\n"
 
 var (
 	parameterRE     = regexp.MustCompile(`(?s)<parameter\s+name\s*=\s*(?:"([^"<>]*)"|'([^'<>]*)'|([^\s"'<>/]+))\s*>(.*?)</parameter>`)

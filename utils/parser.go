@@ -58,6 +58,10 @@ const (
 	ReasonBadJSON     = "arguments are not a JSON object"
 	ReasonCutOff      = "the stream ended inside the call"
 	ReasonTooLong     = "the arguments are longer than the gateway's limit (MAX_TOOL_CALL_BYTES)"
+	// ReasonOpenString is given for a body the stream ended in after a
+	// </invoke> that stood inside a string: either the string was never
+	// closed or the tag was not escaped.
+	ReasonOpenString = `a string in the arguments is never closed (inside a string, write </invoke> as <\/invoke>)`
 )
 
 // Protocol markup. The trigger is per request; the rest is fixed.
@@ -144,12 +148,13 @@ type Parser struct {
 
 	out []Event // events produced by the current Feed or Close
 
-	name    string          // the current invoke's tool name
-	badName bool            // name is not a declared tool
-	calls   int             // tool calls emitted
-	body    strings.Builder // the current invoke's body
-	args    argScanner      // streams the current invoke's arguments
-	argsOn  bool            // EventToolCallStart was emitted for the current invoke
+	name        string          // the current invoke's tool name
+	badName     bool            // name is not a declared tool
+	calls       int             // tool calls emitted
+	body        strings.Builder // the current invoke's body
+	args        argScanner      // reads the current invoke's body as JSON
+	argsOn      bool            // EventToolCallStart was emitted for the current invoke
+	tagInString bool            // a </invoke> inside a string of the body was taken as content
 
 	thinkCopy      strings.Builder // copy of the open thinking block
 	thinkTruncated bool            // thinkCopy passed MaxBuffered
@@ -399,8 +404,8 @@ func (p *Parser) stepInvokeTag(final bool) bool {
 		p.name = written
 	}
 	p.body.Reset()
-	p.args.reset(!p.opts.StreamArgs || p.badName)
-	p.argsOn = false
+	p.args.reset(p.badName)
+	p.argsOn, p.tagInString = false, false
 	if m[4] == "/" {
 		p.finishInvoke(true)
 		p.st = stCallBetween
@@ -440,14 +445,23 @@ func (p *Parser) finishInvoke(closed bool) {
 	}
 	reason := ReasonBadJSON
 	if !closed {
-		reason = ReasonCutOff
+		reason = p.cutOffReason()
 	}
 	p.out = append(p.out, Event{Kind: EventBadCall, Name: p.name, Text: body, Reason: reason})
 }
 
+// cutOffReason says why a body the stream ended in is not a call.
+func (p *Parser) cutOffReason() string {
+	if p.tagInString {
+		return ReasonOpenString
+	}
+	return ReasonCutOff
+}
+
 // stepInvokeBody collects the body up to </invoke> and emits the call,
-// streaming its arguments on the way when they can be. A body that grows
-// past MaxBuffered becomes text, or a bad call if it was streaming.
+// streaming its arguments on the way when they can be. A </invoke> inside
+// a string of a JSON body does not end it. A body that grows past
+// MaxBuffered becomes text, or a bad call if it was streaming.
 func (p *Parser) stepInvokeBody(final bool) bool {
 	at := p.body.Len()
 	idx := strings.Index(p.in, invokeClose)
@@ -473,6 +487,18 @@ func (p *Parser) stepInvokeBody(final bool) bool {
 	if p.body.Len() > p.opts.MaxBuffered {
 		// Over the bound whether it arrived in one chunk or many.
 		p.refuseOversized(stText)
+		return true
+	}
+	if p.args.inString() {
+		// Inside a JSON string the tag is content: the model is writing a
+		// file about this very protocol. Should the string never close,
+		// the stream ends in the body and the reason says why.
+		p.tagInString = true
+		p.body.WriteString(invokeClose)
+		p.streamArgs(invokeClose, at+len(part))
+		if p.body.Len() > p.opts.MaxBuffered {
+			p.refuseOversized(stSkipInvoke)
+		}
 		return true
 	}
 	p.finishInvoke(true)
@@ -511,25 +537,36 @@ func cutAtRune(s string, n int) string {
 }
 
 // streamArgs passes the piece of the body found at offset at through the
-// argument scanner and emits what it makes of it. The scanner sees only
-// the body's first MaxBuffered bytes, so that whether a call streams does
-// not depend on how its body was cut into chunks.
+// argument scanner, which tells where its strings are, and with StreamArgs
+// emits what it makes of it. The scanner sees only the body's first
+// MaxBuffered bytes, so that whether a call streams does not depend on how
+// its body was cut into chunks.
 func (p *Parser) streamArgs(piece string, at int) {
 	if room := p.opts.MaxBuffered - at; len(piece) > room {
 		piece = piece[:max(room, 0)]
 	}
 	p.args.write(piece)
-	if !p.args.started {
+	if !p.args.started || !p.opts.StreamArgs {
 		return
 	}
 	if !p.argsOn {
 		p.argsOn = true
 		p.out = append(p.out, Event{Kind: EventToolCallStart, Name: p.name})
 	}
-	// One piece a Feed: the state waits for more input once it is taken.
-	if piece := p.args.take(); piece != "" {
-		p.out = append(p.out, Event{Kind: EventToolCallDelta, Arguments: piece})
+	p.emitArgs(p.args.take())
+}
+
+// emitArgs appends a piece of the open call's arguments, merged into the
+// previous one like text.
+func (p *Parser) emitArgs(s string) {
+	if s == "" {
+		return
 	}
+	if n := len(p.out); n > 0 && p.out[n-1].Kind == EventToolCallDelta {
+		p.out[n-1].Arguments += s
+		return
+	}
+	p.out = append(p.out, Event{Kind: EventToolCallDelta, Arguments: s})
 }
 
 // finishStreamed ends a call whose arguments have been streaming: the
@@ -540,6 +577,9 @@ func (p *Parser) finishStreamed(closed bool) {
 	p.body.Reset()
 	p.argsOn = false
 	args, reason := p.args.finish(closed)
+	if reason == ReasonCutOff {
+		reason = p.cutOffReason()
+	}
 	if reason != "" {
 		p.out = append(p.out, Event{Kind: EventBadCall, Name: p.name, Text: body, Reason: reason})
 		return

@@ -243,7 +243,12 @@ var parserCases = []parserCase{
 	{name: "fenced JSON", opts: tools, in: parts(trig + "<invoke name=\"read_file\">\n```json\n{\"path\":\"a\"}\n```\n</invoke>"), want: []Event{tcall("read_file", `{"path":"a"}`)}, clean: true},
 	{name: "fence without a language", opts: tools, in: parts(trig + "<invoke name=\"read_file\">```\n{\"path\": \"a\",}\n```</invoke>"), want: []Event{tcall("read_file", `{"path":"a"}`)}, clean: true},
 	{name: "single quotes are not repaired", opts: tools, in: parts(trig + "<invoke name=\"read_file\">{path: 'a'}</invoke>"), want: []Event{bad("read_file", "{path: 'a'}", ReasonBadJSON)}, clean: true},
-	{name: "unclosed string is not repaired", opts: tools, in: parts(trig + "<invoke name=\"read_file\">{\"path\":\"a}</invoke>"), want: []Event{bad("read_file", `{"path":"a}`, ReasonBadJSON)}, clean: true},
+	{name: "unclosed string is not repaired", opts: tools, in: parts(trig + "<invoke name=\"read_file\">{\"path\":\"a}</invoke>"), want: []Event{bad("read_file", `{"path":"a}</invoke>`, ReasonOpenString)}, clean: true},
+	{name: "unclosed string swallows what follows", opts: tools, in: parts(trig + "<invoke name=\"read_file\">{\"path\":\"a}</invoke>\nDone."), want: []Event{bad("read_file", "{\"path\":\"a}</invoke>\nDone.", ReasonOpenString)}, clean: true},
+	{name: "closing tag inside a JSON string is content", opts: tools, in: parts(trig + "<invoke name=\"write_file\">{\"path\":\"p.md\",\"content\":\"end with </invoke> then\"}</invoke>\nWritten."), want: []Event{tcall("write_file", `{"path":"p.md","content":"end with </invoke> then"}`), txt("Written.")}, clean: true},
+	{name: "escaped closing tag in a string", opts: tools, in: parts(trig + "<invoke name=\"write_file\">{\"content\":\"a <\\/invoke> b\"}</invoke>"), want: []Event{tcall("write_file", `{"content":"a <\/invoke> b"}`)}, clean: true},
+	{name: "closing tag inside a string of a fenced body is content", opts: tools, in: parts(trig + "<invoke name=\"write_file\">```json\n{\"content\":\"a</invoke>b\"}\n```</invoke>"), want: []Event{tcall("write_file", `{"content":"a</invoke>b"}`)}, clean: true},
+	{name: "closing tag in a body that is not JSON ends it", opts: tools, in: parts(trig + "<invoke name=\"write_file\">{content: \"a</invoke>b\"}</invoke>"), want: []Event{bad("write_file", `{content: "a`, ReasonBadJSON), txt("b\"}</invoke>")}},
 	{name: "mismatched brackets are not repaired", opts: tools, in: parts(trig + "<invoke name=\"read_file\">{\"lines\":[1}</invoke>"), want: []Event{bad("read_file", `{"lines":[1}`, ReasonBadJSON)}, clean: true},
 	{name: "array arguments are refused", opts: tools, in: parts(trig + "<invoke name=\"read_file\">[1,2]</invoke>"), want: []Event{bad("read_file", "[1,2]", ReasonBadJSON)}, clean: true},
 	{name: "prose arguments are refused", opts: tools, in: parts(trig + "<invoke name=\"read_file\">please read a.go</invoke> ok"), want: []Event{bad("read_file", "please read a.go", ReasonBadJSON), txt("ok")}, clean: true},
@@ -273,7 +278,9 @@ var parserCases = []parserCase{
 		streamed: []Event{txt("Go: "), bad("write_file", midBody[:64], ReasonTooLong), txt(" then "), tcall("list_dir", "{}")}},
 	{name: "oversized body cut off", opts: small, in: parts(trig + "<invoke name=\"write_file\">" + midBody), want: []Event{txt(midBody)}, clean: true,
 		streamed: []Event{bad("write_file", midBody[:64], ReasonTooLong)}},
-	{name: "oversized fenced body stays text when streaming", opts: small, in: parts(trig + "<invoke name=\"write_file\">```json\n" + midBody + "\n```</invoke>"), want: []Event{txt("```json\n" + midBody + "\n```")}, clean: true},
+	{name: "oversized fenced body", opts: small, in: parts(trig + "<invoke name=\"write_file\">```json\n" + midBody + "\n```</invoke>"), want: []Event{txt("```json\n" + midBody + "\n```")}, clean: true,
+		streamed: []Event{bad("write_file", ("```json\n" + midBody)[:64], ReasonTooLong)}},
+	{name: "oversized parameter body stays text when streaming", opts: small, in: parts(trig + "<invoke name=\"write_file\"><parameter name=\"content\">" + midBody + "</parameter></invoke>"), want: []Event{txt("<parameter name=\"content\">" + midBody + "</parameter>")}},
 	{name: "body at the bound is a call", opts: small, in: parts(trig + "<invoke name=\"list_dir\">" + `{"p":"` + strings.Repeat("z", 64-8) + `"}` + "</invoke>"), want: []Event{tcall("list_dir", `{"p":"`+strings.Repeat("z", 64-8)+`"}`)}, clean: true},
 
 	// Thinking.
@@ -511,7 +518,11 @@ func TestParserStreamsArguments(t *testing.T) {
 		"a call cut off by the end of the stream is refused, its JSON left incomplete")
 
 	p = NewParser(opts)
-	assert.Empty(t, p.Feed(trig+"<invoke name=\"write_file\">```json\n{\"path\":\"a\"}\n```"), "a fenced body is read whole")
+	assert.Equal(t, []Event{start, piece(`{"path":"a"`)}, p.Feed(trig+"<invoke name=\"write_file\">```json\n{\"path\":\"a\"}\n```"), "a fenced body streams too")
+	assert.Equal(t, []Event{tcall("write_file", `{"path":"a"}`)}, p.Feed("</invoke>"))
+
+	p = NewParser(opts)
+	assert.Empty(t, p.Feed(trig+`<invoke name="write_file"><parameter name="path">a</parameter>`), "a <parameter> body is read whole")
 	assert.Equal(t, []Event{tcall("write_file", `{"path":"a"}`)}, p.Feed("</invoke>"))
 
 	p = NewParser(opts)
@@ -597,7 +608,7 @@ func FuzzParser(f *testing.F) {
 		}
 		f.Add(in, uint16(len(in)/2), mode)
 	}
-	// A closing tag inside a JSON string ends the body early.
+	// A closing tag inside a JSON string is content.
 	f.Add(trig+`<invoke name="write_file">{"content":"a</invoke>b"}</invoke>`, uint16(40), uint8(0))
 	f.Add(trig+"\u3000<invoke name=\"read_file\">{}</invoke>", uint16(len(trig)+1), uint8(8))
 	f.Add(trig+`<invoke name="write_file">{"c":"`+strings.Repeat("é", 20)+`"}</invoke>`, uint16(50), uint8(32|8))
