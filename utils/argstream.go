@@ -61,12 +61,14 @@ func (a *argScanner) reset(decline bool) {
 	}
 }
 
-// write scans the next piece of the body.
-func (a *argScanner) write(s string) {
+// write scans the next piece of the body and returns how much of it it
+// took: all of it, but when the object closes inside the piece it stops
+// right after the closing brace, so that the caller can read what follows.
+func (a *argScanner) write(s string) int {
 	for i := 0; i < len(s); i++ {
 		switch a.step {
 		case argDeclined, argFailed:
-			return
+			return len(s)
 		case argString:
 			// The bulk of a long body is string content: copy runs of
 			// ordinary bytes at once.
@@ -76,7 +78,7 @@ func (a *argScanner) write(s string) {
 			}
 			a.out = append(a.out, s[i:j]...)
 			if j == len(s) {
-				return
+				return len(s)
 			}
 			i = j
 			a.stringEnd(s[i])
@@ -93,8 +95,13 @@ func (a *argScanner) write(s string) {
 			a.value(s[i])
 		case argEnd, argFenceEnd:
 			a.tail = append(a.tail, s[i])
+			continue
+		}
+		if a.step == argEnd {
+			return i + 1
 		}
 	}
+	return len(s)
 }
 
 func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }

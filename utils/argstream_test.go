@@ -17,7 +17,9 @@ func scanArgs(pieces []string, closed bool) (started bool, streamed, args, reaso
 	a.reset(false)
 	var b strings.Builder
 	for _, p := range pieces {
-		a.write(p)
+		for p != "" {
+			p = p[a.write(p):]
+		}
 		b.WriteString(a.take())
 	}
 	args, reason = a.finish(closed)
@@ -99,7 +101,7 @@ func TestArgScannerHoldsCutRunes(t *testing.T) {
 	body := `{"s":"é€😀"}`
 	var got strings.Builder
 	for i := range len(body) {
-		a.write(body[i : i+1])
+		require.Equal(t, 1, a.write(body[i:i+1]))
 		piece := a.take()
 		require.True(t, utf8.ValidString(piece), "piece %q after byte %d", piece, i)
 		got.WriteString(piece)
@@ -114,9 +116,9 @@ func TestArgScannerHoldsCutRunes(t *testing.T) {
 func TestArgScannerHoldsTheClosingBrace(t *testing.T) {
 	var a argScanner
 	a.reset(false)
-	a.write(`{"path":"a.go"}`)
+	assert.Equal(t, len(`{"path":"a.go"}`), a.write(`{"path":"a.go"} trailing words`), "the write stops after the object")
 	assert.Equal(t, `{"path":"a.go"`, a.take(), "the object's brace waits for finish")
-	a.write(" trailing words")
+	assert.Equal(t, len(" trailing words"), a.write(" trailing words"))
 	assert.Empty(t, a.take())
 	_, reason := a.finish(true)
 	assert.Equal(t, ReasonBadJSON, reason)

@@ -155,6 +155,7 @@ type Parser struct {
 	args        argScanner      // reads the current invoke's body as JSON
 	argsOn      bool            // EventToolCallStart was emitted for the current invoke
 	tagInString bool            // a </invoke> inside a string of the body was taken as content
+	afterObject bool            // the body\'s JSON object is whole; reading what follows it
 
 	thinkCopy      strings.Builder // copy of the open thinking block
 	thinkTruncated bool            // thinkCopy passed MaxBuffered
@@ -203,6 +204,7 @@ func (p *Parser) Close() []Event {
 		}
 	case stInvokeBody:
 		p.finishInvoke(false)
+		p.afterObject = false
 	}
 	if p.st != stDone {
 		p.st = stText
@@ -405,7 +407,7 @@ func (p *Parser) stepInvokeTag(final bool) bool {
 	}
 	p.body.Reset()
 	p.args.reset(p.badName)
-	p.argsOn, p.tagInString = false, false
+	p.argsOn, p.tagInString, p.afterObject = false, false, false
 	if m[4] == "/" {
 		p.finishInvoke(true)
 		p.st = stCallBetween
@@ -463,27 +465,40 @@ func (p *Parser) cutOffReason() string {
 // a string of a JSON body does not end it. A body that grows past
 // MaxBuffered becomes text, or a bad call if it was streaming.
 func (p *Parser) stepInvokeBody(final bool) bool {
+	if p.afterObject {
+		return p.stepAfterObject(final)
+	}
 	at := p.body.Len()
 	idx := strings.Index(p.in, invokeClose)
+	piece, scan := p.in, p.in
+	switch {
+	case idx >= 0:
+		piece, scan = p.in[:idx], p.in[:idx]
+	case !final:
+		piece = p.in[:len(p.in)-partialMarkerSuffix(p.in, closeInvoke)]
+		scan = piece
+	default:
+		// The stream may have ended inside the closing tag.
+		scan = p.in[:len(p.in)-partialMarkerSuffix(p.in, closeInvoke)]
+	}
+	if n, complete := p.streamArgs(scan, at); complete {
+		// The JSON object is whole: what follows it tells whether the
+		// call is (a fenced one reads its closing fence first).
+		p.body.WriteString(p.in[:n])
+		p.in = p.in[n:]
+		p.afterObject = !p.args.fenced
+		return true
+	}
+	p.body.WriteString(piece)
 	if idx < 0 {
-		var ready string
-		ready, p.in = p.ready(final, closeInvoke)
-		p.body.WriteString(ready)
-		if final {
-			// The stream may have ended inside the closing tag.
-			ready = ready[:len(ready)-partialMarkerSuffix(ready, closeInvoke)]
-		}
-		p.streamArgs(ready, at)
+		p.in = p.in[len(piece):]
 		if p.body.Len() > p.opts.MaxBuffered {
 			p.refuseOversized(stSkipInvoke)
 			return true
 		}
 		return false
 	}
-	part := p.in[:idx]
-	p.body.WriteString(part)
 	p.in = p.in[idx+len(invokeClose):]
-	p.streamArgs(part, at)
 	if p.body.Len() > p.opts.MaxBuffered {
 		// Over the bound whether it arrived in one chunk or many.
 		p.refuseOversized(stText)
@@ -495,12 +510,48 @@ func (p *Parser) stepInvokeBody(final bool) bool {
 		// the stream ends in the body and the reason says why.
 		p.tagInString = true
 		p.body.WriteString(invokeClose)
-		p.streamArgs(invokeClose, at+len(part))
+		p.streamArgs(invokeClose, at+len(piece))
 		if p.body.Len() > p.opts.MaxBuffered {
 			p.refuseOversized(stSkipInvoke)
 		}
 		return true
 	}
+	p.finishInvoke(true)
+	p.st = stCallBetween
+	return true
+}
+
+// stepAfterObject reads what follows a whole JSON body: white space, then
+// its closing tag, or the next <invoke> or trigger when the model left the
+// closing tag out. Anything else is read on as part of the body, which
+// makes it a bad call.
+func (p *Parser) stepAfterObject(final bool) bool {
+	if rest := strings.TrimLeft(p.in, jsonSpace); len(rest) < len(p.in) {
+		// Kept with the body, for a bad call to show whole.
+		space := p.in[:len(p.in)-len(rest)]
+		p.streamArgs(space, p.body.Len())
+		p.body.WriteString(space)
+		p.in = rest
+		if p.body.Len() > p.opts.MaxBuffered {
+			p.afterObject = false
+			p.refuseOversized(stSkipInvoke)
+			return true
+		}
+	}
+	trigger := p.opts.Trigger
+	switch {
+	case strings.HasPrefix(p.in, invokeClose):
+		p.in = p.in[len(invokeClose):]
+	case hasTagPrefix(p.in, invokeOpen), trigger != "" && strings.HasPrefix(p.in, trigger):
+		// The next call: this one was complete.
+	case !final && (p.in == "" || strings.HasPrefix(invokeClose, p.in) ||
+		strings.HasPrefix(invokeOpen+" ", p.in) || strings.HasPrefix(trigger, p.in)):
+		return false // could still be one of them
+	default:
+		p.afterObject = false
+		return true
+	}
+	p.afterObject = false
 	p.finishInvoke(true)
 	p.st = stCallBetween
 	return true
@@ -540,20 +591,23 @@ func cutAtRune(s string, n int) string {
 // argument scanner, which tells where its strings are, and with StreamArgs
 // emits what it makes of it. The scanner sees only the body's first
 // MaxBuffered bytes, so that whether a call streams does not depend on how
-// its body was cut into chunks.
-func (p *Parser) streamArgs(piece string, at int) {
+// its body was cut into chunks. When the JSON object closes inside the
+// piece, it returns the length up to the closing brace and true.
+func (p *Parser) streamArgs(piece string, at int) (int, bool) {
 	if room := p.opts.MaxBuffered - at; len(piece) > room {
 		piece = piece[:max(room, 0)]
 	}
-	p.args.write(piece)
-	if !p.args.started || !p.opts.StreamArgs {
-		return
+	open := p.args.step != argEnd
+	n := p.args.write(piece)
+	complete := open && p.args.step == argEnd
+	if p.args.started && p.opts.StreamArgs {
+		if !p.argsOn {
+			p.argsOn = true
+			p.out = append(p.out, Event{Kind: EventToolCallStart, Name: p.name})
+		}
+		p.emitArgs(p.args.take())
 	}
-	if !p.argsOn {
-		p.argsOn = true
-		p.out = append(p.out, Event{Kind: EventToolCallStart, Name: p.name})
-	}
-	p.emitArgs(p.args.take())
+	return n, complete
 }
 
 // emitArgs appends a piece of the open call's arguments, merged into the

@@ -238,6 +238,10 @@ var parserCases = []parserCase{
 	// Argument repair.
 	{name: "raw newlines in strings repaired", opts: tools, in: parts(trig + "<invoke name=\"write_file\">{\"path\":\"m.go\",\"content\":\"package m\n\nfunc f() {\n\treturn\n}\n\"}</invoke>"), want: []Event{tcall("write_file", `{"path":"m.go","content":"package m\n\nfunc f() {\n\treturn\n}\n"}`)}, clean: true},
 	{name: "trailing comma repaired", opts: tools, in: parts(trig + "<invoke name=\"read_file\">{\"path\":\"a\",}</invoke>"), want: []Event{tcall("read_file", `{"path":"a"}`)}, clean: true},
+	{name: "missing closing tag before the next invoke", opts: tools, in: parts(trig + "<invoke name=\"read_file\">{\"path\":\"a\"}\n<invoke name=\"list_dir\">{}</invoke>"), want: []Event{tcall("read_file", `{"path":"a"}`), tcall("list_dir", "{}")}, clean: true},
+	{name: "missing closing tag before a repeated trigger", opts: tools, in: parts(trig + "<invoke name=\"read_file\">{\"path\":\"a\"}\n" + trig + "\n<invoke name=\"list_dir\">{}</invoke>"), want: []Event{tcall("read_file", `{"path":"a"}`), tcall("list_dir", "{}")}, clean: true},
+	{name: "missing closing tag at the end of the stream", opts: tools, in: parts(trig + "<invoke name=\"read_file\">{\"path\":\"a\"}\n \n"), want: []Event{tcall("read_file", `{"path":"a"}`)}, clean: true},
+	{name: "text after a whole object is no closing tag", opts: tools, in: parts(trig + "<invoke name=\"read_file\">{\"path\":\"a\"}\n and more</invoke>"), want: []Event{bad("read_file", "{\"path\":\"a\"}\n and more", ReasonBadJSON)}, clean: true},
 	{name: "missing final brace repaired", opts: tools, in: parts(trig + "<invoke name=\"read_file\">{\"path\":\"a\"</invoke>"), want: []Event{tcall("read_file", `{"path":"a"}`)}, clean: true},
 	{name: "missing brackets repaired", opts: tools, in: parts(trig + "<invoke name=\"read_file\">{\"lines\":[1,2,\n</invoke>"), want: []Event{tcall("read_file", `{"lines":[1,2]}`)}, clean: true},
 	{name: "fenced JSON", opts: tools, in: parts(trig + "<invoke name=\"read_file\">\n```json\n{\"path\":\"a\"}\n```\n</invoke>"), want: []Event{tcall("read_file", `{"path":"a"}`)}, clean: true},
@@ -619,6 +623,12 @@ func FuzzParser(f *testing.F) {
 		whole := unstreamed(t, feed(opts, []string{in}))
 		split := unstreamed(t, feed(opts, []string{in[:i], in[i:]}))
 		require.Equal(t, whole, split, "split at %d", i)
+		if opts.MaxBuffered == 0 {
+			// Below the bound, streaming changes only how calls arrive.
+			other := opts
+			other.StreamArgs = !opts.StreamArgs
+			require.Equal(t, whole, unstreamed(t, feed(other, []string{in[:i], in[i:]})), "StreamArgs %v", other.StreamArgs)
+		}
 	})
 }
 
