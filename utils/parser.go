@@ -420,8 +420,10 @@ func (p *Parser) stepInvokeTag(final bool) bool {
 // finishInvoke emits the current invoke as a call, or as a bad call when
 // it cannot be one. closed says whether its closing tag was seen.
 func (p *Parser) finishInvoke(closed bool) {
-	if p.argsOn {
-		p.finishStreamed(closed)
+	if p.args.started {
+		// The scanner has read the body as JSON already, with the same
+		// repairs and verdict as RepairArguments.
+		p.finishScanned(closed)
 		return
 	}
 	body := p.body.String()
@@ -623,10 +625,10 @@ func (p *Parser) emitArgs(s string) {
 	p.out = append(p.out, Event{Kind: EventToolCallDelta, Arguments: s})
 }
 
-// finishStreamed ends a call whose arguments have been streaming: the
-// call, whose Arguments complete the pieces, or a bad call when the whole
-// is not valid.
-func (p *Parser) finishStreamed(closed bool) {
+// finishScanned ends a call whose body the argument scanner read: the
+// call, whose Arguments complete the pieces streamed, if any, or a bad
+// call when the whole is not valid.
+func (p *Parser) finishScanned(closed bool) {
 	body := p.body.String()
 	p.body.Reset()
 	p.argsOn = false
