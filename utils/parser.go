@@ -243,17 +243,23 @@ func (p *Parser) run(final bool) {
 	}
 }
 
-// emit appends text or thinking, merging it into the previous event of the
-// same kind so that one Feed yields at most one event per run of text.
+// emit appends text, thinking or a piece of arguments, merging it into the
+// previous event of the same kind so that one Feed yields at most one
+// event per run of them.
 func (p *Parser) emit(kind EventKind, s string) {
 	if s == "" {
 		return
 	}
-	if n := len(p.out); n > 0 && p.out[n-1].Kind == kind {
-		p.out[n-1].Text += s
-		return
+	n := len(p.out)
+	if n == 0 || p.out[n-1].Kind != kind {
+		p.out = append(p.out, Event{Kind: kind})
+		n++
 	}
-	p.out = append(p.out, Event{Kind: kind, Text: s})
+	if kind == EventToolCallDelta {
+		p.out[n-1].Arguments += s
+	} else {
+		p.out[n-1].Text += s
+	}
 }
 
 func (p *Parser) emitText(s string) {
@@ -607,22 +613,9 @@ func (p *Parser) streamArgs(piece string, at int) (int, bool) {
 			p.argsOn = true
 			p.out = append(p.out, Event{Kind: EventToolCallStart, Name: p.name})
 		}
-		p.emitArgs(p.args.take())
+		p.emit(EventToolCallDelta, p.args.take())
 	}
 	return n, complete
-}
-
-// emitArgs appends a piece of the open call's arguments, merged into the
-// previous one like text.
-func (p *Parser) emitArgs(s string) {
-	if s == "" {
-		return
-	}
-	if n := len(p.out); n > 0 && p.out[n-1].Kind == EventToolCallDelta {
-		p.out[n-1].Arguments += s
-		return
-	}
-	p.out = append(p.out, Event{Kind: EventToolCallDelta, Arguments: s})
 }
 
 // finishScanned ends a call whose body the argument scanner read: the
