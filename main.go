@@ -19,6 +19,7 @@ import (
 	"cursor2api/config"
 	"cursor2api/handlers"
 	"cursor2api/services"
+	"cursor2api/services/webchat"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -52,10 +53,14 @@ func run() error {
 // serve answers on ln until ctx ends, then drains in-flight requests for
 // at most SHUTDOWN_TIMEOUT before closing what is left.
 func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, ln net.Listener) error {
-	handler, upstream, err := build(cfg, logger)
+	gw, err := services.FromConfig(cfg, logger)
 	if err != nil {
 		return err
 	}
+	handler := handlers.New(handlers.Options{
+		Chat: gw.Chat, Catalog: gw.Catalog, APIKeys: cfg.APIKeys,
+		MaxBodyBytes: cfg.MaxBodyBytes, PingInterval: cfg.PingInterval.Duration(), Version: version, Logger: logger,
+	})
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -64,11 +69,11 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, ln net.
 	if !cfg.Loopback() && len(cfg.APIKeys) == 0 {
 		logger.Warn("listening beyond loopback with no API_KEY: anyone who can reach this port can use the gateway", "addr", ln.Addr().String())
 	}
-	logger.Info("cursor2api listening", "addr", ln.Addr().String(), "version", version, "models", cfg.Catalog.Names(),
+	logger.Info("cursor2api listening", "addr", ln.Addr().String(), "version", version, "models", gw.Catalog.Names(),
 		"upstream", cfg.CursorAPIURL, "x_is_human", cfg.XIsHumanMode, "tls_fingerprint", cfg.Fingerprint)
 
 	if interval := cfg.ModelCheck.Duration(); interval > 0 {
-		go services.WatchModels(ctx, upstream, cfg.Catalog, interval, logger)
+		go webchat.WatchModels(ctx, gw.Web, gw.Catalog, interval, logger)
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -88,17 +93,4 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, ln net.
 		return err
 	}
 	return nil
-}
-
-// build wires the gateway from its configuration.
-func build(cfg *config.Config, logger *slog.Logger) (http.Handler, *services.CursorClient, error) {
-	upstream, chat, err := services.FromConfig(cfg, logger)
-	if err != nil {
-		return nil, nil, err
-	}
-	handler := handlers.New(handlers.Options{
-		Chat: chat, Catalog: cfg.Catalog, APIKeys: cfg.APIKeys,
-		MaxBodyBytes: cfg.MaxBodyBytes, PingInterval: cfg.PingInterval.Duration(), Version: version, Logger: logger,
-	})
-	return handler, upstream, nil
 }

@@ -1,6 +1,8 @@
 // Package config loads the gateway's settings from the environment (and an
 // optional .env file) once at start, validates them, and hands them to the
-// rest of the program as a value. Nothing reads the environment after Load.
+// rest of the program as plain values. Nothing reads the environment after
+// Load. It imports nothing of the project: package services turns these
+// values into the gateway's parts.
 package config
 
 import (
@@ -18,9 +20,6 @@ import (
 
 	"github.com/caarlos0/env/v11"
 	"github.com/joho/godotenv"
-
-	"cursor2api/models"
-	"cursor2api/services/human"
 )
 
 // Seconds is a duration written in the environment as whole seconds ("60")
@@ -54,19 +53,21 @@ type Config struct {
 	Models   []string          `env:"MODELS" envDefault:"claude-sonnet-4.6" envSeparator:","`
 	ModelMap map[string]string `env:"MODEL_MAP" envSeparator:"," envKeyValSeparator:"="`
 
-	CursorAPIURL string  `env:"CURSOR_API_URL" envDefault:"https://cursor.com/api/chat"`
-	ScriptURL    string  `env:"SCRIPT_URL"`
-	XIsHumanMode string  `env:"X_IS_HUMAN_MODE" envDefault:"script"`
-	XIsHumanTTL  Seconds `env:"X_IS_HUMAN_TTL" envDefault:"300"`
-	Timeout      Seconds `env:"TIMEOUT" envDefault:"60"`
-	Cookie       string  `env:"CURSOR_COOKIE"`
-	Fingerprint  string  `env:"TLS_FINGERPRINT" envDefault:"chrome"`
-	ProxyURL     string  `env:"PROXY_URL"`
-	HTTPSProxy   string  `env:"HTTPS_PROXY"`
-	MaxDuration  Seconds `env:"MAX_DURATION" envDefault:"0"`
-	PingInterval Seconds `env:"PING_INTERVAL" envDefault:"15"`
-	ModelCheck   Seconds `env:"MODEL_CHECK_INTERVAL" envDefault:"0"`
-	UserAgent    string  `env:"USER_AGENT" envDefault:"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/142.0.0.0 Safari/537.36"`
+	CursorAPIURL string `env:"CURSOR_API_URL" envDefault:"https://cursor.com/api/chat"`
+	ScriptURL    string `env:"SCRIPT_URL"`
+	XIsHumanMode string `env:"X_IS_HUMAN_MODE" envDefault:"script"`
+	// XIsHuman is XIsHumanMode parsed by Load.
+	XIsHuman     XIsHuman `env:"-"`
+	XIsHumanTTL  Seconds  `env:"X_IS_HUMAN_TTL" envDefault:"300"`
+	Timeout      Seconds  `env:"TIMEOUT" envDefault:"60"`
+	Cookie       string   `env:"CURSOR_COOKIE"`
+	Fingerprint  string   `env:"TLS_FINGERPRINT" envDefault:"chrome"`
+	ProxyURL     string   `env:"PROXY_URL"`
+	HTTPSProxy   string   `env:"HTTPS_PROXY"`
+	MaxDuration  Seconds  `env:"MAX_DURATION" envDefault:"0"`
+	PingInterval Seconds  `env:"PING_INTERVAL" envDefault:"15"`
+	ModelCheck   Seconds  `env:"MODEL_CHECK_INTERVAL" envDefault:"0"`
+	UserAgent    string   `env:"USER_AGENT" envDefault:"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/142.0.0.0 Safari/537.36"`
 
 	MaxInputLength   int   `env:"MAX_INPUT_LENGTH" envDefault:"200000"`
 	MaxBodyBytes     int64 `env:"MAX_BODY_BYTES" envDefault:"33554432"`
@@ -79,9 +80,25 @@ type Config struct {
 
 	ShutdownTimeout Seconds `env:"SHUTDOWN_TIMEOUT" envDefault:"30"`
 	LogLevel        string  `env:"LOG_LEVEL" envDefault:"info"`
+}
 
-	// Catalog is derived from Models and ModelMap by Load.
-	Catalog *models.Catalog `env:"-"`
+// XIsHuman is how the x-is-human header is obtained.
+type XIsHuman struct {
+	Kind   string // script, random, static or off
+	Static string // the value for static
+}
+
+// parseXIsHuman reads X_IS_HUMAN_MODE: script, random, static:<value> or off.
+func parseXIsHuman(s string) (XIsHuman, error) {
+	switch {
+	case s == "" || s == "script":
+		return XIsHuman{Kind: "script"}, nil
+	case s == "random" || s == "off":
+		return XIsHuman{Kind: s}, nil
+	case strings.HasPrefix(s, "static:") && len(s) > len("static:"):
+		return XIsHuman{Kind: "static", Static: strings.TrimPrefix(s, "static:")}, nil
+	}
+	return XIsHuman{}, fmt.Errorf("%q: use script, random, static:<value> or off", s)
 }
 
 // Load reads the process environment, overlaid on the .env file in the
@@ -185,7 +202,8 @@ func (c *Config) validate() error {
 	if d := c.ModelCheck.Duration(); d != 0 && d < time.Minute {
 		bad("MODEL_CHECK_INTERVAL=%s: use 0 (off) or at least 60 seconds", d)
 	}
-	if _, err := human.ParseMode(c.XIsHumanMode); err != nil {
+	var err error
+	if c.XIsHuman, err = parseXIsHuman(c.XIsHumanMode); err != nil {
 		bad("X_IS_HUMAN_MODE=%v", err)
 	}
 	if c.XIsHumanTTL.Duration() < time.Second {
@@ -219,11 +237,16 @@ func (c *Config) validate() error {
 			bad("MODEL_MAP entry %q=%q: write public=upstream, e.g. claude-sonnet-4.6=anthropic/claude-sonnet-4.6", k, v)
 		}
 	}
-	catalog, err := models.NewCatalog(c.Models, c.ModelMap)
-	if err != nil {
-		bad("MODELS: %v", err)
+	models := c.Models[:0]
+	for _, m := range c.Models {
+		if m = strings.TrimSpace(m); m != "" {
+			models = append(models, m)
+		}
 	}
-	c.Catalog = catalog
+	c.Models = models
+	if len(c.Models) == 0 {
+		bad("MODELS lists no model: name at least one, e.g. MODELS=claude-sonnet-4.6")
+	}
 	return errors.Join(errs...)
 }
 

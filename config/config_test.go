@@ -16,7 +16,8 @@ func TestDefaults(t *testing.T) {
 	assert.Equal(t, "127.0.0.1:8002", cfg.Addr())
 	assert.True(t, cfg.Loopback())
 	assert.Empty(t, cfg.APIKeys)
-	assert.Equal(t, []string{"claude-sonnet-4.6", "claude-sonnet-4.6-thinking"}, cfg.Catalog.Names())
+	assert.Equal(t, []string{"claude-sonnet-4.6"}, cfg.Models)
+	assert.Equal(t, XIsHuman{Kind: "script"}, cfg.XIsHuman)
 	assert.Equal(t, "https://cursor.com/api/chat", cfg.CursorAPIURL)
 	assert.Equal(t, 60*time.Second, cfg.Timeout.Duration())
 	assert.Equal(t, 15*time.Second, cfg.PingInterval.Duration())
@@ -43,32 +44,29 @@ func TestValues(t *testing.T) {
 	assert.True(t, cfg.KiloToolStrict)
 	assert.Equal(t, "http://proxy:3128", cfg.ProxyURL, "HTTPS_PROXY fills PROXY_URL")
 	assert.Equal(t, []string{"(?i)nope", "(?i)never"}, cfg.RefusalPatterns)
-	assert.Equal(t, []string{"gemini-3-flash", "gemini-3-flash-thinking", "claude-sonnet-4.6-thinking"}, cfg.Catalog.Names())
-	m, ok := cfg.Catalog.Resolve("gemini-3-flash-thinking")
-	require.True(t, ok)
-	assert.Equal(t, "google/gemini-3-flash-preview", m.Upstream)
-	assert.True(t, m.Thinking)
-	m, _ = cfg.Catalog.Resolve("claude-sonnet-4.6-thinking")
-	assert.Equal(t, "anthropic/claude-x", m.Upstream)
+	assert.Equal(t, []string{"gemini-3-flash", "claude-sonnet-4.6-thinking"}, cfg.Models)
+	assert.Equal(t, map[string]string{"gemini-3-flash": "google/gemini-3-flash-preview", "claude-sonnet-4.6": "anthropic/claude-x"}, cfg.ModelMap)
+	assert.Equal(t, XIsHuman{Kind: "static", Static: "abc"}, cfg.XIsHuman)
 }
 
 func TestInvalidValues(t *testing.T) {
 	cases := map[string]map[string]string{
-		"PORT":                 {"PORT": "0"},
-		"PORT=abc":             {"PORT": "abc"},
-		"TIMEOUT":              {"TIMEOUT": "-1"},
-		"TIMEOUT=abc":          {"TIMEOUT": "abc"},
-		"CURSOR_API_URL":       {"CURSOR_API_URL": "ftp://x"},
-		"LOG_LEVEL":            {"LOG_LEVEL": "loud"},
-		"MAX_INPUT_LENGTH":     {"MAX_INPUT_LENGTH": "5"},
-		"X_IS_HUMAN_MODE":      {"X_IS_HUMAN_MODE": "sometimes"},
-		"PING_INTERVAL":        {"PING_INTERVAL": "0"},
-		"MODEL_CHECK_INTERVAL": {"MODEL_CHECK_INTERVAL": "5"},
-		"PROXY_URL":            {"PROXY_URL": "nothing"},
-		"REFUSAL_PATTERNS":     {"REFUSAL_PATTERNS": "(unclosed"},
-		"TOOL_LOOP_MAX_REPEAT": {"TOOL_LOOP_MAX_REPEAT": "-1"},
-		"MODELS":               {"MODELS": "mystery-model"},
-		"TLS_FINGERPRINT":      {"TLS_FINGERPRINT": "firefox"},
+		"PORT":                    {"PORT": "0"},
+		"PORT=abc":                {"PORT": "abc"},
+		"TIMEOUT":                 {"TIMEOUT": "-1"},
+		"TIMEOUT=abc":             {"TIMEOUT": "abc"},
+		"CURSOR_API_URL":          {"CURSOR_API_URL": "ftp://x"},
+		"LOG_LEVEL":               {"LOG_LEVEL": "loud"},
+		"MAX_INPUT_LENGTH":        {"MAX_INPUT_LENGTH": "5"},
+		"X_IS_HUMAN_MODE":         {"X_IS_HUMAN_MODE": "sometimes"},
+		"PING_INTERVAL":           {"PING_INTERVAL": "0"},
+		"MODEL_CHECK_INTERVAL":    {"MODEL_CHECK_INTERVAL": "5"},
+		"PROXY_URL":               {"PROXY_URL": "nothing"},
+		"REFUSAL_PATTERNS":        {"REFUSAL_PATTERNS": "(unclosed"},
+		"TOOL_LOOP_MAX_REPEAT":    {"TOOL_LOOP_MAX_REPEAT": "-1"},
+		"MODELS":                  {"MODELS": " , "},
+		"X_IS_HUMAN_MODE=static:": {"X_IS_HUMAN_MODE": "static:"},
+		"TLS_FINGERPRINT":         {"TLS_FINGERPRINT": "firefox"},
 	}
 	for name, env := range cases {
 		t.Run(name, func(t *testing.T) {

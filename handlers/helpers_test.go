@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"cursor2api/config"
 	"cursor2api/services"
 	"cursor2api/services/cursortest"
+	"cursor2api/services/webchat"
 )
 
 // stack is the whole gateway, wired as main.go's build wires it, served by
@@ -53,11 +55,11 @@ func newStack(t testing.TB, env map[string]string, reply func(int, cursortest.Re
 	require.NoError(t, err)
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: level}))
 
-	upstream, chat, err := services.FromConfig(cfg, logger)
+	gw, err := services.FromConfig(cfg, logger)
 	require.NoError(t, err)
-	upstream.Human = services.StaticHuman("test-x-is-human")
+	gw.Web.Human = webchat.StaticHuman("test-x-is-human")
 	handler := New(Options{
-		Chat: chat, Catalog: cfg.Catalog, APIKeys: cfg.APIKeys,
+		Chat: gw.Chat, Catalog: gw.Catalog, APIKeys: cfg.APIKeys,
 		MaxBodyBytes: cfg.MaxBodyBytes, PingInterval: cfg.PingInterval.Duration(), Version: "test-version", Logger: logger,
 	})
 	srv := httptest.NewServer(handler)
@@ -363,7 +365,7 @@ func checkStream(t testing.TB, r reply, model string) streamed {
 			tc := tcs[0]
 			require.Equal(t, gjson.Number, tc.Get("index").Type, "index is always an integer: %s", raw)
 			idx := int(tc.Get("index").Int())
-			require.Equal(t, tc.Get("index").Raw, itoa(idx), "an integer index")
+			require.Equal(t, tc.Get("index").Raw, strconv.Itoa(idx), "an integer index")
 			if idx == len(out.Calls) {
 				// The call's first delta.
 				assert.Equal(t, []string{"function", "id", "index", "type"}, keys(t, tc), raw)

@@ -5,17 +5,20 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
+	"cursor2api/handlers/openai"
 	"cursor2api/models"
-	"cursor2api/services"
+	"cursor2api/utils"
 )
 
 // Context keys set by the middleware and the handlers, read by the access log.
 const (
+	keyDoor      = "door"
 	keyRequestID = "request_id"
 	keyModel     = "model"
 	keyStatus    = "status" // overrides the HTTP status in the log (499: client gone)
@@ -33,7 +36,7 @@ var requestIDRE = regexp.MustCompile(`^[A-Za-z0-9._:\-]{1,128}$`)
 func requestID(c *gin.Context) {
 	id := c.GetHeader(RequestIDHeader)
 	if !requestIDRE.MatchString(id) {
-		id = "req_" + services.RandomString(20)
+		id = "req_" + utils.RandomString(utils.Alphanumerics, 20)
 	}
 	c.Set(keyRequestID, id)
 	c.Header(RequestIDHeader, id)
@@ -51,6 +54,7 @@ func accessLog(logger *slog.Logger) gin.HandlerFunc {
 		}
 		attrs := []any{
 			"request_id", c.GetString(keyRequestID),
+			"door", doorOf(c).name,
 			"method", c.Request.Method,
 			"path", c.Request.URL.Path,
 			"model", c.GetString(keyModel),
@@ -89,7 +93,7 @@ func auth(keys []string) gin.HandlerFunc {
 			given = strings.TrimSpace(c.GetHeader("X-Api-Key"))
 		}
 		if given == "" {
-			abortWithError(c, &models.APIError{Status: http.StatusUnauthorized, Type: models.ErrAuthentication, Code: "missing_api_key",
+			abortWithError(c, &models.Error{Status: http.StatusUnauthorized, Kind: models.KindAuthentication, Code: "missing_api_key",
 				Message: "missing API key: send the header Authorization: Bearer <your API_KEY>"})
 			return
 		}
@@ -98,7 +102,7 @@ func auth(keys []string) gin.HandlerFunc {
 			ok |= subtle.ConstantTimeCompare([]byte(given), s)
 		}
 		if ok != 1 {
-			abortWithError(c, &models.APIError{Status: http.StatusUnauthorized, Type: models.ErrAuthentication, Code: "invalid_api_key",
+			abortWithError(c, &models.Error{Status: http.StatusUnauthorized, Kind: models.KindAuthentication, Code: "invalid_api_key",
 				Message: "invalid API key: check the key your client sends against the gateway's API_KEY"})
 			return
 		}
@@ -106,17 +110,44 @@ func auth(keys []string) gin.HandlerFunc {
 	}
 }
 
-// abortWithError writes an OpenAI error and stops the handler chain.
-func abortWithError(c *gin.Context, e *models.APIError) {
+// door is what the shared middleware needs to know of a front door: its
+// name for the log, and how it renders an error.
+type door struct {
+	name      string
+	errorBody func(*models.Error) any
+}
+
+var openaiDoor = &door{name: "openai", errorBody: func(e *models.Error) any { return openai.ErrorBodyOf(e) }}
+
+// useDoor marks the requests of a route group as the door's, so that
+// every error on them, auth and limits included, takes the door's shape.
+func useDoor(d *door) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		c.Set(keyDoor, d)
+		c.Next()
+	}
+}
+
+// doorOf is the door of the request; OpenAI's shape is the default.
+func doorOf(c *gin.Context) *door {
+	if d, ok := c.Value(keyDoor).(*door); ok {
+		return d
+	}
+	return openaiDoor
+}
+
+// abortWithError writes an error and stops the handler chain.
+func abortWithError(c *gin.Context, e *models.Error) {
 	writeError(c, e)
 	c.Abort()
 }
 
-// writeError writes an OpenAI error response and notes it for the log.
-func writeError(c *gin.Context, e *models.APIError) {
+// writeError writes an error response in the door's shape and notes it
+// for the log.
+func writeError(c *gin.Context, e *models.Error) {
 	c.Set(keyError, e.Message)
 	if e.RetryAfter > 0 {
-		c.Header("Retry-After", itoa(e.RetryAfter))
+		c.Header("Retry-After", strconv.Itoa(e.RetryAfter))
 	}
-	c.JSON(e.Status, e.Body())
+	c.JSON(e.Status, doorOf(c).errorBody(e))
 }

@@ -5,20 +5,28 @@ import (
 	"net/http"
 )
 
-// Error types used in the OpenAI error object.
+// ErrorKind is the class of an Error; each door names it in its own terms.
+type ErrorKind uint8
+
 const (
-	ErrInvalidRequest = "invalid_request_error"
-	ErrAuthentication = "authentication_error"
-	ErrRateLimit      = "rate_limit_error"
-	ErrAPI            = "api_error"
+	KindInvalidRequest ErrorKind = iota + 1 // the client must change the request
+	KindAuthentication                      // missing or wrong API key
+	KindPermission                          // the key may not do this
+	KindNotFound                            // no such model or route
+	KindTooLarge                            // the body is over the limit
+	KindRateLimit                           // slow down; RetryAfter says how long
+	KindAPI                                 // the gateway or the upstream failed
+	KindOverloaded                          // the upstream is overloaded
 )
 
-// APIError is an error that knows its HTTP status and its OpenAI error
-// object. Services return it; handlers write it unchanged.
-type APIError struct {
-	Status  int
-	Type    string
-	Code    string
+// Error is a failure that knows its HTTP status and what to tell the
+// client. The core and the back doors return it; each door renders it.
+type Error struct {
+	Status int
+	Kind   ErrorKind
+	// Code is a short machine-readable reason, such as model_not_found.
+	Code string
+	// Param names the request field at fault, in the door's own terms.
 	Param   string
 	Message string
 	// RetryAfter, when positive, is sent as a Retry-After header (seconds).
@@ -27,51 +35,22 @@ type APIError struct {
 	Err error
 }
 
-func (e *APIError) Error() string {
+func (e *Error) Error() string {
 	if e.Err != nil {
-		return fmt.Sprintf("%d %s: %s: %v", e.Status, e.Type, e.Message, e.Err)
+		return fmt.Sprintf("%d: %s: %v", e.Status, e.Message, e.Err)
 	}
-	return fmt.Sprintf("%d %s: %s", e.Status, e.Type, e.Message)
+	return fmt.Sprintf("%d: %s", e.Status, e.Message)
 }
 
-func (e *APIError) Unwrap() error { return e.Err }
-
-// ErrorBody is the JSON body of an error response (and of an error chunk in
-// a stream that has already started).
-type ErrorBody struct {
-	Error ErrorObject `json:"error"`
-}
-
-// ErrorObject is the OpenAI error object. Param and Code are null when
-// unknown, as in OpenAI's own answers.
-type ErrorObject struct {
-	Message string  `json:"message"`
-	Type    string  `json:"type"`
-	Param   *string `json:"param"`
-	Code    *string `json:"code"`
-}
-
-// Body returns the OpenAI-shaped error body.
-func (e *APIError) Body() ErrorBody {
-	obj := ErrorObject{Message: e.Message, Type: e.Type}
-	if e.Param != "" {
-		p := e.Param
-		obj.Param = &p
-	}
-	if e.Code != "" {
-		c := e.Code
-		obj.Code = &c
-	}
-	return ErrorBody{Error: obj}
-}
+func (e *Error) Unwrap() error { return e.Err }
 
 // InvalidRequest is a 400 naming the offending parameter.
-func InvalidRequest(param, format string, args ...any) *APIError {
-	return &APIError{Status: http.StatusBadRequest, Type: ErrInvalidRequest, Param: param, Message: fmt.Sprintf(format, args...)}
+func InvalidRequest(param, format string, args ...any) *Error {
+	return &Error{Status: http.StatusBadRequest, Kind: KindInvalidRequest, Param: param, Message: fmt.Sprintf(format, args...)}
 }
 
 // Upstream is an api_error with the given status, used for failures of the
 // upstream service (502, 503, 504).
-func Upstream(status int, code string, err error, format string, args ...any) *APIError {
-	return &APIError{Status: status, Type: ErrAPI, Code: code, Message: fmt.Sprintf(format, args...), Err: err}
+func Upstream(status int, code string, err error, format string, args ...any) *Error {
+	return &Error{Status: status, Kind: KindAPI, Code: code, Message: fmt.Sprintf(format, args...), Err: err}
 }

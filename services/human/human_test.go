@@ -115,10 +115,8 @@ func scriptServer(t *testing.T, body string) (*httptest.Server, *atomic.Int64, *
 }
 
 func newProvider(t *testing.T, url string, ttl time.Duration) *Provider {
-	mode, err := ParseMode("script")
-	require.NoError(t, err)
 	return NewProvider(Options{
-		Mode: mode, ScriptURL: url, TTL: ttl, Budget: 3 * time.Second,
+		Mode: Mode{Kind: "script"}, ScriptURL: url, TTL: ttl, Budget: 3 * time.Second,
 		Fetch: HTTPFetcher(http.DefaultClient, http.Header{"User-Agent": {DefaultBrowser.UserAgent}}),
 	})
 }
@@ -176,8 +174,7 @@ func TestProviderRefreshesAfterTTLAndInvalidate(t *testing.T) {
 func TestProviderFallsBackWhenTheScriptFails(t *testing.T) {
 	for _, script := range []string{`throw new Error("x")`, `while(true){}`} {
 		srv, _, _ := scriptServer(t, script)
-		mode, _ := ParseMode("script")
-		p := NewProvider(Options{Mode: mode, ScriptURL: srv.URL, Budget: 300 * time.Millisecond, Backoff: time.Hour,
+		p := NewProvider(Options{Mode: Mode{Kind: "script"}, ScriptURL: srv.URL, Budget: 300 * time.Millisecond, Backoff: time.Hour,
 			Fetch: HTTPFetcher(http.DefaultClient, nil)})
 		v, err := p.Value(context.Background())
 		require.NoError(t, err)
@@ -191,25 +188,19 @@ func TestProviderFallsBackWhenTheScriptFails(t *testing.T) {
 func TestProviderModes(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
-		mode string
+		mode Mode
 		want string // regexp
 	}{
-		{"off", `^$`},
-		{"random", `^[0-9a-f]{64}$`},
-		{"static:abc", `^abc$`},
-		{"script", `^[0-9a-f]{64}$`}, // no SCRIPT_URL: nothing to run
+		{Mode{Kind: "off"}, `^$`},
+		{Mode{Kind: "random"}, `^[0-9a-f]{64}$`},
+		{Mode{Kind: "static", Static: "abc"}, `^abc$`},
+		{Mode{Kind: "script"}, `^[0-9a-f]{64}$`}, // no SCRIPT_URL: nothing to run
 	} {
-		m, err := ParseMode(tc.mode)
-		require.NoError(t, err, tc.mode)
-		p := NewProvider(Options{Mode: m, Fetch: func(context.Context, string) (string, error) { return "", errors.New("unused") }})
+		p := NewProvider(Options{Mode: tc.mode, Fetch: func(context.Context, string) (string, error) { return "", errors.New("unused") }})
 		v, err := p.Value(ctx)
 		require.NoError(t, err)
-		assert.Regexp(t, tc.want, v, tc.mode)
+		assert.Regexp(t, tc.want, v, tc.mode.Kind)
 		assert.EqualValues(t, 0, p.Evaluations())
-	}
-	for _, bad := range []string{"static:", "scripts", "on"} {
-		_, err := ParseMode(bad)
-		assert.Error(t, err, bad)
 	}
 }
 

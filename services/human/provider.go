@@ -2,35 +2,21 @@ package human
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"cursor2api/utils"
 )
 
 // Mode is how the header value is obtained.
 type Mode struct {
-	Kind   string // "script", "random", "static" or "off"
+	Kind   string // "script", "random", "static" or "off"; "" is "script"
 	Static string // the value for "static"
-}
-
-// ParseMode reads X_IS_HUMAN_MODE: script, random, static:<value> or off.
-func ParseMode(s string) (Mode, error) {
-	switch {
-	case s == "" || s == "script":
-		return Mode{Kind: "script"}, nil
-	case s == "random" || s == "off":
-		return Mode{Kind: s}, nil
-	case strings.HasPrefix(s, "static:") && len(s) > len("static:"):
-		return Mode{Kind: "static", Static: strings.TrimPrefix(s, "static:")}, nil
-	}
-	return Mode{}, fmt.Errorf("%q: use script, random, static:<value> or off", s)
 }
 
 // Fetcher downloads the challenge script.
@@ -135,6 +121,9 @@ func NewProvider(opts Options) *Provider {
 	if opts.Browser.UserAgent == "" {
 		opts.Browser = DefaultBrowser
 	}
+	if opts.Mode.Kind == "" {
+		opts.Mode.Kind = "script"
+	}
 	if opts.Mode.Kind == "script" && opts.ScriptURL == "" {
 		opts.Mode.Kind = "random" // nothing to run
 	}
@@ -234,8 +223,4 @@ func (p *Provider) compute(ctx context.Context) (string, error) {
 
 // randomValue is what reference gateways send when the script cannot run:
 // 64 random hex digits.
-func randomValue() string {
-	var b [32]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
+func randomValue() string { return utils.RandomString(utils.HexDigits, 64) }

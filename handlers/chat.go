@@ -1,0 +1,59 @@
+package handlers
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"cursor2api/handlers/openai"
+	"cursor2api/models"
+	"cursor2api/services/chat"
+	"cursor2api/utils"
+)
+
+// chatCompletions is the OpenAI chat-completions door.
+func (s *server) chatCompletions(c *gin.Context) {
+	var wire openai.ChatRequest
+	if apiErr := s.readJSON(c, &wire); apiErr != nil {
+		writeError(c, apiErr)
+		return
+	}
+	c.Set(keyModel, wire.Model)
+	req, err := openai.ToRequest(&wire)
+	if err != nil {
+		writeError(c, asError(err))
+		return
+	}
+	prepared, err := s.Chat.Prepare(req, c.GetString(keyRequestID))
+	if err != nil {
+		writeError(c, asError(err))
+		return
+	}
+	id := "chatcmpl-" + utils.RandomString(utils.Alphanumerics, 24)
+	created := time.Now().Unix()
+	if req.Stream {
+		w := openai.NewStreamWriter(c.Writer, c.Writer.Flush, id, req.Model, created, req.IncludeUsage)
+		w.OnStart = func() { startEventStream(c) }
+		s.stream(c, prepared, w)
+		return
+	}
+	ans, err := s.Chat.Complete(c.Request.Context(), prepared)
+	if err != nil {
+		s.fail(c, err, nil)
+		return
+	}
+	c.PureJSON(http.StatusOK, openai.FromAnswer(id, req.Model, created, ans))
+}
+
+// answerStream is a door's encoder of a streamed answer.
+type answerStream interface {
+	chat.Sink
+	// Started reports whether anything has been written, so that the
+	// HTTP status can no longer change.
+	Started() bool
+	// Error ends a started stream with an error event.
+	Error(e *models.Error) error
+	// PingIfIdle writes a keepalive when nothing was written for idle.
+	PingIfIdle(idle time.Duration) error
+}

@@ -1,0 +1,129 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"cursor2api/models"
+)
+
+// ToRequest converts a chat-completions request into the core's request,
+// checking what only this wire format can get wrong: tool types, the
+// tool_choice shape, and message roles. Its errors are *models.Error whose
+// Param is an OpenAI field path.
+func ToRequest(req *ChatRequest) (*models.Request, error) {
+	out := &models.Request{
+		Model:        req.Model,
+		Stream:       req.Stream,
+		IncludeUsage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage,
+		SingleCall:   req.ParallelToolCalls != nil && !*req.ParallelToolCalls,
+	}
+	for i, t := range req.Tools {
+		if t.Type != "function" && t.Type != "" {
+			return nil, models.InvalidRequest(fmt.Sprintf("tools[%d].type", i), "tools[%d].type is %q: only \"function\" tools are supported", i, t.Type)
+		}
+		out.Tools = append(out.Tools, models.Tool{Name: t.Function.Name, Description: t.Function.Description, Parameters: t.Function.Parameters})
+	}
+	if err := models.ValidateTools(out.Tools, func(i int, field string) string {
+		return fmt.Sprintf("tools[%d].function.%s", i, field)
+	}); err != nil {
+		return nil, err
+	}
+	var err error
+	if out.Choice, err = toToolChoice(req.ToolChoice, out.Tools); err != nil {
+		return nil, err
+	}
+	for i, m := range req.Messages {
+		msg, err := toMessage(m)
+		if err != nil {
+			return nil, models.InvalidRequest(fmt.Sprintf("messages[%d].role", i), "messages[%d].role %q is not supported: use system, developer, user, assistant or tool", i, m.Role)
+		}
+		out.Messages = append(out.Messages, msg)
+	}
+	return out, nil
+}
+
+// toMessage converts one message of the history; its error means an
+// unknown role.
+func toMessage(m Message) (models.Message, error) {
+	blocks := contentBlocks(m.Content)
+	switch m.Role {
+	case "system", "developer":
+		return models.Message{Role: models.RoleSystem, Blocks: blocks}, nil
+	case "user":
+		return models.Message{Role: models.RoleUser, Blocks: blocks}, nil
+	case "assistant":
+		for _, tc := range m.ToolCalls {
+			blocks = append(blocks, models.Block{Kind: models.BlockToolCall, ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+		}
+		return models.Message{Role: models.RoleAssistant, Blocks: blocks}, nil
+	case "tool":
+		return models.Message{Role: models.RoleTool, Blocks: blocks, ToolCallID: m.ToolCallID, ToolName: m.Name}, nil
+	case "function":
+		// The legacy form names its function and has no call id to look
+		// the name up by.
+		return models.Message{Role: models.RoleTool, Blocks: blocks, ToolName: m.Name}, nil
+	}
+	return models.Message{}, fmt.Errorf("unknown role %q", m.Role)
+}
+
+// contentBlocks is a message's text, then a marker for each part that
+// carried no text.
+func contentBlocks(c Content) []models.Block {
+	blocks := make([]models.Block, 0, 1+len(c.NonText))
+	blocks = append(blocks, models.Block{Kind: models.BlockText, Text: c.Text})
+	for _, t := range c.NonText {
+		blocks = append(blocks, models.Block{Kind: models.BlockMedia, Text: t})
+	}
+	return blocks
+}
+
+// toToolChoice reads tool_choice: absent or null (auto), "auto", "none",
+// "required" (also "any"), or {"type":"function","function":{"name":...}}
+// naming a declared tool.
+func toToolChoice(raw json.RawMessage, tools []models.Tool) (models.ToolChoice, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return models.ToolChoice{Mode: models.ChoiceAuto}, nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		switch s {
+		case "auto":
+			return models.ToolChoice{Mode: models.ChoiceAuto}, nil
+		case "none":
+			return models.ToolChoice{Mode: models.ChoiceNone}, nil
+		case "required", "any":
+			if len(tools) == 0 {
+				return models.ToolChoice{}, models.InvalidRequest("tool_choice", "tool_choice \"required\" needs at least one tool in tools")
+			}
+			return models.ToolChoice{Mode: models.ChoiceRequired}, nil
+		}
+		return models.ToolChoice{}, models.InvalidRequest("tool_choice", "tool_choice %q is not supported: use \"auto\", \"none\", \"required\" or {\"type\":\"function\",\"function\":{\"name\":\"...\"}}", s)
+	}
+	var obj struct {
+		Type     string `json:"type"`
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+		Name string `json:"name"` // the Anthropic-like short form
+	}
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return models.ToolChoice{}, models.InvalidRequest("tool_choice", "tool_choice must be a string or an object like {\"type\":\"function\",\"function\":{\"name\":\"...\"}}")
+	}
+	if obj.Type != "function" && obj.Type != "tool" {
+		return models.ToolChoice{}, models.InvalidRequest("tool_choice.type", "tool_choice.type %q is not supported: use \"function\"", obj.Type)
+	}
+	name := obj.Function.Name
+	if name == "" {
+		name = obj.Name
+	}
+	if name == "" {
+		return models.ToolChoice{}, models.InvalidRequest("tool_choice.function.name", "tool_choice.function.name is required")
+	}
+	if !models.HasTool(tools, name) {
+		return models.ToolChoice{}, models.InvalidRequest("tool_choice.function.name", "tool_choice names function %q, which is not in tools", name)
+	}
+	return models.ToolChoice{Mode: models.ChoiceFunction, Name: name}, nil
+}

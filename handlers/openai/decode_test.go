@@ -1,0 +1,126 @@
+package openai
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"cursor2api/models"
+)
+
+func fn(name, params string) Tool {
+	t := Tool{Type: "function", Function: FunctionSpec{Name: name, Description: "does " + name}}
+	if params != "" {
+		t.Function.Parameters = json.RawMessage(params)
+	}
+	return t
+}
+
+func requireParam(t *testing.T, err error, param string) {
+	t.Helper()
+	var apiErr *models.Error
+	require.True(t, errors.As(err, &apiErr), "%v", err)
+	assert.Equal(t, 400, apiErr.Status)
+	assert.Equal(t, models.KindInvalidRequest, apiErr.Kind)
+	assert.Equal(t, param, apiErr.Param)
+}
+
+func TestToRequestValidatesTools(t *testing.T) {
+	cases := []struct {
+		name  string
+		tools []Tool
+		param string
+	}{
+		{"ok", []Tool{fn("a", `{"type":"object"}`), fn("b.c-d_e", "")}, ""},
+		{"not a function", []Tool{{Type: "code_interpreter"}}, "tools[0].type"},
+		{"missing name", []Tool{fn("a", ""), fn("", "")}, "tools[1].function.name"},
+		{"bad characters", []Tool{fn("read file", "")}, "tools[0].function.name"},
+		{"too long", []Tool{fn(strings.Repeat("x", 65), "")}, "tools[0].function.name"},
+		{"duplicate", []Tool{fn("a", ""), fn("b", ""), fn("a", "")}, "tools[2].function.name"},
+		{"parameters not an object", []Tool{fn("a", `"string"`)}, "tools[0].function.parameters"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ToRequest(&ChatRequest{Model: "m", Tools: tc.tools})
+			if tc.param == "" {
+				assert.NoError(t, err)
+				return
+			}
+			requireParam(t, err, tc.param)
+		})
+	}
+}
+
+func TestToToolChoice(t *testing.T) {
+	tools := []models.Tool{{Name: "get_weather"}}
+	ok := []struct {
+		raw  string
+		want models.ToolChoice
+	}{
+		{``, models.ToolChoice{Mode: models.ChoiceAuto}},
+		{`null`, models.ToolChoice{Mode: models.ChoiceAuto}},
+		{`"auto"`, models.ToolChoice{Mode: models.ChoiceAuto}},
+		{`"none"`, models.ToolChoice{Mode: models.ChoiceNone}},
+		{`"required"`, models.ToolChoice{Mode: models.ChoiceRequired}},
+		{`"any"`, models.ToolChoice{Mode: models.ChoiceRequired}},
+		{`{"type":"function","function":{"name":"get_weather"}}`, models.ToolChoice{Mode: models.ChoiceFunction, Name: "get_weather"}},
+		{`{"type":"tool","name":"get_weather"}`, models.ToolChoice{Mode: models.ChoiceFunction, Name: "get_weather"}},
+	}
+	for _, tc := range ok {
+		got, err := toToolChoice(json.RawMessage(tc.raw), tools)
+		require.NoError(t, err, tc.raw)
+		assert.Equal(t, tc.want, got, tc.raw)
+	}
+	bad := []struct{ raw, param string }{
+		{`"always"`, "tool_choice"},
+		{`42`, "tool_choice"},
+		{`{"type":"retrieval"}`, "tool_choice.type"},
+		{`{"type":"function","function":{}}`, "tool_choice.function.name"},
+		{`{"type":"function","function":{"name":"nope"}}`, "tool_choice.function.name"},
+	}
+	for _, tc := range bad {
+		_, err := toToolChoice(json.RawMessage(tc.raw), tools)
+		requireParam(t, err, tc.param)
+	}
+	_, err := toToolChoice(json.RawMessage(`"required"`), nil)
+	requireParam(t, err, "tool_choice")
+}
+
+func TestToRequest(t *testing.T) {
+	body := `{"model":"m","stream":true,"stream_options":{"include_usage":true},"parallel_tool_calls":false,
+	  "tools":[{"type":"function","function":{"name":"read","description":"reads","parameters":{"type":"object"}}}],
+	  "tool_choice":"required",
+	  "messages":[
+	    {"role":"developer","content":"be brief"},
+	    {"role":"user","content":[{"type":"text","text":"look"},{"type":"image_url","image_url":{"url":"x"}}]},
+	    {"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"read","arguments":"{\"p\":1}"}}]},
+	    {"role":"tool","tool_call_id":"c1","content":"data"},
+	    {"role":"function","name":"read","content":"old"}]}`
+	var wire ChatRequest
+	require.NoError(t, json.Unmarshal([]byte(body), &wire))
+	req, err := ToRequest(&wire)
+	require.NoError(t, err)
+	assert.Equal(t, "m", req.Model)
+	assert.True(t, req.Stream)
+	assert.True(t, req.IncludeUsage)
+	assert.True(t, req.SingleCall)
+	assert.Equal(t, []models.Tool{{Name: "read", Description: "reads", Parameters: json.RawMessage(`{"type":"object"}`)}}, req.Tools)
+	assert.Equal(t, models.ToolChoice{Mode: models.ChoiceRequired}, req.Choice)
+	text := func(s string) models.Block { return models.Block{Kind: models.BlockText, Text: s} }
+	assert.Equal(t, []models.Message{
+		{Role: models.RoleSystem, Blocks: []models.Block{text("be brief")}},
+		{Role: models.RoleUser, Blocks: []models.Block{text("look"), {Kind: models.BlockMedia, Text: "image_url"}}},
+		{Role: models.RoleAssistant, Blocks: []models.Block{text(""), {Kind: models.BlockToolCall, ID: "c1", Name: "read", Arguments: `{"p":1}`}}},
+		{Role: models.RoleTool, ToolCallID: "c1", Blocks: []models.Block{text("data")}},
+		{Role: models.RoleTool, ToolName: "read", Blocks: []models.Block{text("old")}},
+	}, req.Messages)
+
+	wire.Messages[2].Role = "wizard"
+	_, err = ToRequest(&wire)
+	requireParam(t, err, "messages[2].role")
+	assert.True(t, strings.Contains(err.Error(), `"wizard"`), err.Error())
+}

@@ -1,0 +1,243 @@
+// Package openai is the OpenAI chat-completions front door: its wire
+// types, the pure conversion of a request into the core's models.Request
+// (ToRequest), and the encoders of the core's answer as a chat completion,
+// streamed (StreamWriter) or whole (FromAnswer), and of a models.Error as
+// an OpenAI error object. It is the only package that knows choices, delta
+// and finish_reason. The HTTP glue lives in package handlers.
+//
+// Request types decode leniently: real agents send content as a string, an
+// array of parts or null, add vendor fields, and repeat history with
+// reasoning fields. Anything the gateway does not use is simply not declared,
+// so unknown or oddly typed extras never fail a request.
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// ChatRequest is the body of POST /v1/chat/completions.
+type ChatRequest struct {
+	Model             string          `json:"model"`
+	Messages          []Message       `json:"messages"`
+	Stream            bool            `json:"stream"`
+	StreamOptions     *StreamOptions  `json:"stream_options,omitempty"`
+	Tools             []Tool          `json:"tools,omitempty"`
+	ToolChoice        json.RawMessage `json:"tool_choice,omitempty"`
+	ParallelToolCalls *bool           `json:"parallel_tool_calls,omitempty"`
+}
+
+// StreamOptions is the stream_options request field.
+type StreamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+// Message is one entry of the conversation history.
+type Message struct {
+	Role       string     `json:"role"`
+	Content    Content    `json:"content"`
+	Name       string     `json:"name,omitempty"`
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
+}
+
+// Content is a message's content: a plain string, an array of typed parts,
+// or null. It is kept as the flattened text plus a count of the parts that
+// carried no text (images, files, audio), which the prompt replaces with a
+// marker because the upstream only takes text.
+type Content struct {
+	Text string
+	// NonText lists the type of every part that was not text, in order.
+	NonText []string
+}
+
+// UnmarshalJSON accepts a string, null, or an array of parts. Parts are
+// objects with a "type"; text parts contribute their "text", others are
+// recorded by type. A bare string inside the array is taken as text.
+func (c *Content) UnmarshalJSON(data []byte) error {
+	data = bytes.TrimSpace(data)
+	*c = Content{}
+	switch {
+	case len(data) == 0 || bytes.Equal(data, []byte("null")):
+		return nil
+	case data[0] == '"':
+		return json.Unmarshal(data, &c.Text)
+	case data[0] == '[':
+		var parts []json.RawMessage
+		if err := json.Unmarshal(data, &parts); err != nil {
+			return err
+		}
+		var texts []string
+		for _, raw := range parts {
+			var s string
+			if json.Unmarshal(raw, &s) == nil {
+				texts = append(texts, s)
+				continue
+			}
+			var p struct {
+				Type string          `json:"type"`
+				Text json.RawMessage `json:"text"`
+			}
+			if err := json.Unmarshal(raw, &p); err != nil {
+				return fmt.Errorf("content part must be an object or a string")
+			}
+			var text string
+			if len(p.Text) > 0 && json.Unmarshal(p.Text, &text) == nil && (p.Type == "" || strings.Contains(p.Type, "text")) {
+				texts = append(texts, text)
+				continue
+			}
+			t := p.Type
+			if t == "" {
+				t = "unknown"
+			}
+			c.NonText = append(c.NonText, t)
+		}
+		c.Text = strings.Join(texts, "\n")
+		return nil
+	case data[0] == '{':
+		// A single part object instead of an array: seen from hand-written clients.
+		return c.UnmarshalJSON(append(append([]byte("["), data...), ']'))
+	default:
+		return fmt.Errorf("content must be a string, an array of parts, or null")
+	}
+}
+
+// MarshalJSON writes the text as a plain string.
+func (c Content) MarshalJSON() ([]byte, error) { return json.Marshal(c.Text) }
+
+// Tool is one entry of the request's tools array.
+type Tool struct {
+	Type     string       `json:"type"`
+	Function FunctionSpec `json:"function"`
+}
+
+// FunctionSpec describes a callable function.
+type FunctionSpec struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+}
+
+// ToolCall is a function call made by the assistant, in history or in a
+// response.
+type ToolCall struct {
+	Index    *int         `json:"index,omitempty"`
+	ID       string       `json:"id,omitempty"`
+	Type     string       `json:"type,omitempty"`
+	Function FunctionCall `json:"function"`
+}
+
+// FunctionCall names the function and carries its JSON-encoded arguments.
+type FunctionCall struct {
+	Name      string `json:"name,omitempty"`
+	Arguments string `json:"arguments"`
+}
+
+// UnmarshalJSON accepts arguments as a JSON string (the OpenAI form) or as
+// a raw JSON object, which some clients send back in history.
+func (f *FunctionCall) UnmarshalJSON(data []byte) error {
+	var raw struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return err
+	}
+	f.Name = raw.Name
+	args := bytes.TrimSpace(raw.Arguments)
+	switch {
+	case len(args) == 0 || bytes.Equal(args, []byte("null")):
+		f.Arguments = ""
+	case args[0] == '"':
+		return json.Unmarshal(args, &f.Arguments)
+	default:
+		f.Arguments = string(args)
+	}
+	return nil
+}
+
+// Usage is the token accounting of a completion.
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+// ChatCompletion is the non-streaming response.
+type ChatCompletion struct {
+	ID      string   `json:"id"`
+	Object  string   `json:"object"`
+	Created int64    `json:"created"`
+	Model   string   `json:"model"`
+	Choices []Choice `json:"choices"`
+	Usage   Usage    `json:"usage"`
+}
+
+// Choice is the single choice of a non-streaming response.
+type Choice struct {
+	Index        int             `json:"index"`
+	Message      ResponseMessage `json:"message"`
+	FinishReason string          `json:"finish_reason"`
+}
+
+// ResponseMessage is the assistant message of a non-streaming response.
+// Content is null when the turn holds only tool calls.
+type ResponseMessage struct {
+	Role    string  `json:"role"`
+	Content *string `json:"content"`
+	// ReasoningContent carries the thinking of -thinking models when
+	// EXPOSE_THINKING is on (the field DeepSeek-style clients display).
+	ReasoningContent string     `json:"reasoning_content,omitempty"`
+	ToolCalls        []ToolCall `json:"tool_calls,omitempty"`
+}
+
+// ChatCompletionChunk is one streamed event.
+type ChatCompletionChunk struct {
+	ID      string        `json:"id"`
+	Object  string        `json:"object"`
+	Created int64         `json:"created"`
+	Model   string        `json:"model"`
+	Choices []ChunkChoice `json:"choices"`
+	Usage   *Usage        `json:"usage,omitempty"`
+}
+
+// ChunkChoice is the choice of a streamed chunk. FinishReason is null on
+// every chunk but the last.
+type ChunkChoice struct {
+	Index        int     `json:"index"`
+	Delta        Delta   `json:"delta"`
+	FinishReason *string `json:"finish_reason"`
+}
+
+// Delta is the incremental part of a streamed chunk.
+type Delta struct {
+	Role             string     `json:"role,omitempty"`
+	Content          *string    `json:"content,omitempty"`
+	ReasoningContent string     `json:"reasoning_content,omitempty"`
+	ToolCalls        []ToolCall `json:"tool_calls,omitempty"`
+}
+
+// ModelList is the response of GET /v1/models.
+type ModelList struct {
+	Object string  `json:"object"`
+	Data   []Model `json:"data"`
+}
+
+// Model is one entry of the model list.
+type Model struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+}
+
+// ModelListOf lists the public model names.
+func ModelListOf(names []string, created int64) ModelList {
+	list := ModelList{Object: "list", Data: []Model{}}
+	for _, name := range names {
+		list.Data = append(list.Data, Model{ID: name, Object: "model", Created: created, OwnedBy: "cursor2api"})
+	}
+	return list
+}

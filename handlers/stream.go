@@ -1,0 +1,145 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"reflect"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"cursor2api/models"
+	"cursor2api/services/chat"
+)
+
+// stream answers a prepared request through a door's encoder, with
+// keepalive pings while the upstream is silent.
+func (s *server) stream(c *gin.Context, p *chat.Prepared, w answerStream) {
+	stopPings := s.keepAlive(c.Request.Context(), w)
+	err := s.Chat.Stream(c.Request.Context(), p, w)
+	stopPings()
+	if err != nil {
+		s.fail(c, err, w)
+	}
+}
+
+// startEventStream commits the 200 status and the headers of a stream of
+// server-sent events, just before its first byte.
+func startEventStream(c *gin.Context) {
+	h := c.Writer.Header()
+	h.Set("Content-Type", "text/event-stream; charset=utf-8")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Connection", "keep-alive")
+	h.Set("X-Accel-Buffering", "no")
+	c.Writer.WriteHeader(http.StatusOK)
+}
+
+// keepAlive pings the stream while it is silent, until the returned stop
+// function is called; stop returns once the pinging goroutine has ended.
+func (s *server) keepAlive(ctx context.Context, w answerStream) (stop func()) {
+	if s.PingInterval <= 0 {
+		return func() {}
+	}
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(s.PingInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				if w.PingIfIdle(s.PingInterval) != nil {
+					return // the client is gone; the request context ends too
+				}
+			case <-quit:
+				return
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return func() { close(quit); <-done }
+}
+
+// fail answers an error: with its status before the first byte, as the
+// door's error event after it, and not at all when the client is gone.
+// It is the single sink of every failure of an answer.
+func (s *server) fail(c *gin.Context, err error, w answerStream) {
+	if c.Request.Context().Err() != nil && chat.IsClientGone(err) {
+		c.Set(keyStatus, 499)
+		c.Set(keyError, "client disconnected")
+		return
+	}
+	apiErr := asError(err)
+	if w == nil || !w.Started() {
+		writeError(c, apiErr)
+		return
+	}
+	c.Set(keyError, apiErr.Message)
+	c.Set(keyStatus, apiErr.Status)
+	_ = w.Error(apiErr)
+}
+
+// readJSON reads the body within the size limit and decodes it into v,
+// leniently: unknown fields are ignored. Its errors speak JSON, not Go.
+func (s *server) readJSON(c *gin.Context, v any) *models.Error {
+	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, s.MaxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return &models.Error{Status: http.StatusRequestEntityTooLarge, Kind: models.KindTooLarge, Code: "request_too_large",
+				Message: fmt.Sprintf("request body is over %d bytes (MAX_BODY_BYTES); send less history or raise the limit", s.MaxBodyBytes)}
+		}
+		return models.InvalidRequest("", "could not read the request body: %v", err)
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		var syntaxErr *json.SyntaxError
+		switch {
+		case errors.As(err, &typeErr) && typeErr.Field == "":
+			return models.InvalidRequest("", "the request body must be a JSON object, not a JSON %s", typeErr.Value)
+		case errors.As(err, &typeErr):
+			return models.InvalidRequest(typeErr.Field, "invalid type for %s: got a JSON %s, expected %s", typeErr.Field, typeErr.Value, jsonKind(typeErr.Type))
+		case errors.As(err, &syntaxErr):
+			return models.InvalidRequest("", "the request body is not valid JSON (at byte %d): %v", syntaxErr.Offset, err)
+		default:
+			return models.InvalidRequest("messages", "invalid request: %v", err)
+		}
+	}
+	return nil
+}
+
+// jsonKind names the JSON value that decodes into t, for error messages
+// that speak JSON rather than Go.
+func jsonKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean (true or false)"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return "a number"
+	}
+	return "another type"
+}
+
+// asError turns any error into the neutral error to send.
+func asError(err error) *models.Error {
+	var apiErr *models.Error
+	if errors.As(err, &apiErr) {
+		return apiErr
+	}
+	return &models.Error{Status: http.StatusInternalServerError, Kind: models.KindAPI, Message: "internal error: " + err.Error(), Err: err}
+}

@@ -1,0 +1,48 @@
+package models
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestCatalog(t *testing.T) {
+	c, err := NewCatalog([]string{"claude-sonnet-4.6", "gemini-3-flash-thinking", "claude-sonnet-4.6", "my-model", "vendor/raw-id"},
+		map[string]string{"my-model": "acme/my-model-v2"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{
+		"claude-sonnet-4.6", "claude-sonnet-4.6-thinking",
+		"gemini-3-flash-thinking",
+		"my-model", "my-model-thinking",
+		"vendor/raw-id", "vendor/raw-id-thinking",
+	}, c.Names(), "duplicates dropped, order kept, no -thinking-thinking")
+	for _, tc := range []struct {
+		public, base, upstream string
+		thinking               bool
+	}{
+		{"claude-sonnet-4.6", "claude-sonnet-4.6", "anthropic/claude-sonnet-4.6", false},
+		{"claude-sonnet-4.6-thinking", "claude-sonnet-4.6", "anthropic/claude-sonnet-4.6", true},
+		{"gemini-3-flash-thinking", "gemini-3-flash", "google/gemini-3-flash", true},
+		{"my-model-thinking", "my-model", "acme/my-model-v2", true},
+		{"vendor/raw-id", "vendor/raw-id", "vendor/raw-id", false},
+	} {
+		m, ok := c.Resolve(tc.public)
+		require.True(t, ok, tc.public)
+		assert.Equal(t, ResolvedModel{Public: tc.public, Base: tc.base, Upstream: tc.upstream, Thinking: tc.thinking}, m)
+	}
+	_, ok := c.Resolve("gemini-3-flash")
+	assert.False(t, ok, "only the -thinking name was listed")
+	_, ok = c.Resolve("claude-sonnet-4.6-thinking-thinking")
+	assert.False(t, ok)
+
+	id, ok := UpstreamID("claude-opus-9", nil)
+	assert.True(t, ok)
+	assert.Equal(t, "anthropic/claude-opus-9", id, "vendor inferred from the prefix")
+
+	_, err = NewCatalog([]string{"mystery"}, nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "MODEL_MAP")
+	_, err = NewCatalog([]string{" ", ""}, nil)
+	assert.Error(t, err)
+}

@@ -1,0 +1,172 @@
+// Package models holds the gateway's protocol-neutral types: the request
+// every front door decodes into, the answer every door encodes from, the
+// text conversation every back door takes, the neutral error, and the
+// public model catalog. It knows no wire format and imports nothing of the
+// project.
+package models
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// Role is who wrote a message.
+type Role string
+
+const (
+	RoleSystem    Role = "system"
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	// RoleTool messages carry the result of one tool call.
+	RoleTool Role = "tool"
+)
+
+// BlockKind says what a Block carries.
+type BlockKind uint8
+
+const (
+	// BlockText is plain text.
+	BlockText BlockKind = iota + 1
+	// BlockMedia stands for content the upstream cannot take (an image, a
+	// file, audio); Text names its type, and the prompt says it was omitted.
+	BlockMedia
+	// BlockThinking is earlier reasoning of the assistant. It is history
+	// the model need not see again, and never text.
+	BlockThinking
+	// BlockToolCall is a call the assistant made: ID, Name, Arguments.
+	BlockToolCall
+)
+
+// Block is one piece of a message's content.
+type Block struct {
+	Kind BlockKind
+	Text string
+	// ID, Name and Arguments (a JSON object) describe a tool call.
+	ID, Name, Arguments string
+}
+
+// Message is one entry of the conversation history.
+type Message struct {
+	Role Role
+	// Blocks are the content: text and media of any role, thinking and
+	// tool calls of the assistant, the result's content of RoleTool.
+	Blocks []Block
+	// ToolCallID and ToolName name the call a RoleTool message answers
+	// (ToolName may be empty: the call's own block names it).
+	ToolCallID, ToolName string
+	// IsError marks a tool result that reports a failure.
+	IsError bool
+}
+
+// Text returns the text of the message's text blocks, joined by newlines.
+func (m Message) Text() string {
+	var b strings.Builder
+	n := 0
+	for _, blk := range m.Blocks {
+		if blk.Kind == BlockText {
+			if n > 0 {
+				b.WriteByte('\n')
+			}
+			b.WriteString(blk.Text)
+			n++
+		}
+	}
+	return b.String()
+}
+
+// ToolCalls returns the message's tool-call blocks.
+func (m Message) ToolCalls() []Block { return m.blocks(BlockToolCall) }
+
+func (m Message) blocks(kind BlockKind) []Block {
+	var out []Block
+	for _, b := range m.Blocks {
+		if b.Kind == kind {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// Tool is a function the client can run, with the JSON Schema of its
+// arguments (nil when the client gave none).
+type Tool struct {
+	Name        string
+	Description string
+	Parameters  json.RawMessage
+}
+
+// ToolChoiceMode is how the request wants tools used.
+type ToolChoiceMode uint8
+
+const (
+	ChoiceAuto     ToolChoiceMode = iota // the model decides
+	ChoiceNone                           // no tool may be called
+	ChoiceRequired                       // at least one call
+	ChoiceFunction                       // a call of one named tool
+)
+
+// ToolChoice is the request's tool choice.
+type ToolChoice struct {
+	Mode ToolChoiceMode
+	Name string // for ChoiceFunction: a declared tool
+}
+
+// Request is one turn asked of the gateway, whichever door it came in by.
+type Request struct {
+	// Model is the public model name the client asked for.
+	Model    string
+	Messages []Message
+	Tools    []Tool
+	Choice   ToolChoice
+	// SingleCall allows at most one tool call in the answer (OpenAI's
+	// parallel_tool_calls: false, Anthropic's disable_parallel_tool_use).
+	SingleCall bool
+	// Stream asks for the answer as it is produced.
+	Stream bool
+	// IncludeUsage asks a streamed answer to report its usage.
+	IncludeUsage bool
+	// Thinking asks the model to reason first, whatever the model name.
+	Thinking bool
+}
+
+// Usage is the token accounting of an answer.
+type Usage struct {
+	InputTokens  int
+	OutputTokens int
+	TotalTokens  int
+}
+
+// Add returns the sum of two usages.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{u.InputTokens + v.InputTokens, u.OutputTokens + v.OutputTokens, u.TotalTokens + v.TotalTokens}
+}
+
+// FinishReason says why an answer ended.
+type FinishReason uint8
+
+const (
+	FinishStop      FinishReason = iota + 1 // the model finished its answer
+	FinishToolCalls                         // the answer ends with tool calls for the client to run
+)
+
+// ToolCall is a call in a complete answer.
+type ToolCall struct {
+	ID, Name  string
+	Arguments string // a JSON object
+}
+
+// Answer is a complete, non-streamed answer.
+type Answer struct {
+	Text string
+	// Thinking is the reasoning to show, when it is shown.
+	Thinking  string
+	ToolCalls []ToolCall
+	Usage     Usage
+	Finish    FinishReason
+}
+
+// Turn is one text message of the conversation a back door sends upstream.
+type Turn struct {
+	Role Role // system, user or assistant
+	Text string
+}

@@ -1,0 +1,45 @@
+package models
+
+import (
+	"bytes"
+	"regexp"
+)
+
+var toolNameRE = regexp.MustCompile(`^[A-Za-z0-9_.\-]{1,64}$`)
+
+// ValidateTools checks the tools every door declares the same way: a name
+// of 1 to 64 letters, digits, '_', '-' or '.', names unique, parameters
+// (when given) a JSON object. where(i, field) names field ("name" or
+// "parameters") of the i-th tool in the door's wire format, for Param and
+// the message.
+func ValidateTools(tools []Tool, where func(i int, field string) string) error {
+	seen := make(map[string]int, len(tools))
+	for i, t := range tools {
+		param := where(i, "name")
+		switch {
+		case t.Name == "":
+			return InvalidRequest(param, "%s is required", param)
+		case !toolNameRE.MatchString(t.Name):
+			return InvalidRequest(param, "%s %q is invalid: use 1 to 64 letters, digits, '_', '-' or '.'", param, t.Name)
+		}
+		if j, dup := seen[t.Name]; dup {
+			return InvalidRequest(param, "%s %q repeats tools[%d]: tool names must be unique", param, t.Name, j)
+		}
+		seen[t.Name] = i
+		if p := bytes.TrimSpace(t.Parameters); len(p) > 0 && !bytes.Equal(p, []byte("null")) && p[0] != '{' {
+			param := where(i, "parameters")
+			return InvalidRequest(param, "%s must be a JSON Schema object", param)
+		}
+	}
+	return nil
+}
+
+// HasTool reports whether tools declares name.
+func HasTool(tools []Tool, name string) bool {
+	for _, t := range tools {
+		if t.Name == name {
+			return true
+		}
+	}
+	return false
+}

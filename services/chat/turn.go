@@ -1,0 +1,231 @@
+package chat
+
+import (
+	"fmt"
+	"strings"
+
+	"cursor2api/models"
+	"cursor2api/utils/toolproto"
+)
+
+// countingSink passes the answer on to the door's sink and remembers
+// whether any tool call reached the client, for the finish reason.
+type countingSink struct {
+	Sink
+	calls int
+}
+
+func (c *countingSink) ToolCallStart(id, name string) error {
+	c.calls++
+	return c.Sink.ToolCallStart(id, name)
+}
+
+func (c *countingSink) reason() models.FinishReason {
+	if c.calls > 0 {
+		return models.FinishToolCalls
+	}
+	return models.FinishStop
+}
+
+// sendCall sends one whole call.
+func sendCall(sink Sink, id, name, arguments string) error {
+	if err := sink.ToolCallStart(id, name); err != nil {
+		return err
+	}
+	if err := sink.ToolCallArguments(arguments); err != nil {
+		return err
+	}
+	return sink.ToolCallEnd(true)
+}
+
+// turnSink passes one turn on to the client's sink, holding it back while
+// it may still be discarded: until the first valid call, or with holdAll
+// until finish.
+type turnSink struct {
+	sink     Sink
+	released bool
+	holdAll  bool
+	held     []heldEvent
+	bad      []toolproto.Event
+	calls    int
+
+	// streaming is set while a call's arguments stream to the client;
+	// sent is how many bytes of them have been sent.
+	streaming bool
+	sent      int
+}
+
+type heldEvent struct {
+	kind      toolproto.EventKind
+	text      string
+	id, name  string
+	arguments string
+}
+
+func (t *turnSink) Text(text string) error {
+	if t.released {
+		return t.sink.Text(text)
+	}
+	t.held = append(t.held, heldEvent{kind: toolproto.EventText, text: text})
+	return nil
+}
+
+func (t *turnSink) Reasoning(text string) error {
+	if t.released {
+		return t.sink.Reasoning(text)
+	}
+	t.held = append(t.held, heldEvent{kind: toolproto.EventThinking, text: text})
+	return nil
+}
+
+// toolCall sends a whole, valid call, releasing the turn before it.
+func (t *turnSink) toolCall(id, name, arguments string) error {
+	t.calls++
+	if t.holdAll {
+		t.held = append(t.held, heldEvent{kind: toolproto.EventToolCall, id: id, name: name, arguments: arguments})
+		return nil
+	}
+	if err := t.release(); err != nil {
+		return err
+	}
+	return sendCall(t.sink, id, name, arguments)
+}
+
+// badCall records a call that cannot be sent. Once the turn is out, it
+// can no longer be asked again: the client is told in text instead.
+func (t *turnSink) badCall(ev toolproto.Event) error {
+	t.bad = append(t.bad, ev)
+	if t.released {
+		return t.sink.Text(badCallNote(ev))
+	}
+	t.held = append(t.held, heldEvent{kind: toolproto.EventBadCall, text: badCallNote(ev)})
+	return nil
+}
+
+// startCall opens a call whose arguments stream, when the turn is out
+// already. A held turn reads the call whole, from its EventToolCall, so
+// that it can still be checked, coerced or asked again.
+func (t *turnSink) startCall(name string) error {
+	if !t.released || t.holdAll {
+		return nil
+	}
+	t.streaming, t.sent = true, 0
+	return t.sink.ToolCallStart(NewToolCallID(), name)
+}
+
+func (t *turnSink) callArguments(fragment string) error {
+	if !t.streaming || fragment == "" {
+		return nil
+	}
+	t.sent += len(fragment)
+	return t.sink.ToolCallArguments(fragment)
+}
+
+// endCall completes a streamed call with the closers its pieces lack,
+// once its arguments pass the schema. A call that does not is left
+// incomplete, which no client runs, and the text says why.
+func (t *turnSink) endCall(ev toolproto.Event, checker *ArgumentChecker) error {
+	t.streaming = false
+	t.calls++
+	if _, err := checker.Check(ev.Name, ev.Arguments); err != nil {
+		ev.Reason = err.Error()
+		return t.endBadCall(ev)
+	}
+	// Coerced arguments cannot replace what was sent; the call goes as
+	// the model wrote it, as OpenAI's own would.
+	if rest := ev.Arguments[min(t.sent, len(ev.Arguments)):]; rest != "" {
+		if err := t.sink.ToolCallArguments(rest); err != nil {
+			return err
+		}
+	}
+	return t.sink.ToolCallEnd(true)
+}
+
+// endBadCall ends a streamed call that turned out invalid.
+func (t *turnSink) endBadCall(ev toolproto.Event) error {
+	if t.streaming {
+		t.streaming = false
+		t.calls++
+	}
+	t.bad = append(t.bad, ev)
+	if err := t.sink.ToolCallEnd(false); err != nil {
+		return err
+	}
+	return t.sink.Text(streamedCallNote(ev))
+}
+
+// heldText is the visible text held back so far.
+func (t *turnSink) heldText() string {
+	var b strings.Builder
+	for _, ev := range t.held {
+		if ev.kind == toolproto.EventText {
+			b.WriteString(ev.text)
+		}
+	}
+	return b.String()
+}
+
+// finish sends whatever is still held: the turn is final.
+func (t *turnSink) finish() error { return t.release() }
+
+func (t *turnSink) release() error {
+	if t.released {
+		return nil
+	}
+	t.released = true
+	held := t.held
+	t.held = nil
+	for _, ev := range held {
+		var err error
+		switch ev.kind {
+		case toolproto.EventThinking:
+			err = t.sink.Reasoning(ev.text)
+		case toolproto.EventToolCall:
+			err = sendCall(t.sink, ev.id, ev.name, ev.arguments)
+		default:
+			err = t.sink.Text(ev.text)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// badCallNote is what the client sees of a call that could not be sent,
+// so that it is never dropped silently.
+func badCallNote(ev toolproto.Event) string {
+	return fmt.Sprintf("\n[The model's call of %s was not sent: %s]\n%s\n", ev.Name, ev.Reason, strings.TrimSpace(ev.Text))
+}
+
+// streamedCallNote is what the client sees of a streamed call that turned
+// out invalid. Its arguments are already in the client's hands: the note
+// does not repeat them.
+func streamedCallNote(ev toolproto.Event) string {
+	return fmt.Sprintf("\n[The model's call of %s above is incomplete and must not be run: %s]\n", ev.Name, ev.Reason)
+}
+
+// answerSink collects a non-streamed answer.
+type answerSink struct {
+	text, thinking strings.Builder
+	calls          []models.ToolCall
+}
+
+func (a *answerSink) Text(s string) error      { a.text.WriteString(s); return nil }
+func (a *answerSink) Reasoning(s string) error { a.thinking.WriteString(s); return nil }
+
+func (a *answerSink) ToolCallStart(id, name string) error {
+	a.calls = append(a.calls, models.ToolCall{ID: id, Name: name})
+	return nil
+}
+
+func (a *answerSink) ToolCallArguments(fragment string) error {
+	if n := len(a.calls); n > 0 {
+		a.calls[n-1].Arguments += fragment
+	}
+	return nil
+}
+
+func (a *answerSink) ToolCallEnd(bool) error { return nil }
+
+func (a *answerSink) Finish(models.FinishReason, models.Usage) error { return nil }

@@ -1,0 +1,45 @@
+package services
+
+import (
+	"log/slog"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"cursor2api/config"
+)
+
+func TestFromConfig(t *testing.T) {
+	cfg, err := config.FromMap(map[string]string{
+		"MODELS":          "gemini-3-flash, claude-sonnet-4.6-thinking",
+		"MODEL_MAP":       "gemini-3-flash=google/gemini-3-flash-preview,claude-sonnet-4.6=anthropic/claude-x",
+		"X_IS_HUMAN_MODE": "static:abc", "TIMEOUT": "7",
+	})
+	require.NoError(t, err)
+	gw, err := FromConfig(cfg, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"gemini-3-flash", "gemini-3-flash-thinking", "claude-sonnet-4.6-thinking"}, gw.Catalog.Names())
+	assert.Same(t, gw.Catalog, gw.Chat.Catalog(), "the core answers for the published catalog")
+	m, ok := gw.Catalog.Resolve("gemini-3-flash-thinking")
+	require.True(t, ok)
+	assert.Equal(t, "google/gemini-3-flash-preview", m.Upstream)
+	assert.True(t, m.Thinking)
+	m, _ = gw.Catalog.Resolve("claude-sonnet-4.6-thinking")
+	assert.Equal(t, "anthropic/claude-x", m.Upstream)
+
+	assert.Equal(t, cfg.CursorAPIURL, gw.Web.URL)
+	assert.Equal(t, cfg.Timeout.Duration(), gw.Web.IdleTimeout)
+	v, err := gw.Web.Human.Value(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, "abc", v, "X_IS_HUMAN_MODE reaches the provider")
+}
+
+func TestFromConfigRejectsUnknownModels(t *testing.T) {
+	cfg, err := config.FromMap(map[string]string{"MODELS": "mystery-model"})
+	require.NoError(t, err)
+	_, err = FromConfig(cfg, slog.New(slog.DiscardHandler))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "MODELS")
+	assert.Contains(t, err.Error(), "MODEL_MAP", "the error says how to fix it")
+}

@@ -1,0 +1,383 @@
+// Package webchat is the back door to Cursor's web chat: the HTTP client
+// that sends a text conversation to /api/chat and reads its Vercel AI SDK
+// event stream back as text deltas (upstream.Upstream), with the browser
+// profile, the x-is-human header, retries, the Chrome TLS fingerprint and
+// the model probe that go with it.
+package webchat
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"cursor2api/models"
+	"cursor2api/services/upstream"
+	"cursor2api/utils"
+)
+
+// HumanProvider supplies the x-is-human header value for one upstream
+// request. Invalidate is called when the upstream rejected a value, so that
+// a caching provider computes a fresh one.
+type HumanProvider interface {
+	Value(ctx context.Context) (string, error)
+	Invalidate()
+}
+
+// StaticHuman sends a fixed value (or no header when empty).
+type StaticHuman string
+
+func (s StaticHuman) Value(context.Context) (string, error) { return string(s), nil }
+func (StaticHuman) Invalidate()                             {}
+
+// Client talks to Cursor's web chat endpoint. It implements
+// upstream.Upstream.
+type Client struct {
+	HTTP      *http.Client
+	URL       string
+	UserAgent string
+	// IdleTimeout is how long the upstream may stay silent (before the
+	// response headers or between frames) before the request is given up.
+	IdleTimeout time.Duration
+	// MaxDuration, when positive, caps a whole request however much it
+	// keeps flowing.
+	MaxDuration time.Duration
+	// Cookie is sent as is (e.g. a _vcrcs cookie from a browser that
+	// passed the Vercel checkpoint), besides any cookie the jar holds.
+	Cookie string
+	Human  HumanProvider
+	Logger *slog.Logger
+}
+
+// Cancellation causes of the gateway's own limits.
+var (
+	errIdle        = errors.New("upstream made no progress")
+	errMaxDuration = errors.New("request ran past MAX_DURATION")
+)
+
+// maxFrame bounds one SSE line from the upstream.
+const maxFrame = 8 << 20
+
+// retryBackoff is the pause before the one retry of a failed attempt.
+const retryBackoff = 500 * time.Millisecond
+
+// Stream implements upstream.Upstream. An attempt that fails before any output with
+// a 403 (after refreshing x-is-human), a 5xx or a connection error is
+// retried once; every other failure is final.
+func (c *Client) Stream(ctx context.Context, req upstream.Request, fn func(upstream.Delta) error) (*models.Usage, error) {
+	if c.MaxDuration > 0 {
+		var cancelMax context.CancelFunc
+		ctx, cancelMax = context.WithTimeoutCause(ctx, c.MaxDuration, errMaxDuration)
+		defer cancelMax()
+	}
+	delivered := false
+	counted := func(d upstream.Delta) error {
+		delivered = true
+		return fn(d)
+	}
+	for attempt := 1; ; attempt++ {
+		usage, err := c.attempt(ctx, req, counted)
+		var retry *retryableError
+		if !errors.As(err, &retry) {
+			return usage, err
+		}
+		if attempt > 1 || delivered {
+			return usage, retry.err
+		}
+		c.log(ctx, req, slog.LevelWarn, "upstream attempt failed, retrying once", "upstream_status", retry.status, "error", retry.err)
+		select {
+		case <-time.After(retryBackoff):
+		case <-ctx.Done():
+			return nil, c.transportError(ctx, ctx.Err())
+		}
+	}
+}
+
+// retryableError marks a failure worth one more attempt; err is what the
+// caller gets when there is none left.
+type retryableError struct {
+	status int
+	err    error
+}
+
+func (e *retryableError) Error() string { return e.err.Error() }
+
+// attempt is one upstream request.
+func (c *Client) attempt(ctx context.Context, req upstream.Request, fn func(upstream.Delta) error) (*models.Usage, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	// One timer guards every wait on the upstream; each frame re-arms it.
+	idle := time.AfterFunc(c.IdleTimeout, func() { cancel(errIdle) })
+	defer idle.Stop()
+
+	httpReq, err := c.newRequest(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.HTTP.Do(httpReq)
+	if err != nil {
+		mapped := c.transportError(ctx, err)
+		if ctx.Err() == nil {
+			return nil, &retryableError{err: mapped}
+		}
+		return nil, mapped
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, c.statusError(req, resp)
+	}
+	idle.Reset(c.IdleTimeout)
+
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 64<<10), maxFrame)
+	var usage *models.Usage
+	for sc.Scan() {
+		idle.Reset(c.IdleTimeout)
+		line := sc.Bytes()
+		data, ok := bytes.CutPrefix(line, []byte("data:"))
+		if !ok {
+			continue // comments, event names, blank separators
+		}
+		data = bytes.TrimSpace(data)
+		if bytes.Equal(data, []byte("[DONE]")) {
+			return usage, nil
+		}
+		frame := gjson.ParseBytes(data)
+		switch frame.Get("type").String() {
+		case "text-delta":
+			if err := fn(upstream.Delta{Kind: upstream.DeltaText, Text: frame.Get("delta").String()}); err != nil {
+				return usage, err
+			}
+		case "reasoning-delta":
+			if err := fn(upstream.Delta{Kind: upstream.DeltaReasoning, Text: frame.Get("delta").String()}); err != nil {
+				return usage, err
+			}
+		case "finish":
+			if u := frame.Get("messageMetadata.usage"); u.Exists() {
+				in, out := int(u.Get("inputTokens").Int()), int(u.Get("outputTokens").Int())
+				total := int(u.Get("totalTokens").Int())
+				if total == 0 {
+					total = in + out
+				}
+				usage = &models.Usage{InputTokens: in, OutputTokens: out, TotalTokens: total}
+			}
+			// [DONE] normally follows; the reply is complete either way.
+			return usage, nil
+		case "error":
+			msg := frame.Get("errorText").String()
+			if msg == "" {
+				msg = frame.Get("error").String()
+			}
+			c.log(ctx, req, slog.LevelWarn, "upstream error frame", "error", msg)
+			return usage, models.Upstream(http.StatusBadGateway, "upstream_error", nil, "the upstream reported an error: %s", utils.Clip(msg, 300))
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return usage, c.transportError(ctx, err)
+	}
+	if ctx.Err() != nil {
+		return usage, c.transportError(ctx, ctx.Err())
+	}
+	c.log(ctx, req, slog.LevelWarn, "upstream stream ended without finish")
+	return usage, models.Upstream(http.StatusBadGateway, "upstream_incomplete", nil, "the upstream ended its reply before finishing it; try again")
+}
+
+func (c *Client) newRequest(ctx context.Context, req upstream.Request) (*http.Request, error) {
+	type part struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	type message struct {
+		Role  string `json:"role"`
+		Parts []part `json:"parts"`
+	}
+	body := struct {
+		Context  []any     `json:"context"`
+		Model    string    `json:"model"`
+		ID       string    `json:"id"`
+		Messages []message `json:"messages"`
+		Trigger  string    `json:"trigger"`
+	}{Context: []any{}, Model: req.Model, ID: utils.RandomString(utils.Alphanumerics, 16), Trigger: "submit-message"}
+	for _, m := range req.Messages {
+		body.Messages = append(body.Messages, message{Role: string(m.Role), Parts: []part{{Type: "text", Text: m.Text}}})
+	}
+	payload, err := json.Marshal(body)
+	if err != nil {
+		return nil, fmt.Errorf("encoding upstream request: %w", err)
+	}
+	httpReq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL, bytes.NewReader(payload))
+	if err != nil {
+		return nil, fmt.Errorf("building upstream request: %w", err)
+	}
+	h := httpReq.Header
+	for k, v := range BrowserHeaders(c.UserAgent) {
+		h[k] = v
+	}
+	if c.Cookie != "" {
+		h.Set("Cookie", c.Cookie)
+	}
+	if c.Human != nil {
+		v, err := c.Human.Value(ctx)
+		if err != nil {
+			c.log(ctx, req, slog.LevelWarn, "x-is-human unavailable", "error", err)
+		} else if v != "" {
+			h.Set("x-is-human", v)
+		}
+	}
+	return httpReq, nil
+}
+
+var chromeVersionRE = regexp.MustCompile(`Chrome/(\d+)`)
+
+// BrowserHeaders is one consistent Chrome profile derived from the
+// User-Agent, so that the client hints never contradict it.
+func BrowserHeaders(ua string) http.Header {
+	version := "142"
+	if m := chromeVersionRE.FindStringSubmatch(ua); m != nil {
+		version = m[1]
+	}
+	platform := `"Windows"`
+	switch {
+	case strings.Contains(ua, "Macintosh"):
+		platform = `"macOS"`
+	case strings.Contains(ua, "Linux"):
+		platform = `"Linux"`
+	}
+	h := http.Header{}
+	for k, v := range map[string]string{
+		"User-Agent":         ua,
+		"Accept":             "*/*",
+		"Accept-Language":    "en-US,en;q=0.9",
+		"Content-Type":       "application/json",
+		"Origin":             "https://cursor.com",
+		"Referer":            "https://cursor.com/",
+		"Priority":           "u=1, i",
+		"Sec-Ch-Ua":          fmt.Sprintf(`"Chromium";v="%s", "Not-A.Brand";v="24", "Google Chrome";v="%s"`, version, version),
+		"Sec-Ch-Ua-Mobile":   "?0",
+		"Sec-Ch-Ua-Platform": platform,
+		"Sec-Fetch-Dest":     "empty",
+		"Sec-Fetch-Mode":     "cors",
+		"Sec-Fetch-Site":     "same-origin",
+	} {
+		h.Set(k, v)
+	}
+	return h
+}
+
+// transportError maps a failure to reach or read the upstream.
+func (c *Client) transportError(ctx context.Context, err error) error {
+	if errors.Is(context.Cause(ctx), errIdle) {
+		return models.Upstream(http.StatusGatewayTimeout, "upstream_timeout", err,
+			"the upstream sent nothing for %s (TIMEOUT); try again, or raise TIMEOUT for slow models", c.IdleTimeout)
+	}
+	if errors.Is(context.Cause(ctx), errMaxDuration) {
+		return models.Upstream(http.StatusGatewayTimeout, "max_duration", err,
+			"the request ran past MAX_DURATION (%s); ask for a shorter answer or raise MAX_DURATION", c.MaxDuration)
+	}
+	if cerr := ctx.Err(); cerr != nil {
+		return cerr // the client went away; nobody reads the answer
+	}
+	return models.Upstream(http.StatusBadGateway, "upstream_unreachable", err, "could not reach the upstream: %s", utils.Clip(err.Error(), 200))
+}
+
+var (
+	invalidModelRE = regexp.MustCompile(`(?i)invalid model`)
+	checkpointRE   = regexp.MustCompile(`(?i)vercel security checkpoint`)
+)
+
+// defaultRetryAfter is the Retry-After sent for a checkpoint page that
+// gives none.
+const defaultRetryAfter = 60
+
+// statusError maps a non-200 upstream answer. HTML bodies (bot-check and
+// checkpoint pages) are never forwarded. Failures worth a second attempt
+// come wrapped in *retryableError.
+func (c *Client) statusError(req upstream.Request, resp *http.Response) error {
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	msg := upstreamMessage(raw)
+	code := resp.StatusCode
+	cause := &UpstreamStatusError{Status: code, Message: msg}
+	c.Logger.Warn("upstream refused", "request_id", req.RequestID, "upstream_status", code, "model", req.Model, "message", utils.Clip(msg, 200))
+	switch {
+	case code == http.StatusTooManyRequests || checkpointRE.Match(raw):
+		retry, err := strconv.Atoi(resp.Header.Get("Retry-After"))
+		if err != nil || retry <= 0 {
+			retry = defaultRetryAfter
+		}
+		return &models.Error{
+			Status: http.StatusTooManyRequests, Kind: models.KindRateLimit, Code: "upstream_rate_limited", RetryAfter: retry,
+			Message: fmt.Sprintf("the upstream is rate limiting this gateway or asking for a browser check (%d: %s); wait %d seconds and try again, or set CURSOR_COOKIE from a browser that passed the check", code, utils.Clip(msg, 120), retry),
+			Err:     cause,
+		}
+	case code == http.StatusBadRequest && invalidModelRE.MatchString(msg):
+		return &models.Error{
+			Status: http.StatusBadRequest, Kind: models.KindInvalidRequest, Code: "model_not_supported", Param: "model",
+			Err:     cause,
+			Message: fmt.Sprintf("the upstream does not accept model %q (%s); map the public name to an allowed upstream id with MODEL_MAP", req.Model, utils.Clip(msg, 500)),
+		}
+	case code == http.StatusBadRequest:
+		return models.Upstream(http.StatusBadGateway, "upstream_bad_request", cause, "the upstream rejected the request (400): %s", utils.Clip(msg, 300))
+	case code == http.StatusUnauthorized || code == http.StatusForbidden:
+		if c.Human != nil {
+			c.Human.Invalidate()
+		}
+		return &retryableError{status: code, err: models.Upstream(http.StatusBadGateway, "upstream_forbidden", cause,
+			"the upstream rejected the bot check (%d: %s), also after refreshing x-is-human; check SCRIPT_URL and X_IS_HUMAN_MODE, or try again later", code, utils.Clip(msg, 200))}
+	case code >= 500:
+		return &retryableError{status: code, err: models.Upstream(http.StatusBadGateway, "upstream_error", cause,
+			"the upstream failed with status %d (%s), also on a second try; try again later", code, utils.Clip(msg, 300))}
+	default:
+		return models.Upstream(http.StatusBadGateway, "upstream_error", cause, "the upstream answered with status %d: %s", code, utils.Clip(msg, 300))
+	}
+}
+
+// UpstreamStatusError is the upstream's own answer behind a mapped error.
+type UpstreamStatusError struct {
+	Status  int
+	Message string
+}
+
+func (e *UpstreamStatusError) Error() string {
+	return fmt.Sprintf("upstream status %d: %s", e.Status, e.Message)
+}
+
+var htmlTitleRE = regexp.MustCompile(`(?is)<title[^>]*>(.*?)</title>`)
+
+// upstreamMessage extracts a readable message from an error body: the
+// "error" field of JSON, the title of an HTML page, or the text itself.
+func upstreamMessage(raw []byte) string {
+	trimmed := bytes.TrimSpace(raw)
+	if gjson.ValidBytes(trimmed) {
+		r := gjson.ParseBytes(trimmed)
+		for _, path := range []string{"error.message", "error", "message"} {
+			if v := r.Get(path); v.Exists() && v.Type == gjson.String {
+				return v.String()
+			}
+		}
+	}
+	if bytes.HasPrefix(trimmed, []byte("<")) {
+		if m := htmlTitleRE.FindSubmatch(trimmed); m != nil {
+			return "HTML page: " + strings.TrimSpace(string(m[1]))
+		}
+		return "an HTML page"
+	}
+	if len(trimmed) == 0 {
+		return "empty body"
+	}
+	return string(trimmed)
+}
+
+func (c *Client) log(ctx context.Context, req upstream.Request, level slog.Level, msg string, args ...any) {
+	c.Logger.Log(ctx, level, msg, append([]any{"request_id", req.RequestID, "model", req.Model}, args...)...)
+}

@@ -1,0 +1,65 @@
+// Package utils holds the small helpers every layer shares: random ids,
+// rune-safe clipping of text, and JSON white space. It imports nothing of
+// the project. Its sub-package toolproto is the text tool protocol.
+package utils
+
+import (
+	"crypto/rand"
+	"strings"
+	"unicode/utf8"
+)
+
+// Alphabets for RandomString.
+const (
+	Alphanumerics = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+	HexDigits     = "0123456789abcdef"
+)
+
+// RandomString returns n characters of alphabet (at most 256 of them)
+// drawn from crypto/rand without bias: for triggers, every id the gateway
+// makes, and stand-in header values.
+func RandomString(alphabet string, n int) string {
+	out := make([]byte, 0, n)
+	// Bytes from limit up would favour the alphabet's first characters.
+	limit := 256 - 256%len(alphabet)
+	var buf [32]byte
+	for len(out) < n {
+		_, _ = rand.Read(buf[:]) // never fails: crypto/rand.Read panics rather than return an error
+		for _, b := range buf {
+			if int(b) < limit && len(out) < n {
+				out = append(out, alphabet[int(b)%len(alphabet)])
+			}
+		}
+	}
+	return string(out)
+}
+
+// CutRunes returns s cut to at most n bytes without splitting a rune.
+func CutRunes(s string, n int) string {
+	if n >= len(s) {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// Clip makes a client- or upstream-supplied string fit a log line or an
+// error message: runs of white space become one space, and past n bytes
+// it is cut at a rune and ends with "…".
+func Clip(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) <= n {
+		return s
+	}
+	return CutRunes(s, n) + "…"
+}
+
+// JSONSpace is the white space JSON allows between tokens. Only it is
+// trimmed around JSON, so that other white space (a form feed, say) is
+// never taken for layout.
+const JSONSpace = " \t\r\n"
+
+// IsJSONSpace reports whether c is JSON white space.
+func IsJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }

@@ -1,0 +1,57 @@
+package utils
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestRandomString(t *testing.T) {
+	seen := map[string]bool{}
+	for range 200 {
+		s := RandomString(Alphanumerics, 24)
+		assert.Regexp(t, `^[A-Za-z0-9]{24}$`, s)
+		assert.False(t, seen[s], "ids repeat")
+		seen[s] = true
+	}
+	assert.Regexp(t, `^[0-9a-f]{64}$`, RandomString(HexDigits, 64))
+	assert.Empty(t, RandomString(Alphanumerics, 0))
+	// Every character of the alphabet comes up about as often.
+	counts := map[rune]int{}
+	for _, r := range RandomString("abc", 30000) {
+		counts[r]++
+	}
+	for _, r := range "abc" {
+		assert.InDelta(t, 10000, counts[r], 600, "%c is drawn without bias", r)
+	}
+}
+
+func TestCutRunesAndClip(t *testing.T) {
+	cases := []struct {
+		in   string
+		n    int
+		cut  string
+		clip string
+	}{
+		{"hello", 10, "hello", "hello"},
+		{"hello", 3, "hel", "hel…"},
+		{"héllo", 2, "h", "h…"}, // é is two bytes: never split
+		{"a  b\n\tc", 10, "a  b\n\tc", "a b c"},
+		{"日本語", 4, "日", "日…"},
+		{"", 0, "", ""},
+	}
+	for _, tc := range cases {
+		assert.Equal(t, tc.cut, CutRunes(tc.in, tc.n), "CutRunes(%q, %d)", tc.in, tc.n)
+		assert.True(t, utf8.ValidString(CutRunes(tc.in, tc.n)))
+		assert.Equal(t, tc.clip, Clip(tc.in, tc.n), "Clip(%q, %d)", tc.in, tc.n)
+	}
+}
+
+func TestJSONSpace(t *testing.T) {
+	for c := 0; c < 256; c++ {
+		assert.Equal(t, strings.IndexByte(JSONSpace, byte(c)) >= 0, IsJSONSpace(byte(c)), "byte %#x", c)
+	}
+	assert.False(t, IsJSONSpace('\f'), "a form feed is not JSON white space")
+}
