@@ -33,9 +33,7 @@ func (s *server) chatCompletions(c *gin.Context) {
 	id := "chatcmpl-" + utils.RandomString(utils.Alphanumerics, 24)
 	created := time.Now().Unix()
 	if req.Stream {
-		w := openai.NewStreamWriter(c.Writer, c.Writer.Flush, id, req.Model, created, req.IncludeUsage)
-		w.OnStart = func() { startEventStream(c) }
-		s.stream(c, prepared, w)
+		s.stream(c, prepared, openai.NewStreamWriter(s.eventStream(c, nil), id, req.Model, created, req.IncludeUsage))
 		return
 	}
 	ans, err := s.Chat.Complete(c.Request.Context(), prepared)

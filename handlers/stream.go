@@ -12,6 +12,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"cursor2api/handlers/sse"
 	"cursor2api/models"
 	"cursor2api/services/chat"
 )
@@ -27,15 +28,18 @@ func (s *server) stream(c *gin.Context, p *chat.Prepared, w answerStream) {
 	}
 }
 
-// startEventStream commits the 200 status and the headers of a stream of
-// server-sent events, just before its first byte.
-func startEventStream(c *gin.Context) {
-	h := c.Writer.Header()
-	h.Set("Content-Type", "text/event-stream; charset=utf-8")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Connection", "keep-alive")
-	h.Set("X-Accel-Buffering", "no")
-	c.Writer.WriteHeader(http.StatusOK)
+// eventStream returns the SSE writer of the response, which commits the
+// 200 status and the headers of an event stream just before its first
+// byte. ping is the door's keepalive (nil: an SSE comment).
+func (s *server) eventStream(c *gin.Context, ping []byte) *sse.Writer {
+	return sse.NewWriter(c.Writer, c.Writer.Flush, func() {
+		h := c.Writer.Header()
+		h.Set("Content-Type", "text/event-stream; charset=utf-8")
+		h.Set("Cache-Control", "no-cache")
+		h.Set("Connection", "keep-alive")
+		h.Set("X-Accel-Buffering", "no")
+		c.Writer.WriteHeader(http.StatusOK)
+	}, ping)
 }
 
 // keepAlive pings the stream while it is silent, until the returned stop

@@ -127,6 +127,9 @@ type Request struct {
 	IncludeUsage bool
 	// Thinking asks the model to reason first, whatever the model name.
 	Thinking bool
+	// ShowThinking sends the reasoning to the client (EXPOSE_THINKING
+	// does so for every request).
+	ShowThinking bool
 }
 
 // Usage is the token accounting of an answer.

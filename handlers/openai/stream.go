@@ -1,15 +1,10 @@
 package openai
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"strings"
-	"sync"
-	"time"
 
+	"cursor2api/handlers/sse"
 	"cursor2api/models"
 	"cursor2api/utils"
 )
@@ -25,61 +20,30 @@ func finishReason(r models.FinishReason) string {
 // StreamWriter encodes the core's answer (it is a chat.Sink) as a streamed
 // chat completion: one "data: <json>" server-sent event per chunk, never a
 // named event, and "data: [DONE]" at the end. It assigns tool-call indexes
-// in order.
-//
-// Nothing is written until the first event, so that a caller can still
-// answer with a real HTTP status when the upstream fails before any output;
-// OnStart runs just before that first write (to set response headers).
+// in order. Nothing is written before the first chunk (see sse.Writer).
 type StreamWriter struct {
-	w       io.Writer
-	flush   func()
-	OnStart func()
+	*sse.Writer
 
 	id           string
 	model        string
 	created      int64
 	includeUsage bool
 
-	// mu serialises the writes of the answer and of the keepalive pings,
-	// which come from another goroutine.
-	mu        sync.Mutex
-	committed bool // OnStart ran: the status and headers are sent
 	started   bool // the opening role chunk is written
-	done      bool
 	toolCalls int
-	lastWrite time.Time
 }
 
-// NewStreamWriter returns a writer for one response. flush, if not nil, is
-// called after every event so that it reaches the client at once. With
+// NewStreamWriter returns a writer for one response on w. With
 // includeUsage, a usage chunk follows the finish chunk.
-func NewStreamWriter(w io.Writer, flush func(), id, model string, created int64, includeUsage bool) *StreamWriter {
-	return &StreamWriter{w: w, flush: flush, id: id, model: model, created: created, includeUsage: includeUsage, lastWrite: time.Now()}
+func NewStreamWriter(w *sse.Writer, id, model string, created int64, includeUsage bool) *StreamWriter {
+	return &StreamWriter{Writer: w, id: id, model: model, created: created, includeUsage: includeUsage}
 }
 
-// Started reports whether anything has been written, so that the HTTP
-// status can no longer change.
-func (s *StreamWriter) Started() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.committed
-}
-
-func (s *StreamWriter) commit() {
-	if !s.committed {
-		s.committed = true
-		if s.OnStart != nil {
-			s.OnStart()
-		}
-	}
-}
-
-// start writes the opening role chunk once.
-func (s *StreamWriter) start() error {
+// open writes the opening role chunk once.
+func (s *StreamWriter) open() error {
 	if s.started {
 		return nil
 	}
-	s.commit()
 	s.started = true
 	empty := ""
 	return s.chunk(Delta{Role: "assistant", Content: &empty}, nil)
@@ -103,9 +67,7 @@ func (s *StreamWriter) Reasoning(text string) error {
 
 // delta writes one delta chunk, opening the stream first if need be.
 func (s *StreamWriter) delta(d Delta) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.start(); err != nil {
+	if err := s.open(); err != nil {
 		return err
 	}
 	return s.chunk(d, nil)
@@ -114,15 +76,9 @@ func (s *StreamWriter) delta(d Delta) error {
 // ToolCallStart opens the next tool call: its first delta, with its index,
 // id, type, name and empty arguments, as OpenAI itself streams them.
 func (s *StreamWriter) ToolCallStart(id, name string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.start(); err != nil {
-		return err
-	}
 	index := s.toolCalls
 	s.toolCalls++
-	head := ToolCall{Index: &index, ID: id, Type: "function", Function: FunctionCall{Name: name}}
-	return s.chunk(Delta{ToolCalls: []ToolCall{head}}, nil)
+	return s.delta(Delta{ToolCalls: []ToolCall{{Index: &index, ID: id, Type: "function", Function: FunctionCall{Name: name}}}})
 }
 
 // ToolCallArguments writes the next fragment of the arguments of the call
@@ -131,14 +87,11 @@ func (s *StreamWriter) ToolCallArguments(fragment string) error {
 	if fragment == "" {
 		return nil
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.toolCalls == 0 {
 		return errors.New("tool-call arguments before any tool call")
 	}
 	index := s.toolCalls - 1
-	frag := ToolCall{Index: &index, Function: FunctionCall{Arguments: fragment}}
-	return s.chunk(Delta{ToolCalls: []ToolCall{frag}}, nil)
+	return s.delta(Delta{ToolCalls: []ToolCall{{Index: &index, Function: FunctionCall{Arguments: fragment}}}})
 }
 
 // ToolCallEnd writes nothing: a chat-completion stream does not mark the
@@ -148,9 +101,7 @@ func (s *StreamWriter) ToolCallEnd(bool) error { return nil }
 // Finish writes the chunk carrying finish_reason, then the usage chunk
 // when the request asked for it, then [DONE].
 func (s *StreamWriter) Finish(r models.FinishReason, usage models.Usage) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.start(); err != nil {
+	if err := s.open(); err != nil {
 		return err
 	}
 	reason := finishReason(r)
@@ -160,79 +111,35 @@ func (s *StreamWriter) Finish(r models.FinishReason, usage models.Usage) error {
 	if s.includeUsage {
 		u := toUsage(usage)
 		c := ChatCompletionChunk{ID: s.id, Object: "chat.completion.chunk", Created: s.created, Model: s.model, Choices: []ChunkChoice{}, Usage: &u}
-		if err := s.event(c); err != nil {
+		if err := s.Event("", c); err != nil {
 			return err
 		}
 	}
-	return s.doneEvent()
+	return s.done()
 }
 
 // Error ends a stream that has already started with an OpenAI error object
 // as a data event, then [DONE].
 func (s *StreamWriter) Error(e *models.Error) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.done {
+	if s.Closed() {
 		return nil
 	}
-	s.commit()
-	if err := s.event(ErrorBodyOf(e)); err != nil {
+	if err := s.Event("", ErrorBodyOf(e)); err != nil {
 		return err
 	}
-	return s.doneEvent()
+	return s.done()
 }
 
-// PingIfIdle writes an SSE comment, which clients ignore, when nothing has
-// been written for idle, to keep proxies and clients from closing the
-// connection while the upstream is slow. The first ping commits the 200
-// status: an error after it arrives as an error chunk.
-func (s *StreamWriter) PingIfIdle(idle time.Duration) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	// A tenth of slack, so that a ticker of period idle whose ticks jitter
-	// still pings on every tick of a silent stream.
-	if s.done || time.Since(s.lastWrite) < idle-idle/10 {
-		return nil
-	}
-	s.commit()
-	return s.write([]byte(": ping\n\n"))
-}
-
-func (s *StreamWriter) doneEvent() error {
-	s.done = true
-	return s.write([]byte("data: [DONE]\n\n"))
+func (s *StreamWriter) done() error {
+	s.Close()
+	return s.Data("[DONE]")
 }
 
 func (s *StreamWriter) chunk(delta Delta, finish *string) error {
-	return s.event(ChatCompletionChunk{
+	return s.Event("", ChatCompletionChunk{
 		ID: s.id, Object: "chat.completion.chunk", Created: s.created, Model: s.model,
 		Choices: []ChunkChoice{{Index: 0, Delta: delta, FinishReason: finish}},
 	})
-}
-
-// event writes v as one "data:" event. HTML characters are not escaped:
-// the text reads as the model wrote it, which is equally valid JSON.
-func (s *StreamWriter) event(v any) error {
-	var buf bytes.Buffer
-	buf.WriteString("data: ")
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return fmt.Errorf("encoding chunk: %w", err)
-	}
-	buf.WriteString("\n") // Encode ended the line; a blank line ends the event
-	return s.write(buf.Bytes())
-}
-
-func (s *StreamWriter) write(b []byte) error {
-	s.lastWrite = time.Now()
-	if _, err := s.w.Write(b); err != nil {
-		return err
-	}
-	if s.flush != nil {
-		s.flush()
-	}
-	return nil
 }
 
 // FromAnswer builds a non-streaming response. content is null when the

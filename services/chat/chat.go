@@ -64,8 +64,10 @@ type Prepared struct {
 	Model     models.ResolvedModel
 	// Thinking is on for a thinking model or a request that asked for it.
 	Thinking bool
-	Trigger  string // empty when no tool is exposed
-	Messages []models.Turn
+	// ShowThinking sends the thinking to the client as reasoning.
+	ShowThinking bool
+	Trigger      string // empty when no tool is exposed
+	Messages     []models.Turn
 	// ToolNames are the names a call may have.
 	ToolNames []string
 	// RequireCall is true when the turn must contain a tool call.
@@ -100,7 +102,10 @@ func (s *Service) Prepare(req *models.Request, requestID string) (*Prepared, err
 		SingleCall:     req.SingleCall,
 		MaxInputLength: s.settings.MaxInputLength,
 	}
-	p := &Prepared{RequestID: requestID, Model: model, Thinking: opts.Thinking, SingleCall: req.SingleCall, checker: NewArgumentChecker(req.Tools)}
+	p := &Prepared{
+		RequestID: requestID, Model: model, Thinking: opts.Thinking, SingleCall: req.SingleCall,
+		ShowThinking: s.settings.ExposeThinking || req.ShowThinking, checker: NewArgumentChecker(req.Tools),
+	}
 	if opts.ToolsActive() {
 		opts.Trigger = toolproto.NewTrigger()
 		p.Trigger = opts.Trigger
@@ -190,7 +195,7 @@ func (s *Service) Complete(ctx context.Context, p *Prepared) (*models.Answer, er
 		out.Text = strings.TrimSpace(out.Text)
 		out.Finish = models.FinishToolCalls
 	}
-	if s.settings.ExposeThinking {
+	if p.ShowThinking {
 		out.Thinking = ans.thinking.String()
 	}
 	return out, nil
@@ -254,7 +259,7 @@ func (s *Service) turn(ctx context.Context, p *Prepared, msgs []models.Turn, sin
 		case toolproto.EventText:
 			return sink.Text(ev.Text)
 		case toolproto.EventThinking:
-			if s.settings.ExposeThinking {
+			if p.ShowThinking {
 				return sink.Reasoning(ev.Text)
 			}
 		case toolproto.EventToolCallStart:

@@ -1,0 +1,130 @@
+// Package sse writes server-sent events for the streaming doors. A Writer
+// commits the response (status and headers, through its start function)
+// only with the first byte, so that a door can still answer a failure with
+// a real HTTP status until then; it serialises the door's events with the
+// keepalive pings that come from another goroutine; and it encodes each
+// event's data as one line of JSON.
+package sse
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+)
+
+// DefaultPing is a comment line, which every SSE client ignores.
+var DefaultPing = []byte(": ping\n\n")
+
+// Writer writes the events of one response.
+type Writer struct {
+	w     io.Writer
+	flush func()
+	start func()
+	ping  []byte
+
+	mu        sync.Mutex
+	committed bool // start ran: the status and headers are sent
+	closed    bool // the stream has ended: no more pings
+	lastWrite time.Time
+	buf       bytes.Buffer
+	enc       *json.Encoder
+}
+
+// NewWriter returns a Writer on w. flush, if not nil, is called after
+// every event so that it reaches the client at once; start, if not nil,
+// runs just before the first byte. ping is what PingIfIdle writes (nil
+// for DefaultPing).
+func NewWriter(w io.Writer, flush, start func(), ping []byte) *Writer {
+	if ping == nil {
+		ping = DefaultPing
+	}
+	s := &Writer{w: w, flush: flush, start: start, ping: ping, lastWrite: time.Now()}
+	s.enc = json.NewEncoder(&s.buf)
+	// The text reads as the model wrote it, which is equally valid JSON.
+	s.enc.SetEscapeHTML(false)
+	return s
+}
+
+// Started reports whether anything has been written, so that the HTTP
+// status can no longer change.
+func (s *Writer) Started() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.committed
+}
+
+// Event writes one event: an "event: name" line when name is not empty,
+// then v as one "data:" line of JSON.
+func (s *Writer) Event(name string, v any) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.buf.Reset()
+	if name != "" {
+		s.buf.WriteString("event: ")
+		s.buf.WriteString(name)
+		s.buf.WriteByte('\n')
+	}
+	s.buf.WriteString("data: ")
+	if err := s.enc.Encode(v); err != nil {
+		return fmt.Errorf("encoding event data: %w", err)
+	}
+	s.buf.WriteByte('\n') // Encode ended the line; a blank line ends the event
+	return s.write(s.buf.Bytes())
+}
+
+// Data writes one unnamed event whose data is the literal line, such as
+// OpenAI's [DONE].
+func (s *Writer) Data(line string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.write([]byte("data: " + line + "\n\n"))
+}
+
+// Close marks the end of the stream: no ping follows.
+func (s *Writer) Close() {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+}
+
+// Closed reports whether Close was called.
+func (s *Writer) Closed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// PingIfIdle writes the ping when nothing has been written for idle, to
+// keep proxies and clients from closing the connection while the upstream
+// is slow. The first ping commits the 200 status: a failure after it
+// arrives as the door's error event.
+func (s *Writer) PingIfIdle(idle time.Duration) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// A tenth of slack, so that a ticker of period idle whose ticks jitter
+	// still pings on every tick of a silent stream.
+	if s.closed || time.Since(s.lastWrite) < idle-idle/10 {
+		return nil
+	}
+	return s.write(s.ping)
+}
+
+func (s *Writer) write(b []byte) error {
+	if !s.committed {
+		s.committed = true
+		if s.start != nil {
+			s.start()
+		}
+	}
+	s.lastWrite = time.Now()
+	if _, err := s.w.Write(b); err != nil {
+		return err
+	}
+	if s.flush != nil {
+		s.flush()
+	}
+	return nil
+}

@@ -1,0 +1,81 @@
+package sse
+
+import (
+	"bytes"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestWriterFraming(t *testing.T) {
+	var out bytes.Buffer
+	starts, flushes := 0, 0
+	w := NewWriter(&out, func() { flushes++ }, func() { starts++ }, nil)
+	assert.False(t, w.Started())
+	assert.Zero(t, starts, "nothing is committed before the first event")
+
+	require.NoError(t, w.Event("", map[string]string{"text": "a <b> & c\n"}))
+	require.NoError(t, w.Event("message_start", map[string]int{"n": 1}))
+	require.NoError(t, w.Data("[DONE]"))
+	assert.True(t, w.Started())
+	assert.Equal(t, 1, starts, "the start function runs once, before the first byte")
+	assert.Equal(t, 3, flushes, "every event is flushed")
+	assert.Equal(t, "data: {\"text\":\"a <b> & c\\n\"}\n\n"+
+		"event: message_start\ndata: {\"n\":1}\n\n"+
+		"data: [DONE]\n\n", out.String(), "one line of JSON per event, HTML not escaped")
+	assert.Error(t, w.Event("", func() {}), "an unencodable value is an error, not a panic")
+}
+
+func TestWriterPings(t *testing.T) {
+	var out bytes.Buffer
+	committed := false
+	w := NewWriter(&out, nil, func() { committed = true }, []byte("event: ping\ndata: {}\n\n"))
+	require.NoError(t, w.PingIfIdle(time.Hour))
+	assert.Empty(t, out.String(), "no ping while the stream is not idle")
+	require.NoError(t, w.PingIfIdle(time.Nanosecond))
+	assert.Equal(t, "event: ping\ndata: {}\n\n", out.String(), "the door's own ping")
+	assert.True(t, committed, "a ping commits the response")
+	w.Close()
+	assert.True(t, w.Closed())
+	require.NoError(t, w.PingIfIdle(time.Nanosecond))
+	assert.Equal(t, "event: ping\ndata: {}\n\n", out.String(), "no ping after the end")
+}
+
+// failingWriter fails every write, as a connection whose client left.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("broken pipe") }
+
+func TestWriterReportsWriteErrors(t *testing.T) {
+	w := NewWriter(failingWriter{}, nil, nil, nil)
+	assert.Error(t, w.Event("", 1))
+	assert.Error(t, w.PingIfIdle(time.Nanosecond))
+}
+
+func TestWriterSerialisesPingsWithEvents(t *testing.T) {
+	var out bytes.Buffer
+	w := NewWriter(&out, nil, nil, nil)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		for range 200 {
+			_ = w.Event("", map[string]string{"k": "v"})
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		for range 200 {
+			_ = w.PingIfIdle(time.Nanosecond)
+		}
+	}()
+	wg.Wait()
+	for _, ev := range bytes.Split(bytes.TrimSuffix(out.Bytes(), []byte("\n\n")), []byte("\n\n")) {
+		s := string(ev)
+		assert.True(t, s == `data: {"k":"v"}` || s == ": ping", "events never interleave: %q", s)
+	}
+}

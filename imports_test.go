@@ -1,0 +1,60 @@
+package main
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// importRules says which project packages each package may depend on,
+// directly or not (go list -deps). Every package of the module must be
+// listed: a new door or back door states its place here.
+var importRules = map[string][]string{
+	"models":            nil,
+	"config":            nil,
+	"utils":             nil,
+	"utils/toolproto":   {"models", "utils"},
+	"services/upstream": {"models"},
+	// The core: no wire format, no back door, no configuration.
+	"services/chat":       {"models", "utils", "utils/toolproto", "services/upstream"},
+	"services/human":      {"utils"},
+	"services/webchat":    {"models", "utils", "services/upstream", "services/human"},
+	"services/cursortest": nil,
+	// The wiring is the one place that reads config and knows every part.
+	"services":        {"config", "models", "utils", "utils/toolproto", "services/upstream", "services/chat", "services/human", "services/webchat"},
+	"handlers/sse":    nil,
+	"handlers/openai": {"models", "utils", "handlers/sse"},
+	// The HTTP surface reaches back doors only through the core.
+	"handlers": {"models", "utils", "utils/toolproto", "services/upstream", "services/chat", "handlers/sse", "handlers/openai"},
+	"":         nil, // main: anything
+}
+
+func TestImportRules(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Deps}} {{.}}{{end}}`, "./...").Output()
+	require.NoError(t, err, "go list")
+	const module = "cursor2api"
+	seen := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		pkg := strings.TrimPrefix(strings.TrimPrefix(fields[0], module), "/")
+		allowed, ok := importRules[pkg]
+		if !assert.True(t, ok, "package %q has no import rule: add it to importRules and ARCHITECTURE.md", fields[0]) {
+			continue
+		}
+		seen++
+		if pkg == "" {
+			continue
+		}
+		for _, dep := range fields[1:] {
+			if dep != module && !strings.HasPrefix(dep, module+"/") {
+				continue
+			}
+			name := strings.TrimPrefix(strings.TrimPrefix(dep, module), "/")
+			assert.Contains(t, allowed, name, "%s must not depend on %s (ARCHITECTURE.md)", fields[0], dep)
+		}
+	}
+	assert.Equal(t, len(importRules), seen, "every rule names a package that exists")
+}
