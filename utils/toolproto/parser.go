@@ -63,10 +63,14 @@ const (
 
 // Protocol markup. The trigger is per request; the rest is fixed.
 const (
-	invokeOpen    = "<invoke"
-	invokeClose   = "</invoke>"
-	thinkingOpen  = "<thinking>"
-	thinkingClose = "</thinking>"
+	invokeOpen = "<invoke"
+	// Claude-family models sometimes write their native format, a
+	// <function_calls> block of <invoke> elements, without the trigger.
+	functionCallsOpen  = "<function_calls>"
+	functionCallsClose = "</function_calls>"
+	invokeClose        = "</invoke>"
+	thinkingOpen       = "<thinking>"
+	thinkingClose      = "</thinking>"
 
 	// maxInvokeTag bounds the opening tag <invoke name="...">; a longer one
 	// is not markup.
@@ -123,6 +127,7 @@ const (
 	stSkipInvoke               // an oversized body became text; drop its </invoke>
 	stDropInvoke               // an oversized streamed call was refused; drop the rest of it
 	stDone                     // the turn ended at its calls; input is dropped
+	stNativeStart              // after a top-level <function_calls>; expecting <invoke of a declared tool
 )
 
 // Parser is an incremental parser of the upstream's text protocol. Feed it
@@ -157,7 +162,11 @@ type Parser struct {
 	thinkCopy      strings.Builder // copy of the open thinking block
 	thinkTruncated bool            // thinkCopy passed MaxBuffered
 	thinkLead      bool            // nothing but white space seen in the open thinking block
-	trimLeading    bool            // drop white space opening the text after </thinking>
+
+	code          codeTracker // where the text emitted so far stands: fenced code, line starts
+	nativeRaw     string      // the <function_calls> block read so far, while it may still be text
+	nativePending bool        // its first <invoke> is not yet known to name a declared tool
+	trimLeading   bool        // drop white space opening the text after </thinking>
 }
 
 // NewParser returns a Parser in the text state.
@@ -168,6 +177,9 @@ func NewParser(opts ParserOptions) *Parser {
 	p := &Parser{opts: opts, markers: []string{thinkingOpen, thinkingClose}}
 	if opts.Trigger != "" {
 		p.markers = append(p.markers, opts.Trigger)
+		if len(opts.ToolNames) > 0 {
+			p.markers = append(p.markers, functionCallsOpen)
+		}
 	}
 	return p
 }
@@ -221,6 +233,8 @@ func (p *Parser) run(final bool) {
 			progressed = p.stepText(final)
 		case stThinking:
 			progressed = p.stepThinking(final)
+		case stNativeStart:
+			progressed = p.stepNativeStart(final)
 		case stCallStart, stCallBetween:
 			progressed = p.stepCall(final)
 		case stInvokeTag:
@@ -259,6 +273,39 @@ func (p *Parser) emit(kind EventKind, s string) {
 	}
 }
 
+// notMarkup goes back to text when what looked like an invoke is not
+// one. The tag itself is still in the input and is read again as text;
+// so is an opening <function_calls> and the space after it.
+func (p *Parser) notMarkup() {
+	if p.nativePending || p.nativeRaw != "" {
+		raw := p.nativeRaw
+		p.nativePending, p.nativeRaw = false, ""
+		p.emitText(raw)
+	}
+	p.st = stText
+}
+
+// stepNativeStart reads what follows a <function_calls> at the top level:
+// white space, then the <invoke> that decides whether the block is a call.
+func (p *Parser) stepNativeStart(final bool) bool {
+	rest := strings.TrimLeftFunc(p.in, unicode.IsSpace)
+	if !final && rest != "" && !utf8.FullRuneInString(rest) {
+		rest = p.in // a rune cut by the chunk boundary may be white space
+	}
+	p.nativeRaw += p.in[:len(p.in)-len(rest)]
+	p.in = rest
+	switch {
+	case hasTagPrefix(p.in, invokeOpen):
+		p.nativePending = true
+		p.st = stInvokeTag
+		return true
+	case !final && strings.HasPrefix(invokeOpen+" ", p.in):
+		return false // could still become one
+	}
+	p.notMarkup()
+	return true
+}
+
 func (p *Parser) emitText(s string) {
 	if p.trimLeading {
 		s = strings.TrimLeftFunc(s, unicode.IsSpace)
@@ -267,6 +314,7 @@ func (p *Parser) emitText(s string) {
 		}
 		p.trimLeading = false
 	}
+	p.code.write(s)
 	p.emit(EventText, s)
 }
 
@@ -300,6 +348,13 @@ func (p *Parser) stepText(final bool) bool {
 		p.thinkLead = true
 	case thinkingClose:
 		// A stray closing tag: drop it.
+	case functionCallsOpen:
+		if !p.code.lineStartOutsideFence() {
+			p.emitText(marker) // an example in code, or mid-sentence: text
+			break
+		}
+		p.st = stNativeStart
+		p.nativeRaw = marker
 	default: // the trigger
 		p.st = stCallStart
 	}
@@ -361,7 +416,14 @@ func (p *Parser) stepCall(final bool) bool {
 		p.in = p.in[len(p.opts.Trigger):]
 		p.st = stCallStart
 		return true
-	case !final && (strings.HasPrefix(invokeOpen+" ", p.in) || strings.HasPrefix(p.opts.Trigger, p.in)):
+	case strings.HasPrefix(p.in, functionCallsOpen):
+		p.in = p.in[len(functionCallsOpen):] // the native wrapper around calls after a trigger
+		return true
+	case strings.HasPrefix(p.in, functionCallsClose):
+		p.in = p.in[len(functionCallsClose):]
+		return true
+	case !final && (strings.HasPrefix(invokeOpen+" ", p.in) || strings.HasPrefix(p.opts.Trigger, p.in) ||
+		strings.HasPrefix(functionCallsOpen, p.in) || strings.HasPrefix(functionCallsClose, p.in)):
 		return false // could still become one of them
 	}
 	if p.st == stCallBetween && p.opts.EndTurnAtCall && p.calls > 0 {
@@ -390,7 +452,7 @@ func (p *Parser) stepInvokeTag(final bool) bool {
 		if end < 0 && len(p.in) < maxInvokeTag && !final {
 			return false
 		}
-		p.st = stText // not markup after all
+		p.notMarkup()
 		return true
 	}
 	m := invokeTagRE.FindStringSubmatch(p.in[:end+1])
@@ -399,8 +461,15 @@ func (p *Parser) stepInvokeTag(final bool) bool {
 		written = strings.TrimSpace(m[1] + m[2] + m[3])
 	}
 	if written == "" {
-		p.st = stText // not markup after all
+		p.notMarkup()
 		return true
+	}
+	if p.nativePending {
+		if len(p.opts.ToolNames) == 0 || p.resolveName(written) == "" {
+			p.notMarkup() // a native block naming no declared tool is text
+			return true
+		}
+		p.nativePending, p.nativeRaw = false, ""
 	}
 	p.in = p.in[end+1:]
 	p.name = p.resolveName(written)
@@ -738,4 +807,40 @@ func partialMarkerSuffix(s string, markers []string) int {
 		}
 	}
 	return 0
+}
+
+// codeTracker follows the text given to the client, byte by byte, to tell
+// whether a position is at the start of a line and outside a ``` fence:
+// the only place a native <function_calls> block counts as a call.
+type codeTracker struct {
+	fence   bool // inside a fenced code block
+	atStart bool // nothing but indentation and backticks yet on this line
+	ticks   int  // backticks opening this line
+	started bool // something has been written
+}
+
+func (c *codeTracker) write(s string) {
+	for i := 0; i < len(s); i++ {
+		if !c.started {
+			c.started, c.atStart = true, true
+		}
+		switch b := s[i]; {
+		case b == '\n':
+			c.atStart, c.ticks = true, 0
+		case !c.atStart:
+		case b == '`':
+			if c.ticks++; c.ticks == 3 {
+				c.fence = !c.fence
+			}
+		case (b == ' ' || b == '\t') && c.ticks == 0:
+		default:
+			c.atStart = false
+		}
+	}
+}
+
+// lineStartOutsideFence reports whether the next byte opens a line of
+// prose, outside fenced code.
+func (c *codeTracker) lineStartOutsideFence() bool {
+	return !c.fence && (!c.started || c.atStart && c.ticks == 0)
 }

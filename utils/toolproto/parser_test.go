@@ -313,6 +313,18 @@ var parserCases = []parserCase{
 	{name: "end of turn: made-up result dropped", opts: endTurn, in: parts("Reading.\n" + trig + "\n<invoke name=\"read_file\">{\"path\":\"a\"}</invoke>\n<tool_result id=\"x\">package a</tool_result>\nThe file declares package a."), want: []Event{txt("Reading.\n"), tcall("read_file", `{"path":"a"}`)}, clean: true},
 	{name: "end of turn: all calls of the block kept", opts: endTurn, in: parts(trig + "<invoke name=\"list_dir\">{}</invoke>\n\n<invoke name=\"read_file\">{}</invoke> and then " + trig + "<invoke name=\"list_dir\">{}</invoke>"), want: []Event{tcall("list_dir", "{}"), tcall("read_file", "{}")}, clean: true},
 	{name: "end of turn: a bad call does not end it", opts: endTurn, in: parts(trig + "<invoke name=\"nope\">{}</invoke> Sorry, " + trig + "<invoke name=\"list_dir\">{}</invoke> tail"), want: []Event{bad("nope", "{}", ReasonUnknownTool), txt("Sorry, "), tcall("list_dir", "{}")}, clean: true},
+
+	// Claude's native format, without the trigger.
+	{name: "native block", opts: endTurn, in: parts("I'll read it.\n\n<function_calls>\n<invoke name=\"read_file\">\n<parameter name=\"path\">a.go</parameter>\n</invoke>\n</function_calls>\n"), want: []Event{txt("I'll read it.\n\n"), tcall("read_file", `{"path":"a.go"}`)}, clean: true},
+	{name: "native block, two calls, made-up result dropped", opts: endTurn, in: parts("<function_calls><invoke name=\"read_file\"><parameter name=\"path\">a</parameter></invoke><invoke name=\"list_dir\">{\"dir\":\".\"}</invoke></function_calls>\n<function_results>fake</function_results>"), want: []Event{tcall("read_file", `{"path":"a"}`), tcall("list_dir", `{"dir":"."}`)}, clean: true},
+	{name: "native block naming an undeclared tool stays text", opts: endTurn, in: parts("Run:\n<function_calls>\n <invoke name=\"rm_rf\"><parameter name=\"p\">/</parameter></invoke>\n</function_calls>"), want: []Event{txt("Run:\n<function_calls>\n <invoke name=\"rm_rf\"><parameter name=\"p\">/</parameter></invoke>\n</function_calls>")}},
+	{name: "native block in a fence stays text", opts: endTurn, in: parts("Example:\n```xml\n<function_calls>\n<invoke name=\"read_file\">{}</invoke>\n</function_calls>\n```\nDone."), want: []Event{txt("Example:\n```xml\n<function_calls>\n<invoke name=\"read_file\">{}</invoke>\n</function_calls>\n```\nDone.")}},
+	{name: "native block after a closed fence is a call", opts: endTurn, in: parts("```\ncode\n```\n<function_calls><invoke name=\"list_dir\">{}</invoke></function_calls>"), want: []Event{txt("```\ncode\n```\n"), tcall("list_dir", "{}")}, clean: true},
+	{name: "native tag inline in prose stays text", opts: endTurn, in: parts("Claude writes `<function_calls>` or <function_calls> mid-line."), want: []Event{txt("Claude writes `<function_calls>` or <function_calls> mid-line.")}},
+	{name: "native tag not followed by an invoke stays text", opts: endTurn, in: parts("<function_calls>\nnothing here"), want: []Event{txt("<function_calls>\nnothing here")}},
+	{name: "native tag at the very end stays text", opts: endTurn, in: parts("done\n<function_calls> "), want: []Event{txt("done\n<function_calls> ")}},
+	{name: "native format without tools is text", opts: noTools, in: parts("<function_calls><invoke name=\"read_file\">{}</invoke></function_calls>"), want: []Event{txt("<function_calls><invoke name=\"read_file\">{}</invoke></function_calls>")}},
+	{name: "trigger followed by the native wrapper", opts: endTurn, in: parts(trig + "\n<function_calls>\n<invoke name=\"read_file\">{\"path\":\"b\"}</invoke>\n</function_calls>"), want: []Event{tcall("read_file", `{"path":"b"}`)}, clean: true},
 }
 
 // markupFree reports whether in holds nothing the parser configured by
@@ -337,7 +349,7 @@ func checkInvariants(t *testing.T, tc parserCase, in string, got []Event, split 
 			require.NotContains(t, e.Text, tc.opts.Trigger, "split #%d: the trigger leaks", split)
 		}
 		if tc.clean {
-			for _, mark := range []string{"<<CALL_", "<invoke", "</invoke>", "<thinking>", "</thinking>"} {
+			for _, mark := range []string{"<<CALL_", "<invoke", "</invoke>", "<thinking>", "</thinking>", "<function_calls>", "</function_calls>"} {
 				require.NotContains(t, e.Text, mark, "split #%d leaks markup", split)
 			}
 		}
