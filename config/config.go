@@ -72,9 +72,13 @@ type Config struct {
 	MaxInputLength   int   `env:"MAX_INPUT_LENGTH" envDefault:"200000"`
 	MaxBodyBytes     int64 `env:"MAX_BODY_BYTES" envDefault:"33554432"`
 	MaxToolCallBytes int   `env:"MAX_TOOL_CALL_BYTES" envDefault:"1048576"`
-	KiloToolStrict   bool  `env:"KILO_TOOL_STRICT" envDefault:"false"`
-	ToolLoopMax      int   `env:"TOOL_LOOP_MAX_REPEAT" envDefault:"2"`
-	ExposeThinking   bool  `env:"EXPOSE_THINKING" envDefault:"false"`
+	// KiloToolStrict is auto, true or false.
+	KiloToolStrict  string   `env:"KILO_TOOL_STRICT" envDefault:"auto"`
+	StrictAgents    []string `env:"STRICT_AGENTS" envDefault:"roocode,kilocode,cline" envSeparator:","`
+	TurnEndingTools []string `env:"TURN_ENDING_TOOLS" envDefault:"attempt_completion" envSeparator:","`
+	StreamArgsAfter int      `env:"STREAM_ARGS_AFTER" envDefault:"2048"`
+	ToolLoopMax     int      `env:"TOOL_LOOP_MAX_REPEAT" envDefault:"2"`
+	ExposeThinking  bool     `env:"EXPOSE_THINKING" envDefault:"false"`
 	// RefusalPatterns replace the built-in refusal patterns when set.
 	RefusalPatterns []string `env:"REFUSAL_PATTERNS" envSeparator:";;"`
 
@@ -162,13 +166,7 @@ func (c *Config) validate() error {
 	if strings.TrimSpace(c.Host) == "" {
 		bad("HOST is empty: use 127.0.0.1 for local use or 0.0.0.0 to listen on every interface")
 	}
-	keys := c.APIKeys[:0]
-	for _, k := range c.APIKeys {
-		if k = strings.TrimSpace(k); k != "" {
-			keys = append(keys, k)
-		}
-	}
-	c.APIKeys = keys
+	c.APIKeys = trimmed(c.APIKeys)
 	for _, u := range []struct{ name, value string }{{"CURSOR_API_URL", c.CursorAPIURL}, {"SCRIPT_URL", c.ScriptURL}} {
 		if u.value == "" && u.name == "SCRIPT_URL" {
 			continue
@@ -226,6 +224,21 @@ func (c *Config) validate() error {
 			bad("REFUSAL_PATTERNS: %q is not a valid regular expression: %v", p, err)
 		}
 	}
+	switch strings.ToLower(strings.TrimSpace(c.KiloToolStrict)) {
+	case "auto", "":
+		c.KiloToolStrict = "auto"
+	case "true", "1", "on":
+		c.KiloToolStrict = "true"
+	case "false", "0", "off":
+		c.KiloToolStrict = "false"
+	default:
+		bad("KILO_TOOL_STRICT=%q: use auto (strict for known agents), true or false", c.KiloToolStrict)
+	}
+	c.StrictAgents = trimmed(c.StrictAgents)
+	c.TurnEndingTools = trimmed(c.TurnEndingTools)
+	if c.StreamArgsAfter < 0 {
+		bad("STREAM_ARGS_AFTER=%d: use 0 (stream at once) or a number of bytes", c.StreamArgsAfter)
+	}
 	if c.ToolLoopMax < 0 {
 		bad("TOOL_LOOP_MAX_REPEAT=%d: use 0 (off) or a positive count", c.ToolLoopMax)
 	}
@@ -237,17 +250,23 @@ func (c *Config) validate() error {
 			bad("MODEL_MAP entry %q=%q: write public=upstream, e.g. claude-sonnet-4.6=anthropic/claude-sonnet-4.6", k, v)
 		}
 	}
-	models := c.Models[:0]
-	for _, m := range c.Models {
-		if m = strings.TrimSpace(m); m != "" {
-			models = append(models, m)
-		}
-	}
-	c.Models = models
+	c.Models = trimmed(c.Models)
 	if len(c.Models) == 0 {
 		bad("MODELS lists no model: name at least one, e.g. MODELS=claude-sonnet-4.6")
 	}
 	return errors.Join(errs...)
+}
+
+// trimmed returns the list's entries with white space trimmed, empty ones
+// dropped.
+func trimmed(list []string) []string {
+	out := list[:0]
+	for _, v := range list {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // SlogLevel parses LOG_LEVEL.

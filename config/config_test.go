@@ -24,7 +24,10 @@ func TestDefaults(t *testing.T) {
 	assert.Equal(t, "script", cfg.XIsHumanMode)
 	assert.Equal(t, 2, cfg.ToolLoopMax)
 	assert.Equal(t, "chrome", cfg.Fingerprint)
-	assert.False(t, cfg.KiloToolStrict)
+	assert.Equal(t, "auto", cfg.KiloToolStrict)
+	assert.Equal(t, []string{"roocode", "kilocode", "cline"}, cfg.StrictAgents)
+	assert.Equal(t, []string{"attempt_completion"}, cfg.TurnEndingTools)
+	assert.Equal(t, 2048, cfg.StreamArgsAfter)
 	assert.False(t, cfg.ExposeThinking)
 }
 
@@ -41,7 +44,7 @@ func TestValues(t *testing.T) {
 	assert.Equal(t, []string{"k1", "k2"}, cfg.APIKeys)
 	assert.Equal(t, 2*time.Minute, cfg.Timeout.Duration())
 	assert.Equal(t, 90*time.Second, cfg.MaxDuration.Duration())
-	assert.True(t, cfg.KiloToolStrict)
+	assert.Equal(t, "true", cfg.KiloToolStrict)
 	assert.Equal(t, "http://proxy:3128", cfg.ProxyURL, "HTTPS_PROXY fills PROXY_URL")
 	assert.Equal(t, []string{"(?i)nope", "(?i)never"}, cfg.RefusalPatterns)
 	assert.Equal(t, []string{"gemini-3-flash", "claude-sonnet-4.6-thinking"}, cfg.Models)

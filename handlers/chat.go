@@ -25,6 +25,7 @@ func (s *server) chatCompletions(c *gin.Context) {
 		writeError(c, asError(err))
 		return
 	}
+	req.Client = clientOf(c.Request)
 	prepared, err := s.Chat.Prepare(req, c.GetString(keyRequestID))
 	if err != nil {
 		writeError(c, asError(err))

@@ -449,8 +449,10 @@ func TestHandlerStreamToolCalls(t *testing.T) {
 }
 
 func TestHandlerStreamsToolArguments(t *testing.T) {
+	// STREAM_ARGS_AFTER=0 streams every call at once, as large ones do.
+	streamAtOnce := map[string]string{"STREAM_ARGS_AFTER": "0"}
 	t.Run("pieces as the upstream sends them", func(t *testing.T) {
-		s := newStack(t, nil, script(t, []string{"Reading.\n", "TRIGGER\n<invoke name=\"read_file\">{\"path\":", " \"/very/long/", "path/to/file.go\"", "\n}", "</invoke>"}))
+		s := newStack(t, streamAtOnce, script(t, []string{"Reading.\n", "TRIGGER\n<invoke name=\"read_file\">{\"path\":", " \"/very/long/", "path/to/file.go\"", "\n}", "</invoke>"}))
 		out := checkStream(t, s.chat(t, withTools(`"stream":true`)), sonnet)
 		require.Len(t, out.Calls, 1)
 		assert.Equal(t, `{"path":"/very/long/path/to/file.go"}`, out.Calls[0].Arguments)
@@ -464,7 +466,7 @@ func TestHandlerStreamsToolArguments(t *testing.T) {
 		assert.Equal(t, []string{`{"path":"a.go"}`}, out.Calls[0].Fragments)
 	})
 	t.Run("against the schema: never completed", func(t *testing.T) {
-		s := newStack(t, nil, script(t, []string{"TRIGGER\n<invoke name=\"get_weather\">{\"city\":", " 75001}", "</invoke>"}))
+		s := newStack(t, streamAtOnce, script(t, []string{"TRIGGER\n<invoke name=\"get_weather\">{\"city\":", " 75001}", "</invoke>"}))
 		out := checkStream(t, s.chat(t, withTools(`"stream":true`)), sonnet)
 		require.Len(t, out.Calls, 1)
 		assert.Equal(t, `{"city":75001`, out.Calls[0].Arguments, "no client can parse, so none runs it")

@@ -139,6 +139,15 @@ func jsonKind(t reflect.Type) string {
 	return "another type"
 }
 
+// clientOf reads what the calling application says of itself.
+func clientOf(r *http.Request) models.Client {
+	referer := r.Header.Get("HTTP-Referer")
+	if referer == "" {
+		referer = r.Header.Get("Referer")
+	}
+	return models.Client{UserAgent: r.UserAgent(), Title: r.Header.Get("X-Title"), Referer: referer}
+}
+
 // asError turns any error into the neutral error to send.
 func asError(err error) *models.Error {
 	var apiErr *models.Error

@@ -130,6 +130,16 @@ type Request struct {
 	// ShowThinking sends the reasoning to the client (EXPOSE_THINKING
 	// does so for every request).
 	ShowThinking bool
+	// Client identifies the calling application.
+	Client Client
+}
+
+// Client is what the calling application says of itself in its HTTP
+// headers. Agents that fail a turn without a tool call are known by it.
+type Client struct {
+	UserAgent string
+	Title     string // X-Title
+	Referer   string // HTTP-Referer or Referer
 }
 
 // Usage is the token accounting of an answer.

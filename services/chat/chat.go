@@ -14,7 +14,9 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"cursor2api/models"
@@ -28,9 +30,16 @@ type Settings struct {
 	Catalog          *models.Catalog
 	MaxInputLength   int
 	MaxToolCallBytes int
-	// KiloToolStrict requires a tool call whenever the request has tools
-	// and its tool choice is not "none".
-	KiloToolStrict bool
+	// Strict says when a turn with tools must contain a tool call even
+	// though the tool choice leaves it to the model.
+	Strict StrictMode
+	// StrictAgents are the applications for which StrictAuto requires a
+	// call: each is matched, case and '-', '_', ' ' aside, inside the
+	// client's User-Agent, X-Title and Referer.
+	StrictAgents []string
+	// TurnEndingTools are tools only agents that need a call every turn
+	// declare (attempt_completion): StrictAuto requires a call with them.
+	TurnEndingTools []string
 	// ExposeThinking sends the thinking of thinking turns to the client
 	// as reasoning instead of keeping it internal.
 	ExposeThinking bool
@@ -41,7 +50,24 @@ type Settings struct {
 	// ToolLoopMaxRepeat is how many identical tool rounds in a row are
 	// tolerated before the gateway answers instead of the model (0: off).
 	ToolLoopMaxRepeat int
+	// StreamArgsAfter is how many bytes of a call's arguments are held
+	// before they stream (0: stream at once). A call that completes
+	// within it is checked, coerced or asked again whole.
+	StreamArgsAfter int
 }
+
+// StrictMode says when a tool call is required.
+type StrictMode uint8
+
+const (
+	// StrictAuto requires a call for known agents and for requests that
+	// declare a turn-ending tool.
+	StrictAuto StrictMode = iota
+	// StrictOn requires a call whenever tools are exposed.
+	StrictOn
+	// StrictOff requires a call only when the tool choice does.
+	StrictOff
+)
 
 // Service answers requests through an upstream.
 type Service struct {
@@ -113,7 +139,7 @@ func (s *Service) Prepare(req *models.Request, requestID string) (*Prepared, err
 			p.ToolNames = append(p.ToolNames, t.Name)
 		}
 		mode := req.Choice.Mode
-		p.RequireCall = mode == models.ChoiceRequired || mode == models.ChoiceFunction || s.settings.KiloToolStrict
+		p.RequireCall = mode == models.ChoiceRequired || mode == models.ChoiceFunction || s.strict(req, requestID)
 		if mode == models.ChoiceFunction {
 			p.ToolNames = []string{req.Choice.Name}
 		}
@@ -124,6 +150,56 @@ func (s *Service) Prepare(req *models.Request, requestID string) (*Prepared, err
 	}
 	p.LoopStop = DetectToolLoop(req.Messages, s.settings.ToolLoopMaxRepeat)
 	return p, nil
+}
+
+// strict reports whether the request's turn must call a tool although its
+// tool choice leaves it to the model, and logs which rule said so.
+func (s *Service) strict(req *models.Request, requestID string) bool {
+	rule := ""
+	switch s.settings.Strict {
+	case StrictOff:
+		return false
+	case StrictOn:
+		rule = "KILO_TOOL_STRICT=true"
+	default:
+		if agent := knownAgent(req.Client, s.settings.StrictAgents); agent != "" {
+			rule = "known agent " + agent
+		} else {
+			for _, t := range req.Tools {
+				if slices.Contains(s.settings.TurnEndingTools, t.Name) {
+					rule = "turn-ending tool " + t.Name
+					break
+				}
+			}
+		}
+	}
+	if rule == "" {
+		return false
+	}
+	s.logger.Info("strict tool mode", "request_id", requestID, "rule", rule)
+	return true
+}
+
+// knownAgent returns the first of agents the client's headers name, or "".
+func knownAgent(c models.Client, agents []string) string {
+	said := foldName(c.UserAgent) + "\x00" + foldName(c.Title) + "\x00" + foldName(c.Referer)
+	for _, a := range agents {
+		if f := foldName(a); f != "" && strings.Contains(said, f) {
+			return a
+		}
+	}
+	return ""
+}
+
+// foldName lower-cases s and drops '-', '_' and spaces, so that "Roo Code",
+// "RooCode/3.2" and "roo-code" read alike.
+func foldName(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '-' || r == '_' || r == ' ' {
+			return -1
+		}
+		return unicode.ToLower(r)
+	}, s)
 }
 
 // Sink receives an answer as it is produced: text, reasoning and tool
@@ -205,7 +281,7 @@ func (s *Service) Complete(ctx context.Context, p *Prepared) (*models.Answer, er
 // from the client until a valid call (or, with holdAll, until its end), so
 // that it can still be discarded and asked again.
 func (s *Service) run(ctx context.Context, p *Prepared, sink Sink, hold, holdAll bool) (models.Usage, error) {
-	first := &turnSink{sink: sink, released: !hold, holdAll: holdAll}
+	first := &turnSink{sink: sink, released: !hold, holdAll: holdAll, streamAfter: s.settings.StreamArgsAfter}
 	usage, err := s.turn(ctx, p, p.Messages, first)
 	if err != nil {
 		return usage, err
@@ -215,7 +291,7 @@ func (s *Service) run(ctx context.Context, p *Prepared, sink Sink, hold, holdAll
 		return usage, first.finish()
 	}
 	s.logger.Warn("retrying once", "request_id", p.RequestID, "model", p.Model.Public, "reason", utils.Clip(note, 300))
-	second := &turnSink{sink: sink, holdAll: holdAll}
+	second := &turnSink{sink: sink, holdAll: holdAll, streamAfter: s.settings.StreamArgsAfter}
 	retryUsage, err := s.turn(ctx, p, withNote(p.Messages, note), second)
 	if err != nil {
 		if ctx.Err() != nil || second.released {
@@ -273,6 +349,7 @@ func (s *Service) turn(ctx context.Context, p *Prepared, msgs []models.Turn, sin
 			if sink.streaming {
 				return sink.endCall(ev, p.checker)
 			}
+			sink.pending = nil // read whole: checked and coerced below
 			if p.SingleCall && sink.calls > 0 {
 				return nil
 			}

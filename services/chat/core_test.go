@@ -193,3 +193,23 @@ func TestCoreLoopGuardAnswersItself(t *testing.T) {
 	assert.Contains(t, ans.Text, "Stopped a tool loop")
 	assert.Equal(t, models.FinishStop, ans.Finish)
 }
+
+func TestKnownAgent(t *testing.T) {
+	agents := []string{"roocode", "Kilo-Code", "cline"}
+	for _, tc := range []struct {
+		client models.Client
+		want   string
+	}{
+		{models.Client{UserAgent: "RooCode/3.25.4"}, "roocode"},
+		{models.Client{Title: "Roo Code"}, "roocode"},
+		{models.Client{Referer: "https://kilocode.ai"}, "Kilo-Code"},
+		{models.Client{UserAgent: "kilo_code/1"}, "Kilo-Code"},
+		{models.Client{Referer: "https://github.com/RooVetGit/Roo-Cline"}, "cline"}, // Roo Code's old name
+		{models.Client{UserAgent: "Cline/3.26"}, "cline"},
+		{models.Client{UserAgent: "OpenAI/Go 3.9.0", Title: "my app"}, ""},
+		{models.Client{}, ""},
+	} {
+		assert.Equal(t, tc.want, knownAgent(tc.client, agents), "%+v", tc.client)
+	}
+	assert.Empty(t, knownAgent(models.Client{UserAgent: "anything"}, []string{" - "}), "an empty pattern matches nothing")
+}

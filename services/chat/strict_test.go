@@ -22,6 +22,8 @@ type strictScript struct {
 	mu       sync.Mutex
 	replies  [][]string
 	requests [][]models.Turn
+	// bytewise sends each delta, trigger in place, one byte at a time.
+	bytewise bool
 }
 
 var triggerInPrompt = regexp.MustCompile(`<<CALL_[A-Za-z0-9]{8}>>`)
@@ -33,8 +35,14 @@ func (u *strictScript) Stream(_ context.Context, req upstream.Request, fn func(u
 	u.mu.Unlock()
 	trigger := triggerInPrompt.FindString(req.Messages[0].Text)
 	for _, d := range u.replies[min(n, len(u.replies)-1)] {
-		if err := fn(upstream.Delta{Kind: upstream.DeltaText, Text: strings.ReplaceAll(d, "TRIGGER", trigger)}); err != nil {
-			return nil, err
+		pieces := []string{strings.ReplaceAll(d, "TRIGGER", trigger)}
+		if u.bytewise {
+			pieces = strings.Split(pieces[0], "")
+		}
+		for _, piece := range pieces {
+			if err := fn(upstream.Delta{Kind: upstream.DeltaText, Text: piece}); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return &models.Usage{InputTokens: 10, OutputTokens: 5, TotalTokens: 15}, nil
@@ -146,7 +154,7 @@ func TestStreamStrictMode(t *testing.T) {
 			catalog, err := models.NewCatalog([]string{"claude-sonnet-4.6"}, nil)
 			require.NoError(t, err)
 			up := &strictScript{replies: tc.replies}
-			svc := New(Settings{Catalog: catalog, MaxInputLength: 100000, MaxToolCallBytes: 1 << 20, KiloToolStrict: tc.kilo},
+			svc := New(Settings{Catalog: catalog, MaxInputLength: 100000, MaxToolCallBytes: 1 << 20, Strict: map[bool]StrictMode{true: StrictOn, false: StrictOff}[tc.kilo]},
 				up, slog.New(slog.DiscardHandler))
 			p, err := svc.Prepare(strictRequest(tc.choice), "req_test")
 			require.NoError(t, err)

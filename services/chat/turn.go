@@ -9,15 +9,18 @@ import (
 )
 
 // countingSink passes the answer on to the door's sink and remembers
-// whether any tool call reached the client, for the finish reason.
+// whether any complete tool call reached the client, for the finish
+// reason: a call left incomplete is no call to run.
 type countingSink struct {
 	Sink
 	calls int
 }
 
-func (c *countingSink) ToolCallStart(id, name string) error {
-	c.calls++
-	return c.Sink.ToolCallStart(id, name)
+func (c *countingSink) ToolCallEnd(complete bool) error {
+	if complete {
+		c.calls++
+	}
+	return c.Sink.ToolCallEnd(complete)
 }
 
 func (c *countingSink) reason() models.FinishReason {
@@ -40,7 +43,9 @@ func sendCall(sink Sink, id, name, arguments string) error {
 
 // turnSink passes one turn on to the client's sink, holding it back while
 // it may still be discarded: until the first valid call, or with holdAll
-// until finish.
+// until finish. Once released, it still holds each call's arguments until
+// they pass streamAfter bytes, so that a small call is checked whole
+// before any of it is sent.
 type turnSink struct {
 	sink     Sink
 	released bool
@@ -48,11 +53,25 @@ type turnSink struct {
 	held     []heldEvent
 	bad      []toolproto.Event
 	calls    int
+	// sentAny is set once anything of the turn reached the client: from
+	// then on it can no longer be asked again.
+	sentAny bool
 
+	// streamAfter is the size from which a call's arguments stream
+	// (0: at once); pending holds the pieces of a call until then.
+	streamAfter int
+	pending     *pendingCall
 	// streaming is set while a call's arguments stream to the client;
 	// sent is how many bytes of them have been sent.
 	streaming bool
 	sent      int
+}
+
+// pendingCall is a call whose arguments are held until they are whole or
+// large enough to stream.
+type pendingCall struct {
+	name   string
+	pieces strings.Builder
 }
 
 type heldEvent struct {
@@ -64,6 +83,7 @@ type heldEvent struct {
 
 func (t *turnSink) Text(text string) error {
 	if t.released {
+		t.sentAny = t.sentAny || text != ""
 		return t.sink.Text(text)
 	}
 	t.held = append(t.held, heldEvent{kind: toolproto.EventText, text: text})
@@ -72,6 +92,7 @@ func (t *turnSink) Text(text string) error {
 
 func (t *turnSink) Reasoning(text string) error {
 	if t.released {
+		t.sentAny = t.sentAny || text != ""
 		return t.sink.Reasoning(text)
 	}
 	t.held = append(t.held, heldEvent{kind: toolproto.EventThinking, text: text})
@@ -88,37 +109,72 @@ func (t *turnSink) toolCall(id, name, arguments string) error {
 	if err := t.release(); err != nil {
 		return err
 	}
+	t.sentAny = true
 	return sendCall(t.sink, id, name, arguments)
 }
 
-// badCall records a call that cannot be sent. Once the turn is out, it
-// can no longer be asked again: the client is told in text instead.
+// badCall records a call that cannot be sent. While nothing of the turn
+// has reached the client, the turn is held again so that it can be asked
+// once more; after that, the client is told in text instead.
 func (t *turnSink) badCall(ev toolproto.Event) error {
 	t.bad = append(t.bad, ev)
+	t.pending = nil
+	if t.released && !t.holdAll && !t.sentAny {
+		t.released = false
+	}
 	if t.released {
+		t.sentAny = true
 		return t.sink.Text(badCallNote(ev))
 	}
 	t.held = append(t.held, heldEvent{kind: toolproto.EventBadCall, text: badCallNote(ev)})
 	return nil
 }
 
-// startCall opens a call whose arguments stream, when the turn is out
-// already. A held turn reads the call whole, from its EventToolCall, so
-// that it can still be checked, coerced or asked again.
+// startCall opens a call whose arguments may stream, when the turn is
+// out already. A held turn reads the call whole, from its EventToolCall,
+// so that it can still be checked, coerced or asked again; so does a
+// released one until the arguments pass streamAfter bytes.
 func (t *turnSink) startCall(name string) error {
 	if !t.released || t.holdAll {
 		return nil
 	}
-	t.streaming, t.sent = true, 0
-	return t.sink.ToolCallStart(NewToolCallID(), name)
+	t.pending = &pendingCall{name: name}
+	return t.streamIfLarge()
 }
 
 func (t *turnSink) callArguments(fragment string) error {
-	if !t.streaming || fragment == "" {
+	if fragment == "" {
+		return nil
+	}
+	if t.pending != nil {
+		t.pending.pieces.WriteString(fragment)
+		return t.streamIfLarge()
+	}
+	if !t.streaming {
 		return nil
 	}
 	t.sent += len(fragment)
 	return t.sink.ToolCallArguments(fragment)
+}
+
+// streamIfLarge starts streaming the pending call once its arguments are
+// past streamAfter: a call that large is worth watching grow, and is
+// rare enough that its being left incomplete when it turns out broken is
+// the lesser cost.
+func (t *turnSink) streamIfLarge() error {
+	c := t.pending
+	if t.streamAfter > 0 && c.pieces.Len() <= t.streamAfter {
+		return nil
+	}
+	t.pending = nil
+	t.streaming, t.sent, t.sentAny = true, c.pieces.Len(), true
+	if err := t.sink.ToolCallStart(NewToolCallID(), c.name); err != nil {
+		return err
+	}
+	if c.pieces.Len() == 0 {
+		return nil
+	}
+	return t.sink.ToolCallArguments(c.pieces.String())
 }
 
 // endCall completes a streamed call with the closers its pieces lack,
