@@ -747,7 +747,7 @@ func hasTagPrefix(s, tag string) bool {
 		return false
 	}
 	c := s[len(tag)]
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '>' || c == '/'
+	return utils.IsJSONSpace(c) || c == '>' || c == '/' // XML's white space is JSON's four
 }
 
 // firstMarker returns the position and value of the earliest marker in s,
