@@ -78,6 +78,11 @@ type Config struct {
 	// RefusalPatterns replace the built-in refusal patterns when set.
 	RefusalPatterns []string `env:"REFUSAL_PATTERNS" envSeparator:";;"`
 
+	// ResponsesStoreMax and ResponsesStoreTTL bound the in-memory store
+	// of responses that previous_response_id continues.
+	ResponsesStoreMax int     `env:"RESPONSES_STORE_MAX" envDefault:"1000"`
+	ResponsesStoreTTL Seconds `env:"RESPONSES_STORE_TTL" envDefault:"3600"`
+
 	ShutdownTimeout Seconds `env:"SHUTDOWN_TIMEOUT" envDefault:"30"`
 	LogLevel        string  `env:"LOG_LEVEL" envDefault:"info"`
 }
@@ -208,6 +213,12 @@ func (c *Config) validate() error {
 	}
 	if c.XIsHumanTTL.Duration() < time.Second {
 		bad("X_IS_HUMAN_TTL=%s: must be at least 1 second", c.XIsHumanTTL.Duration())
+	}
+	if c.ResponsesStoreMax < 0 {
+		bad("RESPONSES_STORE_MAX=%d: use 0 (keep no responses) or a positive count", c.ResponsesStoreMax)
+	}
+	if c.ResponsesStoreTTL.Duration() < time.Second {
+		bad("RESPONSES_STORE_TTL=%s: must be at least 1 second", c.ResponsesStoreTTL.Duration())
 	}
 	if c.ShutdownTimeout.Duration() < 0 {
 		bad("SHUTDOWN_TIMEOUT must not be negative")
