@@ -134,6 +134,9 @@ func (d *Decoded) tools(raws []json.RawMessage) ([]models.Tool, error) {
 					d.Ignored = append(d.Ignored, fmt.Sprintf("%s (%s)", mpath, m.Type))
 					continue
 				}
+				if m.Name == "" {
+					return nil, models.InvalidRequest(mpath+".name", "%s.name is required", mpath)
+				}
 				add(m, mpath, t.Name)
 			}
 		case "":
