@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"strings"
 
 	"cursor2api/handlers/openai"
@@ -12,8 +13,26 @@ import (
 
 // NamespaceSeparator joins a namespace and the name of one of its
 // functions into the one tool name the core knows: "crm" and "find" are
-// "crm__find". The way out splits it again (Names).
+// "crm__find" (see FlatName). The way out splits it again by Names, not
+// by the separator, so a namespace may contain it too.
 const NamespaceSeparator = "__"
+
+// maxFlatName is the longest tool name the core takes (models.ValidateTools).
+const maxFlatName = 64
+
+// FlatName is the core's name of function name in namespace:
+// namespace__name, or, when that is too long for a tool name, its first
+// characters and a hash of the whole, so that distinct long names stay
+// distinct. Names maps it back either way.
+func FlatName(namespace, name string) string {
+	full := namespace + NamespaceSeparator + name
+	if len(full) <= maxFlatName {
+		return full
+	}
+	h := fnv.New32a()
+	h.Write([]byte(full))
+	return fmt.Sprintf("%s_%08x", full[:maxFlatName-9], h.Sum32())
+}
 
 // QualifiedName is a function's own name and the namespace it belongs to
 // ("" for a top-level function).
@@ -109,7 +128,7 @@ func (d *Decoded) tools(raws []json.RawMessage) ([]models.Tool, error) {
 	add := func(t Tool, path, namespace string) {
 		name := t.Name
 		if namespace != "" {
-			name = namespace + NamespaceSeparator + t.Name
+			name = FlatName(namespace, t.Name)
 			d.Names[name] = QualifiedName{Namespace: namespace, Name: t.Name}
 		}
 		tools = append(tools, models.Tool{Name: name, Description: t.Description, Parameters: t.Parameters})
@@ -125,8 +144,8 @@ func (d *Decoded) tools(raws []json.RawMessage) ([]models.Tool, error) {
 		case "function":
 			add(t, path, "")
 		case "namespace":
-			if t.Name == "" || strings.Contains(t.Name, NamespaceSeparator) {
-				return nil, models.InvalidRequest(path+".name", "%s.name %q is invalid: a namespace needs a name without %q", path, t.Name, NamespaceSeparator)
+			if t.Name == "" {
+				return nil, models.InvalidRequest(path+".name", "%s.name is required: it names the namespace in calls", path)
 			}
 			for j, m := range t.Tools {
 				mpath := fmt.Sprintf("%s.tools[%d]", path, j)
@@ -191,7 +210,7 @@ func toolChoice(raw json.RawMessage, tools []models.Tool) (models.ToolChoice, er
 	}
 	name := obj.Name
 	if obj.Namespace != "" {
-		name = obj.Namespace + NamespaceSeparator + obj.Name
+		name = FlatName(obj.Namespace, obj.Name)
 	}
 	if obj.Name == "" {
 		return models.ToolChoice{}, models.InvalidRequest("tool_choice.name", "tool_choice.name is required")
@@ -295,7 +314,7 @@ func (c *conversation) add(raw json.RawMessage, field string, i int) error {
 		}
 		name := it.Name
 		if it.Namespace != "" {
-			name = it.Namespace + NamespaceSeparator + it.Name
+			name = FlatName(it.Namespace, it.Name)
 		}
 		c.assistant(models.Block{Kind: models.BlockToolCall, ID: it.CallID, Name: name, Arguments: string(it.Arguments)})
 	case "function_call_output":

@@ -189,3 +189,24 @@ func TestArguments(t *testing.T) {
 	var a Arguments
 	assert.Error(t, json.Unmarshal([]byte(`42`), &a))
 }
+
+func TestFlatName(t *testing.T) {
+	assert.Equal(t, "crm__find", FlatName("crm", "find"))
+	assert.Equal(t, "mcp__docs__search", FlatName("mcp__docs", "search"), "a namespace may hold the separator")
+	long := strings.Repeat("n", 40)
+	a, b := FlatName(long, strings.Repeat("x", 30)+"_a"), FlatName(long, strings.Repeat("x", 30)+"_b")
+	assert.Len(t, a, 64, "cut to the longest tool name")
+	assert.NotEqual(t, a, b, "long names stay distinct")
+	assert.Equal(t, a, FlatName(long, strings.Repeat("x", 30)+"_a"), "and stable, so that history maps to the same tool")
+
+	// A long member works end to end: declared, called in history, named back.
+	body := `{"model":"m","tools":[{"type":"namespace","name":"` + long + `","tools":[{"type":"function","name":"` + strings.Repeat("x", 30) + `_a"}]}],
+	  "input":[{"type":"function_call","call_id":"c1","namespace":"` + long + `","name":"` + strings.Repeat("x", 30) + `_a","arguments":"{}"},{"type":"function_call_output","call_id":"c1","output":"ok"}]}`
+	dec, err := ToRequest(decode(t, body), nil)
+	require.NoError(t, err)
+	require.Len(t, dec.Request.Tools, 1)
+	assert.Equal(t, a, dec.Request.Tools[0].Name)
+	assert.Equal(t, a, dec.Request.Messages[0].Blocks[0].Name)
+	assert.Equal(t, QualifiedName{Namespace: long, Name: strings.Repeat("x", 30) + "_a"}, dec.Names.Split(a))
+	assert.Equal(t, QualifiedName{Name: "plain"}, dec.Names.Split("plain"))
+}
