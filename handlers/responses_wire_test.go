@@ -1,15 +1,20 @@
 package handlers
 
 import (
+	"bufio"
+	"context"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
+
+	"cursor2api/services/cursortest"
 )
 
 // respEvent is one event of a Responses stream.
@@ -271,4 +276,43 @@ func TestResponsesCodexFixtures(t *testing.T) {
 	assert.Contains(t, text, "config.go\nmain.go\nserver.go")
 	assert.Contains(t, text, `<tool_result id="call_Z9x8C7v6B5n4M3l2K1j0H9g8" name="mcp__docs__search">`)
 	assert.Contains(t, text, "Configuration is read from environment variables")
+}
+
+func TestResponsesClientDisconnect(t *testing.T) {
+	s := newStack(t, nil, cursortest.Always(cursortest.Response{Events: []string{
+		`{"type":"start"}`, `{"type":"text-start","id":"t0"}`, `{"type":"text-delta","id":"t0","delta":"first words"}`,
+	}, Hang: true}))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL+"/v1/responses",
+		strings.NewReader(`{"model":"claude-sonnet-4.6","stream":true,"input":"hi"}`))
+	require.NoError(t, err)
+	resp, err := s.Client().Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	// Read up to the text, so that the gateway has written everything it
+	// has when the client leaves.
+	br := bufio.NewReader(resp.Body)
+	first, err := br.ReadString('\n')
+	require.NoError(t, err)
+	assert.Equal(t, "event: response.created\n", first)
+	for {
+		line, err := br.ReadString('\n')
+		require.NoError(t, err)
+		if strings.HasPrefix(line, "data: ") && gjson.Get(strings.TrimPrefix(line, "data: "), "type").String() == "response.output_text.delta" {
+			assert.Equal(t, "first words", gjson.Get(strings.TrimPrefix(line, "data: "), "delta").String())
+			break
+		}
+	}
+	select {
+	case <-s.up.Canceled():
+		t.Fatal("the upstream request ended before the client left")
+	default:
+	}
+	cancel()
+	waitClosed(t, s.up.Canceled(), 5*time.Second, "cancelling the upstream request after the client left")
+	s.Close() // waits for the handler to return
+	assert.Contains(t, s.logs.String(), "status=499")
+	assert.Zero(t, s.store.Len(), "an unfinished response is not kept")
 }
