@@ -360,6 +360,7 @@ func TestResponsesNamespaceAndBuiltInTools(t *testing.T) {
 			system := s.up.Requests()[0].Messages[0]
 			require.Equal(t, "system", system.Role)
 			assert.Contains(t, system.Text, "crm__find_customer")
+			assert.Contains(t, system.Text, "(crm: Customer records)", "the namespace's description goes with its functions")
 			assert.Contains(t, system.Text, "get_weather")
 			assert.NotContains(t, system.Text, "web_search", "built-in tools are not offered to the model")
 			assert.Contains(t, s.logs.String(), "tools[2] (web_search)", "the dropped tool is logged at debug")

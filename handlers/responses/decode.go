@@ -125,13 +125,18 @@ func ToRequest(req *Request, history []json.RawMessage) (*Decoded, error) {
 func (d *Decoded) tools(raws []json.RawMessage) ([]models.Tool, error) {
 	var tools []models.Tool
 	var paths []string
-	add := func(t Tool, path, namespace string) {
-		name := t.Name
-		if namespace != "" {
-			name = FlatName(namespace, t.Name)
-			d.Names[name] = QualifiedName{Namespace: namespace, Name: t.Name}
+	add := func(t Tool, path string, ns *Tool) {
+		name, desc := t.Name, t.Description
+		if ns != nil {
+			name = FlatName(ns.Name, t.Name)
+			d.Names[name] = QualifiedName{Namespace: ns.Name, Name: t.Name}
+			if ns.Description != "" {
+				// The namespace's description is the only place that says
+				// what its server is for.
+				desc = strings.TrimSpace(desc + "\n(" + ns.Name + ": " + ns.Description + ")")
+			}
 		}
-		tools = append(tools, models.Tool{Name: name, Description: t.Description, Parameters: t.Parameters})
+		tools = append(tools, models.Tool{Name: name, Description: desc, Parameters: t.Parameters})
 		paths = append(paths, path)
 	}
 	for i, raw := range raws {
@@ -142,7 +147,7 @@ func (d *Decoded) tools(raws []json.RawMessage) ([]models.Tool, error) {
 		}
 		switch t.Type {
 		case "function":
-			add(t, path, "")
+			add(t, path, nil)
 		case "namespace":
 			if t.Name == "" {
 				return nil, models.InvalidRequest(path+".name", "%s.name is required: it names the namespace in calls", path)
@@ -156,7 +161,7 @@ func (d *Decoded) tools(raws []json.RawMessage) ([]models.Tool, error) {
 				if m.Name == "" {
 					return nil, models.InvalidRequest(mpath+".name", "%s.name is required", mpath)
 				}
-				add(m, mpath, t.Name)
+				add(m, mpath, &t)
 			}
 		case "":
 			return nil, models.InvalidRequest(path+".type", "%s.type is required: use \"function\" or \"namespace\"", path)

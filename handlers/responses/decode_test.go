@@ -59,8 +59,8 @@ func TestToRequestCodexShapedInput(t *testing.T) {
 	assert.Equal(t, models.ToolChoice{Mode: models.ChoiceAuto}, r.Choice)
 	assert.Equal(t, []models.Tool{
 		{Name: "shell", Description: "runs", Parameters: json.RawMessage(`{"type":"object"}`)},
-		{Name: "crm__find", Parameters: json.RawMessage(`{"type":"object"}`)},
-	}, r.Tools)
+		{Name: "crm__find", Description: "(crm: records)", Parameters: json.RawMessage(`{"type":"object"}`)},
+	}, r.Tools, "a member's description says what its namespace is for")
 	assert.Equal(t, Names{"crm__find": {Namespace: "crm", Name: "find"}}, dec.Names)
 	assert.Equal(t, []string{"tools[1].tools[1] (custom)", "tools[2] (web_search)", "tools[3] (local_shell)", "input[9] (web_search_call)"}, dec.Ignored)
 	assert.Equal(t, []models.Message{
