@@ -62,9 +62,14 @@ func NewStreamWriter(w *sse.Writer, base Response, names Names) *StreamWriter {
 func (s *StreamWriter) Response() Response { return s.resp }
 
 func (s *StreamWriter) emit(ev Event) error {
-	ev.SequenceNumber = s.seq
-	s.seq++
+	ev.SequenceNumber = s.next()
 	return s.Event(ev.Type, ev)
+}
+
+// next returns the next sequence number.
+func (s *StreamWriter) next() int {
+	s.seq++
+	return s.seq - 1
 }
 
 // snapshot is a copy of the response for a lifecycle event.
@@ -243,7 +248,7 @@ func (s *StreamWriter) Error(e *models.Error) error {
 		return err
 	}
 	body := ErrorBodyOf(e).Error
-	if err := s.emit(Event{Type: EventError, Code: body.Code, Message: body.Message, Param: body.Param}); err != nil {
+	if err := s.Event(EventError, ErrorEvent{Type: EventError, SequenceNumber: s.next(), Code: body.Code, Message: body.Message, Param: body.Param}); err != nil {
 		return err
 	}
 	// The item cut off by the failure is part of the output, incomplete.

@@ -196,6 +196,8 @@ func TestStreamWriterError(t *testing.T) {
 	require.GreaterOrEqual(t, len(evs), 2)
 	errEv, failed := evs[len(evs)-2], evs[len(evs)-1]
 	assert.Equal(t, "error", errEv.Name)
+	assert.Equal(t, []string{"type", "sequence_number", "code", "message", "param"}, keysOf(errEv.Data))
+	assert.Equal(t, "null", errEv.Data.Get("param").Raw)
 	assert.Equal(t, "upstream_error", errEv.Data.Get("code").String())
 	assert.Equal(t, "the upstream failed", errEv.Data.Get("message").String())
 	assert.Equal(t, "response.failed", failed.Name)

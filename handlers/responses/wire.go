@@ -266,10 +266,16 @@ type Event struct {
 	Name           string           `json:"name,omitempty"`
 	Arguments      *string          `json:"arguments,omitempty"`
 	Logprobs       *json.RawMessage `json:"logprobs,omitempty"`
-	// Code, Message and Param are those of an error event.
-	Code    *string `json:"code,omitempty"`
-	Message string  `json:"message,omitempty"`
-	Param   *string `json:"param,omitempty"`
+}
+
+// ErrorEvent is the error event of a stream: the OpenAI error object's
+// fields, code and param null when unknown.
+type ErrorEvent struct {
+	Type           string  `json:"type"`
+	SequenceNumber int     `json:"sequence_number"`
+	Code           *string `json:"code"`
+	Message        string  `json:"message"`
+	Param          *string `json:"param"`
 }
 
 // Deleted is the body of DELETE /v1/responses/{id}.
