@@ -543,3 +543,22 @@ func TestResponsesErrors(t *testing.T) {
 		assert.Zero(t, s.store.Len(), "a failed response is not kept")
 	})
 }
+
+func TestResponsesJSONSchemaFormat(t *testing.T) {
+	s := newStack(t, nil, script(t, []string{`{"city":"Paris","temp_c":21}`}))
+	res, err := s.sdk("sk-any").Responses.New(context.Background(), responses.ResponseNewParams{
+		Model: "claude-sonnet-4.6", Input: userInput("Weather in Paris as JSON"),
+		Text: responses.ResponseTextConfigParam{Format: responses.ResponseFormatTextConfigUnionParam{OfJSONSchema: &responses.ResponseFormatTextJSONSchemaConfigParam{
+			Name:   "weather",
+			Schema: map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}, "temp_c": map[string]any{"type": "number"}}, "required": []string{"city", "temp_c"}},
+			Strict: openai.Bool(true),
+		}}},
+	})
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"city":"Paris","temp_c":21}`, res.OutputText())
+	assert.Equal(t, "json_schema", res.Text.Format.Type, "the format is echoed")
+	system := s.up.Requests()[0].Messages[0]
+	require.Equal(t, "system", system.Role)
+	assert.Contains(t, system.Text, "It must match this JSON Schema (weather)")
+	assert.Contains(t, system.Text, `"required":["city","temp_c"]`)
+}
