@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -41,8 +42,8 @@ func (s *server) createResponse(c *gin.Context) {
 		writeError(c, asError(err))
 		return
 	}
-	for _, what := range dec.Ignored {
-		s.Logger.Debug("responses: ignored what the gateway cannot run", "request_id", requestID, "what", utils.Clip(what, 200))
+	if len(dec.Ignored) > 0 {
+		s.Logger.Debug("responses: ignored built-in tools and their items", "request_id", requestID, "ignored", utils.Clip(strings.Join(dec.Ignored, ", "), 500))
 	}
 	prepared, err := s.Chat.Prepare(dec.Request, requestID)
 	if err != nil {

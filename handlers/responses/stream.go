@@ -6,6 +6,7 @@ import (
 
 	"cursor2api/handlers/sse"
 	"cursor2api/models"
+	"cursor2api/utils"
 )
 
 // Event types of a streamed response.
@@ -48,6 +49,9 @@ type StreamWriter struct {
 	opened bool
 	cur    *OutputItem // the item being streamed, nil between items
 	buf    strings.Builder
+	// space is white space waiting for the text it precedes: alone, as
+	// before a call, it would be a blank message.
+	space string
 }
 
 // NewStreamWriter returns a writer of the response base on w; names map
@@ -152,11 +156,25 @@ func (s *StreamWriter) closeItem() error {
 }
 
 // Text streams visible text into the message item in progress, starting
-// one after any other item.
+// one after any other item. White space that would start a message waits
+// for the text it precedes.
 func (s *StreamWriter) Text(text string) error {
 	if text == "" {
 		return nil
 	}
+	if s.cur == nil || s.cur.Type != ItemMessage {
+		if strings.Trim(text, utils.JSONSpace) == "" {
+			s.space += text
+			return nil
+		}
+		text, s.space = s.space+text, ""
+	}
+	return s.textDelta(text)
+}
+
+// textDelta writes text into the message in progress, starting one if
+// need be.
+func (s *StreamWriter) textDelta(text string) error {
 	if s.cur == nil || s.cur.Type != ItemMessage {
 		if err := s.start(OutputItem{ID: itemID("msg"), Type: ItemMessage}); err != nil {
 			return err
@@ -182,6 +200,7 @@ func (s *StreamWriter) Reasoning(text string) error {
 
 // ToolCallStart adds a function_call item with empty arguments.
 func (s *StreamWriter) ToolCallStart(id, name string) error {
+	s.space = ""
 	q := s.names.Split(name)
 	return s.start(OutputItem{ID: itemID("fc"), Type: ItemFunctionCall, CallID: id, Name: q.Name, Namespace: q.Namespace})
 }
@@ -226,6 +245,13 @@ func (s *StreamWriter) Finish(_ models.FinishReason, usage models.Usage) error {
 	if err := s.open(); err != nil {
 		return err
 	}
+	if s.space != "" && len(s.resp.Output) == 0 && s.cur == nil {
+		// An answer of white space alone is still an answer.
+		if err := s.textDelta(s.space); err != nil {
+			return err
+		}
+	}
+	s.space = ""
 	if err := s.closeItem(); err != nil {
 		return err
 	}

@@ -241,3 +241,48 @@ func TestFromAnswer(t *testing.T) {
 	assert.Equal(t, ItemMessage, text.Output[0].Type)
 	assert.Equal(t, "hi", text.Output[0].Text)
 }
+
+// itemsOf returns the items of the output_item.done events.
+func itemsOf(evs []wireEvent) []gjson.Result {
+	var out []gjson.Result
+	for _, e := range evs {
+		if e.Name == "response.output_item.done" {
+			out = append(out, e.Data.Get("item"))
+		}
+	}
+	return out
+}
+
+func TestStreamWriterWhiteSpace(t *testing.T) {
+	t.Run("before a call: no blank message", func(t *testing.T) {
+		w, buf := newTestWriter(nil)
+		require.NoError(t, w.Text("\n"))
+		require.NoError(t, w.Text(" "))
+		require.NoError(t, w.ToolCallStart("call_1", "f"))
+		require.NoError(t, w.ToolCallArguments("{}"))
+		require.NoError(t, w.ToolCallEnd(true))
+		require.NoError(t, w.Finish(models.FinishToolCalls, models.Usage{}))
+		items := itemsOf(parseEvents(t, buf.String()))
+		require.Len(t, items, 1)
+		assert.Equal(t, "function_call", items[0].Get("type").String())
+	})
+	t.Run("before text: kept", func(t *testing.T) {
+		w, buf := newTestWriter(nil)
+		require.NoError(t, w.Text("\n"))
+		require.NoError(t, w.Text("  Hi"))
+		require.NoError(t, w.Text("\n"))
+		require.NoError(t, w.Finish(models.FinishStop, models.Usage{}))
+		items := itemsOf(parseEvents(t, buf.String()))
+		require.Len(t, items, 1)
+		assert.Equal(t, "\n  Hi\n", items[0].Get("content.0.text").String())
+	})
+	t.Run("alone: still an answer", func(t *testing.T) {
+		w, buf := newTestWriter(nil)
+		require.NoError(t, w.Text(" "))
+		require.NoError(t, w.Finish(models.FinishStop, models.Usage{}))
+		items := itemsOf(parseEvents(t, buf.String()))
+		require.Len(t, items, 1)
+		assert.Equal(t, " ", items[0].Get("content.0.text").String())
+		assert.Len(t, w.Response().Output, 1)
+	})
+}
