@@ -27,6 +27,7 @@ func TestDefaults(t *testing.T) {
 	assert.False(t, cfg.KiloToolStrict)
 	assert.False(t, cfg.ExposeThinking)
 	assert.Equal(t, 1000, cfg.ResponsesStoreMax)
+	assert.EqualValues(t, 256<<20, cfg.ResponsesStoreBytes)
 	assert.Equal(t, time.Hour, cfg.ResponsesStoreTTL.Duration())
 }
 
@@ -74,6 +75,7 @@ func TestInvalidValues(t *testing.T) {
 		"TLS_FINGERPRINT":         {"TLS_FINGERPRINT": "firefox"},
 		"RESPONSES_STORE_MAX":     {"RESPONSES_STORE_MAX": "-1"},
 		"RESPONSES_STORE_TTL":     {"RESPONSES_STORE_TTL": "0"},
+		"RESPONSES_STORE_BYTES":   {"RESPONSES_STORE_BYTES": "-5"},
 	}
 	for name, env := range cases {
 		t.Run(name, func(t *testing.T) {

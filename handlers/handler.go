@@ -32,15 +32,9 @@ type Options struct {
 	Version      string
 	Logger       *slog.Logger
 	// Responses keeps responses for previous_response_id (nil: a store
-	// of DefaultStoreMax responses kept for DefaultStoreTTL).
+	// with responses.DefaultStoreLimits).
 	Responses *responses.Store
 }
-
-// The defaults of the response store, as config has them.
-const (
-	DefaultStoreMax = 1000
-	DefaultStoreTTL = time.Hour
-)
 
 // server holds what the handlers share; it is built once and read-only.
 type server struct {
@@ -51,7 +45,7 @@ type server struct {
 // New returns the gateway's HTTP handler.
 func New(opts Options) http.Handler {
 	if opts.Responses == nil {
-		opts.Responses = responses.NewStore(DefaultStoreMax, DefaultStoreTTL)
+		opts.Responses = responses.NewStore(responses.DefaultStoreLimits)
 	}
 	s := &server{Options: opts, started: time.Now().Unix()}
 	r := gin.New()

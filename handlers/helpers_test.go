@@ -61,7 +61,9 @@ func newStack(t testing.TB, env map[string]string, reply func(int, cursortest.Re
 	gw, err := services.FromConfig(cfg, logger)
 	require.NoError(t, err)
 	gw.Web.Human = webchat.StaticHuman("test-x-is-human")
-	store := responses.NewStore(cfg.ResponsesStoreMax, cfg.ResponsesStoreTTL.Duration())
+	store := responses.NewStore(responses.StoreLimits{
+		Max: cfg.ResponsesStoreMax, MaxBytes: cfg.ResponsesStoreBytes, TTL: cfg.ResponsesStoreTTL.Duration(),
+	})
 	handler := New(Options{
 		Chat: gw.Chat, Catalog: gw.Catalog, APIKeys: cfg.APIKeys,
 		MaxBodyBytes: cfg.MaxBodyBytes, PingInterval: cfg.PingInterval.Duration(), Version: "test-version", Logger: logger,

@@ -3,6 +3,7 @@ package responses
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -25,8 +26,12 @@ func (c *clock) add(d time.Duration) {
 }
 
 func newTestStore(max int, ttl time.Duration) (*Store, *clock) {
+	return newTestStoreLimits(StoreLimits{Max: max, TTL: ttl})
+}
+
+func newTestStoreLimits(l StoreLimits) (*Store, *clock) {
 	c := &clock{t: time.Unix(1700000000, 0)}
-	s := NewStore(max, ttl)
+	s := NewStore(l)
 	s.SetClock(c.now)
 	return s, c
 }
@@ -117,4 +122,39 @@ func TestStoreConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 	assert.LessOrEqual(t, s.Len(), 50)
+}
+
+func TestStoreByteBudget(t *testing.T) {
+	big := func(id string, n int) Stored {
+		return Stored{Response: Response{ID: id}, Items: []json.RawMessage{json.RawMessage(`"` + strings.Repeat("x", n) + `"`)}}
+	}
+	one := big("x", 10_000).size()
+	s, _ := newTestStoreLimits(StoreLimits{Max: 100, MaxBytes: 3 * one, TTL: time.Hour})
+	for i := range 5 {
+		s.Put(fmt.Sprintf("r%d", i), big(fmt.Sprintf("r%d", i), 10_000))
+	}
+	assert.Equal(t, 3, s.Len(), "the oldest go first to stay within the bytes")
+	assert.Equal(t, 3*one, s.Bytes())
+	_, ok := s.Get("r1")
+	assert.False(t, ok)
+	_, ok = s.Get("r4")
+	assert.True(t, ok)
+
+	s.Put("huge", big("huge", 40_000))
+	_, ok = s.Get("huge")
+	assert.False(t, ok, "a response over the whole budget is not kept")
+	assert.Equal(t, 3, s.Len(), "and evicts nothing")
+
+	assert.True(t, s.Delete("r4"))
+	assert.Equal(t, 2*one, s.Bytes(), "deleting gives its bytes back")
+}
+
+func TestStoredSize(t *testing.T) {
+	instr := "be brief"
+	st := Stored{
+		Response: Response{Tools: []json.RawMessage{json.RawMessage(`{"type":"web_search"}`)}, Instructions: &instr,
+			Output: []OutputItem{{Type: ItemMessage, Text: "hello"}, {Type: ItemFunctionCall, Arguments: `{"a":1}`}}},
+		Items: []json.RawMessage{json.RawMessage(`"abc"`)},
+	}
+	assert.EqualValues(t, 512+5+21+len(instr)+5+7, st.size())
 }
