@@ -27,8 +27,11 @@ var importRules = map[string][]string{
 	"services":        {"config", "models", "utils", "utils/toolproto", "services/upstream", "services/chat", "services/human", "services/webchat"},
 	"handlers/sse":    nil,
 	"handlers/openai": {"models", "utils", "handlers/sse"},
+	// The Responses door shares the OpenAI door's content decoding and
+	// error body.
+	"handlers/responses": {"models", "utils", "handlers/sse", "handlers/openai"},
 	// The HTTP surface reaches back doors only through the core.
-	"handlers": {"models", "utils", "utils/toolproto", "services/upstream", "services/chat", "handlers/sse", "handlers/openai"},
+	"handlers": {"models", "utils", "utils/toolproto", "services/upstream", "services/chat", "handlers/sse", "handlers/openai", "handlers/responses"},
 	"":         nil, // main: anything
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"cursor2api/config"
 	"cursor2api/handlers"
+	"cursor2api/handlers/responses"
 	"cursor2api/services"
 	"cursor2api/services/webchat"
 )
@@ -60,6 +61,9 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, ln net.
 	handler := handlers.New(handlers.Options{
 		Chat: gw.Chat, Catalog: gw.Catalog, APIKeys: cfg.APIKeys,
 		MaxBodyBytes: cfg.MaxBodyBytes, PingInterval: cfg.PingInterval.Duration(), Version: version, Logger: logger,
+		Responses: responses.NewStore(responses.StoreLimits{
+			Max: cfg.ResponsesStoreMax, MaxBytes: cfg.ResponsesStoreBytes, TTL: cfg.ResponsesStoreTTL.Duration(),
+		}),
 	})
 	srv := &http.Server{
 		Handler:           handler,

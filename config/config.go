@@ -82,6 +82,12 @@ type Config struct {
 	// RefusalPatterns replace the built-in refusal patterns when set.
 	RefusalPatterns []string `env:"REFUSAL_PATTERNS" envSeparator:";;"`
 
+	// ResponsesStoreMax, ResponsesStoreBytes and ResponsesStoreTTL bound
+	// the in-memory store of responses that previous_response_id continues.
+	ResponsesStoreMax   int     `env:"RESPONSES_STORE_MAX" envDefault:"1000"`
+	ResponsesStoreBytes int64   `env:"RESPONSES_STORE_BYTES" envDefault:"268435456"`
+	ResponsesStoreTTL   Seconds `env:"RESPONSES_STORE_TTL" envDefault:"3600"`
+
 	ShutdownTimeout Seconds `env:"SHUTDOWN_TIMEOUT" envDefault:"30"`
 	LogLevel        string  `env:"LOG_LEVEL" envDefault:"info"`
 }
@@ -206,6 +212,15 @@ func (c *Config) validate() error {
 	}
 	if c.XIsHumanTTL.Duration() < time.Second {
 		bad("X_IS_HUMAN_TTL=%s: must be at least 1 second", c.XIsHumanTTL.Duration())
+	}
+	if c.ResponsesStoreMax < 0 {
+		bad("RESPONSES_STORE_MAX=%d: use 0 (keep no responses) or a positive count", c.ResponsesStoreMax)
+	}
+	if c.ResponsesStoreBytes < 0 {
+		bad("RESPONSES_STORE_BYTES=%d: use 0 (no cap) or a positive number of bytes", c.ResponsesStoreBytes)
+	}
+	if c.ResponsesStoreTTL.Duration() < time.Second {
+		bad("RESPONSES_STORE_TTL=%s: must be at least 1 second", c.ResponsesStoreTTL.Duration())
 	}
 	if c.ShutdownTimeout.Duration() < 0 {
 		bad("SHUTDOWN_TIMEOUT must not be negative")

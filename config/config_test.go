@@ -29,6 +29,9 @@ func TestDefaults(t *testing.T) {
 	assert.Equal(t, []string{"attempt_completion"}, cfg.TurnEndingTools)
 	assert.Equal(t, 2048, cfg.StreamArgsAfter)
 	assert.False(t, cfg.ExposeThinking)
+	assert.Equal(t, 1000, cfg.ResponsesStoreMax)
+	assert.EqualValues(t, 256<<20, cfg.ResponsesStoreBytes)
+	assert.Equal(t, time.Hour, cfg.ResponsesStoreTTL.Duration())
 }
 
 func TestValues(t *testing.T) {
@@ -38,6 +41,7 @@ func TestValues(t *testing.T) {
 		"MODEL_MAP": "gemini-3-flash=google/gemini-3-flash-preview,claude-sonnet-4.6=anthropic/claude-x",
 		"TIMEOUT":   "2m", "MAX_DURATION": "90", "KILO_TOOL_STRICT": "true", "HTTPS_PROXY": "http://proxy:3128",
 		"X_IS_HUMAN_MODE": "static:abc", "REFUSAL_PATTERNS": "(?i)nope;;(?i)never",
+		"RESPONSES_STORE_MAX": "0", "RESPONSES_STORE_TTL": "10m",
 	})
 	require.NoError(t, err)
 	assert.False(t, cfg.Loopback())
@@ -50,6 +54,8 @@ func TestValues(t *testing.T) {
 	assert.Equal(t, []string{"gemini-3-flash", "claude-sonnet-4.6-thinking"}, cfg.Models)
 	assert.Equal(t, map[string]string{"gemini-3-flash": "google/gemini-3-flash-preview", "claude-sonnet-4.6": "anthropic/claude-x"}, cfg.ModelMap)
 	assert.Equal(t, XIsHuman{Kind: "static", Static: "abc"}, cfg.XIsHuman)
+	assert.Equal(t, 0, cfg.ResponsesStoreMax, "0 keeps no responses")
+	assert.Equal(t, 10*time.Minute, cfg.ResponsesStoreTTL.Duration())
 }
 
 func TestInvalidValues(t *testing.T) {
@@ -70,6 +76,9 @@ func TestInvalidValues(t *testing.T) {
 		"MODELS":                  {"MODELS": " , "},
 		"X_IS_HUMAN_MODE=static:": {"X_IS_HUMAN_MODE": "static:"},
 		"TLS_FINGERPRINT":         {"TLS_FINGERPRINT": "firefox"},
+		"RESPONSES_STORE_MAX":     {"RESPONSES_STORE_MAX": "-1"},
+		"RESPONSES_STORE_TTL":     {"RESPONSES_STORE_TTL": "0"},
+		"RESPONSES_STORE_BYTES":   {"RESPONSES_STORE_BYTES": "-5"},
 	}
 	for name, env := range cases {
 		t.Run(name, func(t *testing.T) {

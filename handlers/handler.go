@@ -15,6 +15,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"cursor2api/handlers/openai"
+	"cursor2api/handlers/responses"
 	"cursor2api/models"
 	"cursor2api/services/chat"
 )
@@ -30,6 +31,9 @@ type Options struct {
 	PingInterval time.Duration
 	Version      string
 	Logger       *slog.Logger
+	// Responses keeps responses for previous_response_id (nil: a store
+	// with responses.DefaultStoreLimits).
+	Responses *responses.Store
 }
 
 // server holds what the handlers share; it is built once and read-only.
@@ -40,6 +44,9 @@ type server struct {
 
 // New returns the gateway's HTTP handler.
 func New(opts Options) http.Handler {
+	if opts.Responses == nil {
+		opts.Responses = responses.NewStore(responses.DefaultStoreLimits)
+	}
 	s := &server{Options: opts, started: time.Now().Unix()}
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
@@ -51,9 +58,13 @@ func New(opts Options) http.Handler {
 	v1 := r.Group("/v1", useDoor(openaiDoor), auth(opts.APIKeys))
 	v1.GET("/models", s.listModels)
 	v1.POST("/chat/completions", s.chatCompletions)
+	rv1 := r.Group("/v1/responses", useDoor(responsesDoor), auth(opts.APIKeys))
+	rv1.POST("", s.createResponse)
+	rv1.GET("/:id", s.getResponse)
+	rv1.DELETE("/:id", s.deleteResponse)
 	r.NoRoute(useDoor(openaiDoor), func(c *gin.Context) {
 		writeError(c, &models.Error{Status: http.StatusNotFound, Kind: models.KindNotFound, Code: "not_found",
-			Message: fmt.Sprintf("no route %s %s: this gateway serves GET /v1/models and POST /v1/chat/completions", c.Request.Method, c.Request.URL.Path)})
+			Message: fmt.Sprintf("no route %s %s: this gateway serves GET /v1/models, POST /v1/chat/completions and POST /v1/responses", c.Request.Method, c.Request.URL.Path)})
 	})
 	r.NoMethod(useDoor(openaiDoor), func(c *gin.Context) {
 		writeError(c, &models.Error{Status: http.StatusMethodNotAllowed, Kind: models.KindInvalidRequest, Code: "method_not_allowed",

@@ -20,6 +20,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"cursor2api/config"
+	"cursor2api/handlers/responses"
 	"cursor2api/services"
 	"cursor2api/services/cursortest"
 	"cursor2api/services/webchat"
@@ -32,6 +33,8 @@ type stack struct {
 	up   *cursortest.Server
 	cfg  *config.Config
 	logs *cursortest.LogBuffer
+	// store is the Responses door's store of responses.
+	store *responses.Store
 }
 
 // newStack starts the gateway configured by env (on top of CURSOR_API_URL
@@ -58,9 +61,13 @@ func newStack(t testing.TB, env map[string]string, reply func(int, cursortest.Re
 	gw, err := services.FromConfig(cfg, logger)
 	require.NoError(t, err)
 	gw.Web.Human = webchat.StaticHuman("test-x-is-human")
+	store := responses.NewStore(responses.StoreLimits{
+		Max: cfg.ResponsesStoreMax, MaxBytes: cfg.ResponsesStoreBytes, TTL: cfg.ResponsesStoreTTL.Duration(),
+	})
 	handler := New(Options{
 		Chat: gw.Chat, Catalog: gw.Catalog, APIKeys: cfg.APIKeys,
 		MaxBodyBytes: cfg.MaxBodyBytes, PingInterval: cfg.PingInterval.Duration(), Version: "test-version", Logger: logger,
+		Responses: store,
 	})
 	srv := httptest.NewServer(handler)
 	t.Cleanup(func() {
@@ -69,7 +76,7 @@ func newStack(t testing.TB, env map[string]string, reply func(int, cursortest.Re
 			t.Logf("gateway log:\n%s", logs.String())
 		}
 	})
-	return &stack{Server: srv, up: up, cfg: cfg, logs: logs}
+	return &stack{Server: srv, up: up, cfg: cfg, logs: logs, store: store}
 }
 
 // callTriggerRE matches the per-request trigger of the tool protocol.

@@ -1,0 +1,374 @@
+package responses
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"strings"
+
+	"cursor2api/handlers/openai"
+	"cursor2api/models"
+)
+
+// NamespaceSeparator joins a namespace and the name of one of its
+// functions into the one tool name the core knows: "crm" and "find" are
+// "crm__find" (see FlatName). The way out splits it again by Names, not
+// by the separator, so a namespace may contain it too.
+const NamespaceSeparator = "__"
+
+// maxFlatName is the longest tool name the core takes (models.ValidateTools).
+const maxFlatName = 64
+
+// FlatName is the core's name of function name in namespace:
+// namespace__name, or, when that is too long for a tool name, its first
+// characters and a hash of the whole, so that distinct long names stay
+// distinct. Names maps it back either way.
+func FlatName(namespace, name string) string {
+	full := namespace + NamespaceSeparator + name
+	if len(full) <= maxFlatName {
+		return full
+	}
+	h := fnv.New32a()
+	h.Write([]byte(full))
+	return fmt.Sprintf("%s_%08x", full[:maxFlatName-9], h.Sum32())
+}
+
+// QualifiedName is a function's own name and the namespace it belongs to
+// ("" for a top-level function).
+type QualifiedName struct{ Namespace, Name string }
+
+// Names maps the core's name of every namespaced function to its
+// namespace and own name.
+type Names map[string]QualifiedName
+
+// Split returns the namespace and own name of a core tool name; a name
+// that is not a namespace member is its own name.
+func (n Names) Split(name string) QualifiedName {
+	if q, ok := n[name]; ok {
+		return q
+	}
+	return QualifiedName{Name: name}
+}
+
+// Decoded is a request converted for the core, with what the door needs to
+// answer in its own terms.
+type Decoded struct {
+	Request *models.Request
+	// Items are the conversation's input items, the earlier response's
+	// first, as received, for the store.
+	Items []json.RawMessage
+	Names Names
+	// Ignored says what the gateway dropped: built-in tools, and history
+	// items of tools it does not run. The handler logs it.
+	Ignored []string
+}
+
+// ToRequest converts a Responses request into the core's request.
+// history holds the input and output items of the response named by
+// previous_response_id (nil for none). It checks what only this wire
+// format can get wrong (tool types, tool_choice, item types and roles);
+// its errors are *models.Error whose Param is a Responses field path.
+func ToRequest(req *Request, history []json.RawMessage) (*Decoded, error) {
+	out := &Decoded{Names: Names{}}
+	r := &models.Request{
+		Model:        req.Model,
+		Stream:       req.Stream,
+		IncludeUsage: true,
+		SingleCall:   req.ParallelToolCalls != nil && !*req.ParallelToolCalls,
+	}
+	out.Request = r
+	if rs := req.Reasoning; rs != nil && rs.Summary != nil && *rs.Summary != "" && *rs.Summary != "none" {
+		r.ShowThinking = true
+	}
+	var err error
+	if r.Tools, err = out.tools(req.Tools); err != nil {
+		return nil, err
+	}
+	if r.Choice, err = toolChoice(req.ToolChoice, r.Tools); err != nil {
+		return nil, err
+	}
+
+	if strings.TrimSpace(req.Instructions) != "" {
+		r.Messages = append(r.Messages, textMessage(models.RoleSystem, req.Instructions))
+	}
+	if note, err := formatNote(req.Text); err != nil {
+		return nil, err
+	} else if note != "" {
+		r.Messages = append(r.Messages, textMessage(models.RoleSystem, note))
+	}
+	items, err := inputItems(req.Input)
+	if err != nil {
+		return nil, err
+	}
+	c := conversation{out: out}
+	for i, raw := range history {
+		if err := c.add(raw, "previous_response_id", i); err != nil {
+			return nil, models.InvalidRequest("previous_response_id", "the stored conversation of previous_response_id cannot be read: %v", err)
+		}
+	}
+	for i, raw := range items {
+		if err := c.add(raw, "input", i); err != nil {
+			return nil, err
+		}
+	}
+	if c.turns == 0 {
+		return nil, models.InvalidRequest("input", "input must contain at least one user message, assistant message or function_call_output")
+	}
+	r.Messages = append(r.Messages, c.msgs...)
+	out.Items = append(append(make([]json.RawMessage, 0, len(history)+len(items)), history...), items...)
+	return out, nil
+}
+
+// tools flattens the function tools and the members of namespaces into
+// the core's tools, noting the built-in tools it drops.
+func (d *Decoded) tools(raws []json.RawMessage) ([]models.Tool, error) {
+	var tools []models.Tool
+	var paths []string
+	add := func(t Tool, path string, ns *Tool) {
+		name, desc := t.Name, t.Description
+		if ns != nil {
+			name = FlatName(ns.Name, t.Name)
+			d.Names[name] = QualifiedName{Namespace: ns.Name, Name: t.Name}
+			if ns.Description != "" {
+				// The namespace's description is the only place that says
+				// what its server is for.
+				desc = strings.TrimSpace(desc + "\n(" + ns.Name + ": " + ns.Description + ")")
+			}
+		}
+		tools = append(tools, models.Tool{Name: name, Description: desc, Parameters: t.Parameters})
+		paths = append(paths, path)
+	}
+	for i, raw := range raws {
+		path := fmt.Sprintf("tools[%d]", i)
+		var t Tool
+		if err := json.Unmarshal(raw, &t); err != nil {
+			return nil, models.InvalidRequest(path, "%s must be a tool object like {\"type\":\"function\",\"name\":\"...\",\"parameters\":{...}}", path)
+		}
+		switch t.Type {
+		case "function":
+			add(t, path, nil)
+		case "namespace":
+			if t.Name == "" {
+				return nil, models.InvalidRequest(path+".name", "%s.name is required: it names the namespace in calls", path)
+			}
+			for j, m := range t.Tools {
+				mpath := fmt.Sprintf("%s.tools[%d]", path, j)
+				if m.Type != "function" && m.Type != "" {
+					d.Ignored = append(d.Ignored, fmt.Sprintf("%s (%s)", mpath, m.Type))
+					continue
+				}
+				if m.Name == "" {
+					return nil, models.InvalidRequest(mpath+".name", "%s.name is required", mpath)
+				}
+				add(m, mpath, &t)
+			}
+		case "":
+			return nil, models.InvalidRequest(path+".type", "%s.type is required: use \"function\" or \"namespace\"", path)
+		default:
+			// Built-in tools (web_search, file_search, computer_use,
+			// local_shell, custom, mcp...) run on OpenAI's side or need
+			// a grammar; the model here cannot use them.
+			d.Ignored = append(d.Ignored, fmt.Sprintf("%s (%s)", path, t.Type))
+		}
+	}
+	if err := models.ValidateTools(tools, func(i int, field string) string { return paths[i] + "." + field }); err != nil {
+		return nil, err
+	}
+	return tools, nil
+}
+
+// toolChoice reads tool_choice: absent or null (auto), "auto", "none",
+// "required", or {"type":"function","name":...} naming a declared
+// function (a namespace member by its namespace and name, or by its
+// flattened name).
+func toolChoice(raw json.RawMessage, tools []models.Tool) (models.ToolChoice, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return models.ToolChoice{Mode: models.ChoiceAuto}, nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		switch s {
+		case "auto":
+			return models.ToolChoice{Mode: models.ChoiceAuto}, nil
+		case "none":
+			return models.ToolChoice{Mode: models.ChoiceNone}, nil
+		case "required":
+			if len(tools) == 0 {
+				return models.ToolChoice{}, models.InvalidRequest("tool_choice", "tool_choice \"required\" needs at least one function in tools")
+			}
+			return models.ToolChoice{Mode: models.ChoiceRequired}, nil
+		}
+		return models.ToolChoice{}, models.InvalidRequest("tool_choice", "tool_choice %q is not supported: use \"auto\", \"none\", \"required\" or {\"type\":\"function\",\"name\":\"...\"}", s)
+	}
+	var obj struct {
+		Type      string `json:"type"`
+		Name      string `json:"name"`
+		Namespace string `json:"namespace"`
+	}
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return models.ToolChoice{}, models.InvalidRequest("tool_choice", "tool_choice must be a string or an object like {\"type\":\"function\",\"name\":\"...\"}")
+	}
+	if obj.Type != "function" {
+		return models.ToolChoice{}, models.InvalidRequest("tool_choice.type", "tool_choice.type %q is not supported: the gateway runs no built-in tools; use \"function\"", obj.Type)
+	}
+	name := obj.Name
+	if obj.Namespace != "" {
+		name = FlatName(obj.Namespace, obj.Name)
+	}
+	if obj.Name == "" {
+		return models.ToolChoice{}, models.InvalidRequest("tool_choice.name", "tool_choice.name is required")
+	}
+	if !models.HasTool(tools, name) {
+		return models.ToolChoice{}, models.InvalidRequest("tool_choice.name", "tool_choice names function %q, which is not in tools", name)
+	}
+	return models.ToolChoice{Mode: models.ChoiceFunction, Name: name}, nil
+}
+
+// formatNote is the system instruction that text.format asks for, or ""
+// for plain text. The upstream has no structured output, so a schema
+// becomes a constraint in the prompt.
+func formatNote(t *TextConfig) (string, error) {
+	if t == nil || t.Format == nil {
+		return "", nil
+	}
+	switch f := t.Format; f.Type {
+	case "", "text":
+		return "", nil
+	case "json_object":
+		return "Answer with one JSON object only: no prose before or after it, no markdown code fence.", nil
+	case "json_schema":
+		schema := bytes.TrimSpace(f.Schema)
+		if len(schema) == 0 || schema[0] != '{' {
+			return "", models.InvalidRequest("text.format.schema", "text.format.schema must be a JSON Schema object")
+		}
+		var b strings.Builder
+		b.WriteString("Answer with one JSON value only: no prose before or after it, no markdown code fence. It must match this JSON Schema")
+		if f.Name != "" {
+			fmt.Fprintf(&b, " (%s", f.Name)
+			if f.Description != "" {
+				fmt.Fprintf(&b, ": %s", f.Description)
+			}
+			b.WriteString(")")
+		}
+		b.WriteString(":\n")
+		b.Write(schema)
+		return b.String(), nil
+	}
+	return "", models.InvalidRequest("text.format.type", "text.format.type %q is not supported: use \"text\", \"json_object\" or \"json_schema\"", t.Format.Type)
+}
+
+// inputItems splits input into items: a string is one user message.
+func inputItems(input json.RawMessage) ([]json.RawMessage, error) {
+	input = bytes.TrimSpace(input)
+	switch {
+	case len(input) == 0 || bytes.Equal(input, []byte("null")):
+		return nil, nil
+	case input[0] == '"':
+		var s string
+		if err := json.Unmarshal(input, &s); err != nil {
+			return nil, models.InvalidRequest("input", "input is not a valid JSON string")
+		}
+		item, err := json.Marshal(struct {
+			Type    string `json:"type"`
+			Role    string `json:"role"`
+			Content string `json:"content"`
+		}{"message", "user", s})
+		return []json.RawMessage{item}, err
+	case input[0] == '[':
+		var items []json.RawMessage
+		if err := json.Unmarshal(input, &items); err != nil {
+			return nil, models.InvalidRequest("input", "input must be a string or an array of items: %v", err)
+		}
+		return items, nil
+	}
+	return nil, models.InvalidRequest("input", "input must be a string or an array of items")
+}
+
+// conversation builds the core's messages from items. The items of one
+// assistant turn (its reasoning, message and function calls) become one
+// assistant message, as a chat completion would carry them.
+type conversation struct {
+	out   *Decoded
+	msgs  []models.Message
+	turns int // messages other than system ones
+}
+
+func (c *conversation) add(raw json.RawMessage, field string, i int) error {
+	path := fmt.Sprintf("%s[%d]", field, i)
+	var it InputItem
+	if err := json.Unmarshal(raw, &it); err != nil {
+		return models.InvalidRequest(path, "%s is not a valid input item: %v", path, err)
+	}
+	switch it.Type {
+	case "", "message":
+		switch it.Role {
+		case "system", "developer":
+			c.msgs = append(c.msgs, models.Message{Role: models.RoleSystem, Blocks: blocks(it.Content)})
+		case "user":
+			c.push(models.Message{Role: models.RoleUser, Blocks: blocks(it.Content)})
+		case "assistant":
+			c.assistant(blocks(it.Content)...)
+		default:
+			return models.InvalidRequest(path+".role", "%s.role %q is not supported: use system, developer, user or assistant", path, it.Role)
+		}
+	case "function_call":
+		if it.Name == "" || it.CallID == "" {
+			return models.InvalidRequest(path, "%s: a function_call needs a name and a call_id", path)
+		}
+		name := it.Name
+		if it.Namespace != "" {
+			name = FlatName(it.Namespace, it.Name)
+		}
+		c.assistant(models.Block{Kind: models.BlockToolCall, ID: it.CallID, Name: name, Arguments: string(it.Arguments)})
+	case "function_call_output":
+		if it.CallID == "" {
+			return models.InvalidRequest(path+".call_id", "%s.call_id is required: it names the function_call this output answers", path)
+		}
+		c.push(models.Message{Role: models.RoleTool, ToolCallID: it.CallID, Blocks: blocks(it.Output)})
+	case "reasoning":
+		// Earlier reasoning is hidden history: its summary, when there is
+		// one, stays thinking; encrypted content means nothing here.
+		text := it.Summary.Text
+		if text == "" {
+			text = it.Content.Text
+		}
+		if strings.TrimSpace(text) != "" {
+			c.assistant(models.Block{Kind: models.BlockThinking, Text: text})
+		}
+	default:
+		c.out.Ignored = append(c.out.Ignored, fmt.Sprintf("%s (%s)", path, it.Type))
+	}
+	return nil
+}
+
+// push appends a user or tool message.
+func (c *conversation) push(m models.Message) {
+	c.msgs = append(c.msgs, m)
+	c.turns++
+}
+
+// assistant adds blocks to the assistant turn in progress, or starts one.
+func (c *conversation) assistant(bs ...models.Block) {
+	if n := len(c.msgs); n > 0 && c.msgs[n-1].Role == models.RoleAssistant {
+		c.msgs[n-1].Blocks = append(c.msgs[n-1].Blocks, bs...)
+		return
+	}
+	c.push(models.Message{Role: models.RoleAssistant, Blocks: bs})
+}
+
+func textMessage(role models.Role, text string) models.Message {
+	return models.Message{Role: role, Blocks: []models.Block{{Kind: models.BlockText, Text: text}}}
+}
+
+// blocks are content's text, then a marker for each part without text
+// (input_image, input_file).
+func blocks(c openai.Content) []models.Block {
+	out := make([]models.Block, 0, 1+len(c.NonText))
+	out = append(out, models.Block{Kind: models.BlockText, Text: c.Text})
+	for _, t := range c.NonText {
+		out = append(out, models.Block{Kind: models.BlockMedia, Text: t})
+	}
+	return out
+}

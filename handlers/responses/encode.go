@@ -1,0 +1,125 @@
+package responses
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"cursor2api/handlers/openai"
+	"cursor2api/models"
+	"cursor2api/utils"
+)
+
+// Response statuses.
+const (
+	StatusInProgress = "in_progress"
+	StatusCompleted  = "completed"
+	StatusIncomplete = "incomplete"
+	StatusFailed     = "failed"
+)
+
+// NewID returns a response id.
+func NewID() string { return "resp_" + utils.RandomString(utils.Alphanumerics, 32) }
+
+// itemID returns an output item id with the API's prefix for its type.
+func itemID(prefix string) string { return prefix + "_" + utils.RandomString(utils.Alphanumerics, 32) }
+
+// NewResponse is the response object of req before any output: in
+// progress, with the request's settings echoed as the API echoes them.
+func NewResponse(id string, createdAt int64, req *Request) Response {
+	r := Response{
+		ID: id, Object: "response", CreatedAt: createdAt, Status: StatusInProgress,
+		MaxOutputTokens:   req.MaxOutputTokens,
+		Model:             req.Model,
+		Output:            []OutputItem{},
+		ParallelToolCalls: req.ParallelToolCalls == nil || *req.ParallelToolCalls,
+		Store:             req.Stored(),
+		Text:              TextConfig{Format: &TextFormat{Type: "text"}},
+		ToolChoice:        json.RawMessage(`"auto"`),
+		Tools:             req.Tools,
+		Truncation:        "disabled",
+		Metadata:          req.Metadata,
+	}
+	if req.Instructions != "" {
+		s := req.Instructions
+		r.Instructions = &s
+	}
+	if req.PreviousResponseID != "" {
+		s := req.PreviousResponseID
+		r.PreviousResponseID = &s
+	}
+	if req.Reasoning != nil {
+		r.Reasoning = *req.Reasoning
+	}
+	if req.Text != nil && req.Text.Format != nil {
+		r.Text = *req.Text
+	}
+	if len(req.ToolChoice) > 0 {
+		r.ToolChoice = req.ToolChoice
+	}
+	if r.Tools == nil {
+		r.Tools = []json.RawMessage{}
+	}
+	if r.Metadata == nil {
+		r.Metadata = map[string]string{}
+	}
+	return r
+}
+
+// FromAnswer completes base with a whole answer: its reasoning (when
+// shown), its text, then its function calls, named back into their
+// namespaces.
+func FromAnswer(base Response, ans *models.Answer, names Names) Response {
+	out := base
+	out.Output = []OutputItem{}
+	if ans.Thinking != "" {
+		out.Output = append(out.Output, OutputItem{ID: itemID("rs"), Type: ItemReasoning, Status: StatusCompleted, Text: ans.Thinking})
+	}
+	if len(ans.ToolCalls) == 0 || strings.Trim(ans.Text, utils.JSONSpace) != "" {
+		out.Output = append(out.Output, OutputItem{ID: itemID("msg"), Type: ItemMessage, Status: StatusCompleted, Text: ans.Text})
+	}
+	for _, c := range ans.ToolCalls {
+		q := names.Split(c.Name)
+		out.Output = append(out.Output, OutputItem{
+			ID: itemID("fc"), Type: ItemFunctionCall, Status: StatusCompleted,
+			CallID: c.ID, Name: q.Name, Namespace: q.Namespace, Arguments: c.Arguments,
+		})
+	}
+	out.Status = StatusCompleted
+	u := toUsage(ans.Usage)
+	out.Usage = &u
+	return out
+}
+
+func toUsage(u models.Usage) Usage {
+	return Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, TotalTokens: u.TotalTokens}
+}
+
+// OutputItems returns the response's output items as JSON, to be stored
+// as history for previous_response_id.
+func OutputItems(r Response) ([]json.RawMessage, error) {
+	out := make([]json.RawMessage, 0, len(r.Output))
+	for _, it := range r.Output {
+		b, err := json.Marshal(it)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+// ErrorBodyOf renders a neutral error as the OpenAI error body, which the
+// Responses API shares.
+func ErrorBodyOf(e *models.Error) openai.ErrorBody { return openai.ErrorBodyOf(e) }
+
+// failureCode names a failure as the error codes of a failed response do.
+func failureCode(e *models.Error) string {
+	switch {
+	case e.Kind == models.KindRateLimit || e.Status == http.StatusTooManyRequests:
+		return "rate_limit_exceeded"
+	case e.Code != "":
+		return e.Code
+	}
+	return "server_error"
+}

@@ -1,0 +1,286 @@
+// Package responses is the OpenAI Responses API front door (POST
+// /v1/responses), the API Codex CLI and newer OpenAI SDK code speak: its
+// wire types, the pure conversion of a request into the core's
+// models.Request (ToRequest), the encoders of the core's answer as a
+// response object, streamed as typed events (StreamWriter) or whole
+// (FromAnswer), and a bounded in-memory Store of earlier responses for
+// previous_response_id. Errors are OpenAI error objects (package openai).
+// The HTTP glue lives in package handlers.
+//
+// Requests decode leniently, as the chat-completions door does: anything
+// the gateway does not use (include, prompt_cache_key, client_metadata,
+// temperature...) is simply not declared.
+package responses
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"cursor2api/handlers/openai"
+)
+
+// Request is the body of POST /v1/responses.
+type Request struct {
+	Model        string `json:"model"`
+	Instructions string `json:"instructions"`
+	// Input is a string (one user message) or an array of items; it is
+	// kept raw so that the items can be stored as they came.
+	Input              json.RawMessage   `json:"input"`
+	Tools              []json.RawMessage `json:"tools"`
+	ToolChoice         json.RawMessage   `json:"tool_choice,omitempty"`
+	ParallelToolCalls  *bool             `json:"parallel_tool_calls,omitempty"`
+	Stream             bool              `json:"stream"`
+	Store              *bool             `json:"store,omitempty"`
+	PreviousResponseID string            `json:"previous_response_id,omitempty"`
+	Metadata           map[string]string `json:"metadata,omitempty"`
+	Text               *TextConfig       `json:"text,omitempty"`
+	Reasoning          *Reasoning        `json:"reasoning,omitempty"`
+	MaxOutputTokens    *int              `json:"max_output_tokens,omitempty"`
+}
+
+// Stored reports whether the response may be kept for
+// previous_response_id: store defaults to true, as in OpenAI's API.
+func (r *Request) Stored() bool { return r.Store == nil || *r.Store }
+
+// TextConfig is the text field: the format of the answer.
+type TextConfig struct {
+	Format *TextFormat `json:"format,omitempty"`
+}
+
+// TextFormat is text.format: {"type":"text"}, {"type":"json_object"} or
+// {"type":"json_schema","name":...,"schema":{...}}.
+type TextFormat struct {
+	Type        string          `json:"type"`
+	Name        string          `json:"name,omitempty"`
+	Description string          `json:"description,omitempty"`
+	Schema      json.RawMessage `json:"schema,omitempty"`
+	Strict      *bool           `json:"strict,omitempty"`
+}
+
+// Reasoning is the reasoning field. Summary, when set, asks for the
+// model's reasoning as a summary item.
+type Reasoning struct {
+	Effort  *string `json:"effort,omitempty"`
+	Summary *string `json:"summary,omitempty"`
+}
+
+// Tool is one entry of tools: a function, a namespace of functions, or a
+// built-in tool (web_search, file_search, ...) that only Type names.
+type Tool struct {
+	Type        string          `json:"type"`
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+	// Tools are the members of a namespace.
+	Tools []Tool `json:"tools,omitempty"`
+}
+
+// InputItem is one item of input: a message (with or without "type"), a
+// function_call, a function_call_output or a reasoning item. Other types
+// are history of built-in tools the gateway does not run.
+type InputItem struct {
+	Type    string         `json:"type"`
+	Role    string         `json:"role"`
+	Content openai.Content `json:"content"`
+	// CallID, Name, Namespace and Arguments describe a function_call;
+	// CallID and Output a function_call_output.
+	CallID    string         `json:"call_id"`
+	Name      string         `json:"name"`
+	Namespace string         `json:"namespace"`
+	Arguments Arguments      `json:"arguments"`
+	Output    openai.Content `json:"output"`
+	// Summary is a reasoning item's summary; its encrypted_content is
+	// opaque to the gateway and not declared.
+	Summary openai.Content `json:"summary"`
+}
+
+// Arguments are a call's arguments: a JSON string (the API's form) or a
+// raw JSON object, which some clients send back in history.
+type Arguments string
+
+// UnmarshalJSON accepts a string, an object or null.
+func (a *Arguments) UnmarshalJSON(data []byte) error {
+	data = bytes.TrimSpace(data)
+	switch {
+	case len(data) == 0 || bytes.Equal(data, []byte("null")):
+		*a = ""
+	case data[0] == '"':
+		var s string
+		if err := json.Unmarshal(data, &s); err != nil {
+			return err
+		}
+		*a = Arguments(s)
+	case data[0] == '{':
+		*a = Arguments(data)
+	default:
+		return fmt.Errorf("arguments must be a JSON string or object")
+	}
+	return nil
+}
+
+// Response is the response object: the body of a non-streamed answer, of
+// GET /v1/responses/{id}, and the response field of the lifecycle events.
+type Response struct {
+	ID                 string            `json:"id"`
+	Object             string            `json:"object"`
+	CreatedAt          int64             `json:"created_at"`
+	Status             string            `json:"status"`
+	Error              *ResponseError    `json:"error"`
+	IncompleteDetails  *json.RawMessage  `json:"incomplete_details"`
+	Instructions       *string           `json:"instructions"`
+	MaxOutputTokens    *int              `json:"max_output_tokens"`
+	Model              string            `json:"model"`
+	Output             []OutputItem      `json:"output"`
+	ParallelToolCalls  bool              `json:"parallel_tool_calls"`
+	PreviousResponseID *string           `json:"previous_response_id"`
+	Reasoning          Reasoning         `json:"reasoning"`
+	Store              bool              `json:"store"`
+	Text               TextConfig        `json:"text"`
+	ToolChoice         json.RawMessage   `json:"tool_choice"`
+	Tools              []json.RawMessage `json:"tools"`
+	Truncation         string            `json:"truncation"`
+	Usage              *Usage            `json:"usage"`
+	Metadata           map[string]string `json:"metadata"`
+}
+
+// ResponseError is the error of a failed response.
+type ResponseError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Usage is the token accounting of a response.
+type Usage struct {
+	InputTokens         int                 `json:"input_tokens"`
+	InputTokensDetails  InputTokensDetails  `json:"input_tokens_details"`
+	OutputTokens        int                 `json:"output_tokens"`
+	OutputTokensDetails OutputTokensDetails `json:"output_tokens_details"`
+	TotalTokens         int                 `json:"total_tokens"`
+}
+
+// InputTokensDetails is part of Usage; the gateway knows of no cache.
+type InputTokensDetails struct {
+	CachedTokens int `json:"cached_tokens"`
+}
+
+// OutputTokensDetails is part of Usage.
+type OutputTokensDetails struct {
+	ReasoningTokens int `json:"reasoning_tokens"`
+}
+
+// Output item types.
+const (
+	ItemMessage      = "message"
+	ItemFunctionCall = "function_call"
+	ItemReasoning    = "reasoning"
+)
+
+// OutputItem is one item of a response's output: a message, a
+// function_call or a reasoning item. It marshals to its type's shape.
+type OutputItem struct {
+	ID     string
+	Type   string
+	Status string // message and function_call: in_progress, completed, incomplete
+	// Text is a message's output_text, or a reasoning item's summary text.
+	Text string
+	// CallID, Name, Namespace and Arguments describe a function_call.
+	CallID, Name, Namespace, Arguments string
+}
+
+// MarshalJSON writes the item as the Responses API does.
+func (it OutputItem) MarshalJSON() ([]byte, error) {
+	switch it.Type {
+	case ItemMessage:
+		content := []Part{}
+		if it.Status != "in_progress" {
+			content = append(content, TextPart(it.Text))
+		}
+		return json.Marshal(struct {
+			ID      string `json:"id"`
+			Type    string `json:"type"`
+			Status  string `json:"status"`
+			Role    string `json:"role"`
+			Content []Part `json:"content"`
+		}{it.ID, it.Type, it.Status, "assistant", content})
+	case ItemReasoning:
+		summary := []Part{}
+		if it.Status != "in_progress" {
+			summary = append(summary, SummaryPart(it.Text))
+		}
+		return json.Marshal(struct {
+			ID      string `json:"id"`
+			Type    string `json:"type"`
+			Summary []Part `json:"summary"`
+		}{it.ID, it.Type, summary})
+	case ItemFunctionCall:
+		return json.Marshal(struct {
+			ID        string `json:"id"`
+			Type      string `json:"type"`
+			Status    string `json:"status"`
+			CallID    string `json:"call_id"`
+			Name      string `json:"name"`
+			Namespace string `json:"namespace,omitempty"`
+			Arguments string `json:"arguments"`
+		}{it.ID, it.Type, it.Status, it.CallID, it.Name, it.Namespace, it.Arguments})
+	}
+	return nil, fmt.Errorf("unknown output item type %q", it.Type)
+}
+
+// Part is a content part of a message (output_text) or a summary part of
+// a reasoning item (summary_text).
+type Part struct {
+	Type        string           `json:"type"`
+	Text        string           `json:"text"`
+	Annotations *[]any           `json:"annotations,omitempty"`
+	Logprobs    *json.RawMessage `json:"logprobs,omitempty"`
+}
+
+// TextPart is an output_text part.
+func TextPart(text string) Part {
+	return Part{Type: "output_text", Text: text, Annotations: &[]any{}, Logprobs: emptyList()}
+}
+
+// SummaryPart is a summary_text part.
+func SummaryPart(text string) Part { return Part{Type: "summary_text", Text: text} }
+
+func emptyList() *json.RawMessage {
+	l := json.RawMessage("[]")
+	return &l
+}
+
+// Event is one streamed event. Every event has its type and a sequence
+// number; the other fields are those of its type.
+type Event struct {
+	Type           string           `json:"type"`
+	SequenceNumber int              `json:"sequence_number"`
+	Response       *Response        `json:"response,omitempty"`
+	OutputIndex    *int             `json:"output_index,omitempty"`
+	ItemID         string           `json:"item_id,omitempty"`
+	Item           *OutputItem      `json:"item,omitempty"`
+	ContentIndex   *int             `json:"content_index,omitempty"`
+	SummaryIndex   *int             `json:"summary_index,omitempty"`
+	Part           *Part            `json:"part,omitempty"`
+	Delta          *string          `json:"delta,omitempty"`
+	Text           *string          `json:"text,omitempty"`
+	Name           string           `json:"name,omitempty"`
+	Arguments      *string          `json:"arguments,omitempty"`
+	Logprobs       *json.RawMessage `json:"logprobs,omitempty"`
+}
+
+// ErrorEvent is the error event of a stream: the OpenAI error object's
+// fields, code and param null when unknown.
+type ErrorEvent struct {
+	Type           string  `json:"type"`
+	SequenceNumber int     `json:"sequence_number"`
+	Code           *string `json:"code"`
+	Message        string  `json:"message"`
+	Param          *string `json:"param"`
+}
+
+// Deleted is the body of DELETE /v1/responses/{id}.
+type Deleted struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Deleted bool   `json:"deleted"`
+}

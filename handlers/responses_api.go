@@ -1,0 +1,110 @@
+package handlers
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"cursor2api/handlers/responses"
+	"cursor2api/models"
+	"cursor2api/utils"
+)
+
+// responsesDoor is the Responses API door; its errors are OpenAI's.
+var responsesDoor = &door{name: "responses", errorBody: func(e *models.Error) any { return responses.ErrorBodyOf(e) }}
+
+// createResponse is POST /v1/responses.
+func (s *server) createResponse(c *gin.Context) {
+	var wire responses.Request
+	if apiErr := s.readJSON(c, &wire); apiErr != nil {
+		writeError(c, apiErr)
+		return
+	}
+	c.Set(keyModel, wire.Model)
+	requestID := c.GetString(keyRequestID)
+	var history []json.RawMessage
+	if wire.PreviousResponseID != "" {
+		prev, ok := s.Responses.Get(wire.PreviousResponseID)
+		if !ok {
+			writeError(c, models.InvalidRequest("previous_response_id",
+				"previous_response_id %q is unknown or has expired: this gateway keeps responses in its own memory only (the last RESPONSES_STORE_MAX, for RESPONSES_STORE_TTL, lost on restart and not shared between replicas); send the whole conversation in input instead",
+				utils.Clip(wire.PreviousResponseID, 100)))
+			return
+		}
+		history = prev.Items
+	}
+	dec, err := responses.ToRequest(&wire, history)
+	if err != nil {
+		writeError(c, asError(err))
+		return
+	}
+	if len(dec.Ignored) > 0 {
+		s.Logger.Debug("responses: ignored built-in tools and their items", "request_id", requestID, "ignored", utils.Clip(strings.Join(dec.Ignored, ", "), 500))
+	}
+	prepared, err := s.Chat.Prepare(dec.Request, requestID)
+	if err != nil {
+		writeError(c, asError(err))
+		return
+	}
+	base := responses.NewResponse(responses.NewID(), time.Now().Unix(), &wire)
+	if wire.Stream {
+		w := responses.NewStreamWriter(s.eventStream(c, nil), base, dec.Names)
+		s.stream(c, prepared, w)
+		if resp := w.Response(); resp.Status == responses.StatusCompleted {
+			s.keepResponse(c, &wire, dec, resp)
+		}
+		return
+	}
+	ans, err := s.Chat.Complete(c.Request.Context(), prepared)
+	if err != nil {
+		s.fail(c, err, nil)
+		return
+	}
+	resp := responses.FromAnswer(base, ans, dec.Names)
+	s.keepResponse(c, &wire, dec, resp)
+	c.PureJSON(http.StatusOK, resp)
+}
+
+// keepResponse stores a completed response with its conversation, unless
+// the request said store: false.
+func (s *server) keepResponse(c *gin.Context, wire *responses.Request, dec *responses.Decoded, resp responses.Response) {
+	if !wire.Stored() {
+		return
+	}
+	out, err := responses.OutputItems(resp)
+	if err != nil {
+		s.Logger.Warn("responses: not stored", "request_id", c.GetString(keyRequestID), "error", err)
+		return
+	}
+	items := append(dec.Items[:len(dec.Items):len(dec.Items)], out...)
+	s.Responses.Put(resp.ID, responses.Stored{Response: resp, Items: items})
+}
+
+// getResponse is GET /v1/responses/{id}.
+func (s *server) getResponse(c *gin.Context) {
+	st, ok := s.Responses.Get(c.Param("id"))
+	if !ok {
+		writeError(c, responseNotFound(c.Param("id")))
+		return
+	}
+	c.PureJSON(http.StatusOK, st.Response)
+}
+
+// deleteResponse is DELETE /v1/responses/{id}.
+func (s *server) deleteResponse(c *gin.Context) {
+	id := c.Param("id")
+	if !s.Responses.Delete(id) {
+		writeError(c, responseNotFound(id))
+		return
+	}
+	c.JSON(http.StatusOK, responses.Deleted{ID: id, Object: "response", Deleted: true})
+}
+
+func responseNotFound(id string) *models.Error {
+	return &models.Error{Status: http.StatusNotFound, Kind: models.KindNotFound, Code: "not_found",
+		Message: fmt.Sprintf("no response with id %q: it was never stored (store: false), has expired (RESPONSES_STORE_TTL), was evicted (RESPONSES_STORE_MAX), was deleted, or belongs to another gateway process", utils.Clip(id, 100))}
+}
