@@ -42,6 +42,7 @@ func (s *server) createResponse(c *gin.Context) {
 		writeError(c, asError(err))
 		return
 	}
+	dec.Request.Client = clientOf(c.Request)
 	if len(dec.Ignored) > 0 {
 		s.Logger.Debug("responses: ignored built-in tools and their items", "request_id", requestID, "ignored", utils.Clip(strings.Join(dec.Ignored, ", "), 500))
 	}

@@ -179,7 +179,7 @@ func TestResponsesFunctionCall(t *testing.T) {
 		assert.Equal(t, "Let me check.", res.OutputText())
 	})
 	t.Run("streaming", func(t *testing.T) {
-		s := newStack(t, nil, script(t, turn))
+		s := newStack(t, map[string]string{"STREAM_ARGS_AFTER": "0"}, script(t, turn)) // stream at once, as large calls do
 		out, err := readStream(t, s.sdk("sk-any").Responses.NewStreaming(context.Background(), params))
 		require.NoError(t, err)
 		require.NotNil(t, out.Final)
