@@ -26,6 +26,8 @@ func TestDefaults(t *testing.T) {
 	assert.Equal(t, "chrome", cfg.Fingerprint)
 	assert.False(t, cfg.KiloToolStrict)
 	assert.False(t, cfg.ExposeThinking)
+	assert.Contains(t, cfg.ModelAliases, "claude-*=claude-sonnet-4.6", "Claude Code's names resolve by default")
+	assert.Equal(t, "claude-*=claude-sonnet-4.6", cfg.ModelAliases[len(cfg.ModelAliases)-1], "the catch-all comes last")
 }
 
 func TestValues(t *testing.T) {
@@ -35,6 +37,7 @@ func TestValues(t *testing.T) {
 		"MODEL_MAP": "gemini-3-flash=google/gemini-3-flash-preview,claude-sonnet-4.6=anthropic/claude-x",
 		"TIMEOUT":   "2m", "MAX_DURATION": "90", "KILO_TOOL_STRICT": "true", "HTTPS_PROXY": "http://proxy:3128",
 		"X_IS_HUMAN_MODE": "static:abc", "REFUSAL_PATTERNS": "(?i)nope;;(?i)never",
+		"MODEL_ALIASES": "claude-*=gemini-3-flash,gpt-?=claude-sonnet-4.6",
 	})
 	require.NoError(t, err)
 	assert.False(t, cfg.Loopback())
@@ -47,6 +50,7 @@ func TestValues(t *testing.T) {
 	assert.Equal(t, []string{"gemini-3-flash", "claude-sonnet-4.6-thinking"}, cfg.Models)
 	assert.Equal(t, map[string]string{"gemini-3-flash": "google/gemini-3-flash-preview", "claude-sonnet-4.6": "anthropic/claude-x"}, cfg.ModelMap)
 	assert.Equal(t, XIsHuman{Kind: "static", Static: "abc"}, cfg.XIsHuman)
+	assert.Equal(t, []string{"claude-*=gemini-3-flash", "gpt-?=claude-sonnet-4.6"}, cfg.ModelAliases)
 }
 
 func TestInvalidValues(t *testing.T) {
@@ -67,6 +71,8 @@ func TestInvalidValues(t *testing.T) {
 		"MODELS":                  {"MODELS": " , "},
 		"X_IS_HUMAN_MODE=static:": {"X_IS_HUMAN_MODE": "static:"},
 		"TLS_FINGERPRINT":         {"TLS_FINGERPRINT": "firefox"},
+		"MODEL_ALIASES":           {"MODEL_ALIASES": "claude-*"},
+		"MODEL_ALIASES=[":         {"MODEL_ALIASES": "[=claude-sonnet-4.6"},
 	}
 	for name, env := range cases {
 		t.Run(name, func(t *testing.T) {

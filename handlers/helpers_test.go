@@ -59,7 +59,7 @@ func newStack(t testing.TB, env map[string]string, reply func(int, cursortest.Re
 	require.NoError(t, err)
 	gw.Web.Human = webchat.StaticHuman("test-x-is-human")
 	handler := New(Options{
-		Chat: gw.Chat, Catalog: gw.Catalog, APIKeys: cfg.APIKeys,
+		Chat: gw.Chat, Catalog: gw.Catalog, Aliases: gw.Aliases, APIKeys: cfg.APIKeys,
 		MaxBodyBytes: cfg.MaxBodyBytes, PingInterval: cfg.PingInterval.Duration(), Version: "test-version", Logger: logger,
 	})
 	srv := httptest.NewServer(handler)
