@@ -26,14 +26,10 @@ func ToRequest(req *MessagesRequest) (*models.Request, error) {
 	if out.Choice, out.SingleCall, err = toToolChoice(req.ToolChoice, tools); err != nil {
 		return nil, err
 	}
-	if req.Thinking != nil {
-		switch req.Thinking.Type {
-		case "enabled", "adaptive":
-			out.Thinking, out.ShowThinking = true, true
-		case "disabled", "":
-		default:
-			return nil, models.InvalidRequest("thinking.type", "thinking.type %q is not supported: use \"enabled\", \"adaptive\" or \"disabled\"", req.Thinking.Type)
-		}
+	// enabled, adaptive, between_tools and whatever comes next all ask for
+	// reasoning; only disabled does not.
+	if req.Thinking != nil && req.Thinking.Type != "" && req.Thinking.Type != "disabled" {
+		out.Thinking, out.ShowThinking = true, true
 	}
 	if len(req.System) > 0 {
 		out.Messages = append(out.Messages, models.Message{Role: models.RoleSystem, Blocks: contentBlocks(req.System)})
