@@ -1,6 +1,10 @@
 package anthropic
 
-import "cursor2api/models"
+import (
+	"strings"
+
+	"cursor2api/models"
+)
 
 // ErrorBody is the body of an error response and the data of a stream's
 // error event: {"type":"error","error":{"type":...,"message":...}}.
@@ -42,10 +46,8 @@ func errorType(k models.ErrorKind) string {
 // message already names it.
 func ErrorBodyOf(e *models.Error) ErrorBody {
 	msg := e.Message
-	if e.Param != "" && !startsWith(msg, e.Param) {
+	if e.Param != "" && !strings.HasPrefix(msg, e.Param) {
 		msg = e.Param + ": " + msg
 	}
 	return ErrorBody{Type: "error", Error: ErrorObject{Type: errorType(e.Kind), Message: msg}}
 }
-
-func startsWith(s, prefix string) bool { return len(s) >= len(prefix) && s[:len(prefix)] == prefix }

@@ -21,16 +21,15 @@ import (
 // MessagesRequest is the body of POST /v1/messages (and, without
 // max_tokens, of POST /v1/messages/count_tokens).
 type MessagesRequest struct {
-	Model         string          `json:"model"`
-	System        Content         `json:"system"`
-	Messages      []Message       `json:"messages"`
-	MaxTokens     *int            `json:"max_tokens,omitempty"`
-	StopSequences []string        `json:"stop_sequences,omitempty"`
-	Stream        bool            `json:"stream"`
-	Tools         []Tool          `json:"tools,omitempty"`
-	ToolChoice    *ToolChoice     `json:"tool_choice,omitempty"`
-	Thinking      *Thinking       `json:"thinking,omitempty"`
-	Metadata      json.RawMessage `json:"metadata,omitempty"`
+	Model         string      `json:"model"`
+	System        Content     `json:"system"`
+	Messages      []Message   `json:"messages"`
+	MaxTokens     *int        `json:"max_tokens,omitempty"`
+	StopSequences []string    `json:"stop_sequences,omitempty"`
+	Stream        bool        `json:"stream"`
+	Tools         []Tool      `json:"tools,omitempty"`
+	ToolChoice    *ToolChoice `json:"tool_choice,omitempty"`
+	Thinking      *Thinking   `json:"thinking,omitempty"`
 }
 
 // Message is one entry of the conversation: a user or assistant turn.
