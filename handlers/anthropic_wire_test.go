@@ -204,3 +204,15 @@ func joinArgs(trace []string) []string {
 	}
 	return out
 }
+
+// TestClaudeStalledStreamPingsThenError: a silent upstream gets
+// Anthropic's own ping events, which commit the 200, and its timeout then
+// ends the stream with an error event.
+func TestClaudeStalledStreamPingsThenError(t *testing.T) {
+	s := newStack(t, map[string]string{"PING_INTERVAL": "1", "TIMEOUT": "2.5"}, cursortest.Always(cursortest.Response{Hang: true}))
+	r := s.do(t, http.MethodPost, "/v1/messages", `{"model":"claude-sonnet-4.6","max_tokens":10,"stream":true,"messages":[{"role":"user","content":"hi"}]}`, "anthropic-version", "2023-06-01")
+	assert.GreaterOrEqual(t, strings.Count(r.body, "event: ping\ndata: {\"type\": \"ping\"}\n\n"), 2, r.body)
+	got := trace(t, claudeEvents(t, r), "claude-sonnet-4.6") // no SSE comment: every event is named
+	require.Len(t, got, 1, "%q", got)
+	assert.Regexp(t, `^error api_error: .*TIMEOUT`, got[0])
+}
