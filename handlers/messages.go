@@ -54,6 +54,9 @@ func (s *server) messages(c *gin.Context) {
 		writeError(c, asError(err))
 		return
 	}
+	if req.Model != asked {
+		s.Logger.Debug("model alias", "request_id", c.GetString(keyRequestID), "asked", utils.Clip(asked, 100), "model", req.Model)
+	}
 	prepared, err := s.Chat.Prepare(req, c.GetString(keyRequestID))
 	if err != nil {
 		writeError(c, asError(err))
