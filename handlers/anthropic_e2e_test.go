@@ -142,6 +142,23 @@ func TestClaudeE2EToolCall(t *testing.T) {
 	}
 }
 
+// TestClaudeE2EStreamedBadCallNeverRuns: a streamed call that turns out
+// against its schema only at its end is not sent at all, since Anthropic's
+// clients would run its partial input; the note says why.
+func TestClaudeE2EStreamedBadCallNeverRuns(t *testing.T) {
+	s := newStack(t, nil, script(t, []string{"Checking.\n", "TRIGGER\n<invoke name=\"get_weather\">{\"unit\": ", "\"c\"}</invoke>"}))
+	msg := claudeAsk(t, s.claude("sk-any"), true, anthropic.MessageNewParams{
+		Model: "claude-sonnet-4.6", MaxTokens: 1024, Tools: claudeTools,
+		Messages: []anthropic.MessageParam{userText("Weather?")},
+	})
+	require.Len(t, msg.Content, 1, "%s", msg.RawJSON())
+	assert.Equal(t, "text", msg.Content[0].Type)
+	assert.Contains(t, msg.Content[0].Text, "Checking.")
+	assert.Contains(t, msg.Content[0].Text, "get_weather")
+	assert.Contains(t, msg.Content[0].Text, "must not be run")
+	assert.Equal(t, anthropic.StopReasonEndTurn, msg.StopReason)
+}
+
 func TestClaudeE2EParallelToolCalls(t *testing.T) {
 	turn := []string{"TRIGGER\n<invoke name=\"get_weather\">{\"city\":\"Paris\"}</invoke>\n", `<invoke name="read_file">{"path":"notes.md"}</invoke>`}
 	for _, m := range modes {

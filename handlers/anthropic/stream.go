@@ -28,6 +28,14 @@ const (
 // is written before the first event (see sse.Writer), so a failure before
 // it still gets a real HTTP status. Stop sequences cut the visible text;
 // whatever the model writes after one is dropped.
+//
+// A tool call goes out once it is complete: its content_block_start, the
+// input_json_delta pieces as the core produced them, and its stop, in one
+// go. Anthropic's clients parse a tool's partial input leniently (Claude
+// Code's SDK turns {"path": "a/b into {"path":"a/b"}), so a call streamed
+// live and then found invalid, which the core can only leave incomplete,
+// would run with half its arguments. Held to its end, such a call never
+// reaches the client; the core's note in the text says why.
 type StreamWriter struct {
 	*sse.Writer
 	id, model   string
@@ -37,6 +45,15 @@ type StreamWriter struct {
 	started bool // message_start is written
 	open    int  // the kind of the open block
 	index   int  // the index of the next block
+
+	call  *pendingCall // the call being received, not yet sent
+	calls int          // tool_use blocks sent
+}
+
+// pendingCall is a tool call whose arguments are still arriving.
+type pendingCall struct {
+	id, name  string
+	fragments []string
 }
 
 // NewStreamWriter returns a writer for one response on w. inputTokens is
@@ -143,35 +160,52 @@ func (s *StreamWriter) Reasoning(text string) error {
 	return s.delta(map[string]any{"type": "thinking_delta", "thinking": text})
 }
 
-// ToolCallStart opens a tool_use block with empty input, which the
-// input_json_delta events then fill.
+// ToolCallStart begins a call, which is sent when it ends complete.
 func (s *StreamWriter) ToolCallStart(id, name string) error {
 	if s.stop.found != "" {
 		return nil
 	}
+	if s.call != nil {
+		return errors.New("a tool call started before the previous one ended")
+	}
+	// No text continues what was held back for a stop sequence.
 	if err := s.flushText(); err != nil {
 		return err
 	}
-	return s.openBlock(blockToolUse, map[string]any{"type": "tool_use", "id": ToolUseID(id), "name": name, "input": json.RawMessage("{}")})
+	s.call = &pendingCall{id: id, name: name}
+	return nil
 }
 
-// ToolCallArguments writes the next piece of the open call's input.
+// ToolCallArguments takes the next piece of the call's input.
 func (s *StreamWriter) ToolCallArguments(fragment string) error {
 	if fragment == "" || s.stop.found != "" {
 		return nil
 	}
-	if s.open != blockToolUse {
-		return errors.New("tool-call arguments outside a tool_use block")
+	if s.call == nil {
+		return errors.New("tool-call arguments outside a tool call")
 	}
-	return s.delta(map[string]any{"type": "input_json_delta", "partial_json": fragment})
+	s.call.fragments = append(s.call.fragments, fragment)
+	return nil
 }
 
-// ToolCallEnd closes the tool_use block. An incomplete call keeps its
-// incomplete input: a note in the text that follows says why.
-func (s *StreamWriter) ToolCallEnd(bool) error {
-	if s.open != blockToolUse {
+// ToolCallEnd sends a complete call as a tool_use block whose input
+// starts empty and is filled by input_json_delta events; an incomplete
+// one is dropped.
+func (s *StreamWriter) ToolCallEnd(complete bool) error {
+	call := s.call
+	s.call = nil
+	if call == nil || !complete {
 		return nil
 	}
+	if err := s.openBlock(blockToolUse, map[string]any{"type": "tool_use", "id": ToolUseID(call.id), "name": call.name, "input": json.RawMessage("{}")}); err != nil {
+		return err
+	}
+	for _, f := range call.fragments {
+		if err := s.delta(map[string]any{"type": "input_json_delta", "partial_json": f}); err != nil {
+			return err
+		}
+	}
+	s.calls++
 	return s.closeBlock()
 }
 
@@ -185,6 +219,9 @@ func (s *StreamWriter) Finish(r models.FinishReason, usage models.Usage) error {
 	}
 	if err := s.closeBlock(); err != nil {
 		return err
+	}
+	if r == models.FinishToolCalls && s.calls == 0 {
+		r = models.FinishStop // every call was dropped
 	}
 	reason, seq := stopReason(r, s.stop.found)
 	if err := s.Event("message_delta", map[string]any{

@@ -151,3 +151,30 @@ func TestFromAnswer(t *testing.T) {
 	assert.NotNil(t, r.Content)
 	assert.Empty(t, r.Content)
 }
+
+func TestStreamWriterDropsAnIncompleteCall(t *testing.T) {
+	var buf bytes.Buffer
+	w := NewStreamWriter(sse.NewWriter(&buf, nil, nil, Ping), "msg_1", "m", 1, nil)
+	require.NoError(t, w.Text("Writing."))
+	require.NoError(t, w.ToolCallStart("call_1", "write"))
+	require.NoError(t, w.ToolCallArguments(`{"path": "a/b`))
+	assert.NotContains(t, buf.String(), "tool_use", "nothing of a call before its end")
+	require.NoError(t, w.ToolCallEnd(false))
+	require.NoError(t, w.Text("\n[The call was cut off.]"))
+	require.NoError(t, w.Finish(models.FinishToolCalls, models.Usage{}))
+	body := buf.String()
+	assert.NotContains(t, body, "tool_use", "the incomplete call never reaches the client")
+	assert.NotContains(t, body, "a/b")
+	assert.Contains(t, body, `"stop_reason":"end_turn"`, "no tool_use stop without a tool_use block")
+	got := events(body)
+	assert.Equal(t, []string{"message_start", "content_block_start", "content_block_delta", "content_block_delta", "content_block_stop", "message_delta", "message_stop"},
+		names(got), "one text block holds the text and the note")
+}
+
+func names(events []string) []string {
+	out := make([]string, len(events))
+	for i, e := range events {
+		out[i], _, _ = strings.Cut(e, " ")
+	}
+	return out
+}
