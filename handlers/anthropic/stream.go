@@ -31,11 +31,12 @@ const (
 //
 // A tool call goes out once it is complete: its content_block_start, the
 // input_json_delta pieces as the core produced them, and its stop, in one
-// go. Anthropic's clients parse a tool's partial input leniently (Claude
-// Code's SDK turns {"path": "a/b into {"path":"a/b"}), so a call streamed
-// live and then found invalid, which the core can only leave incomplete,
-// would run with half its arguments. Held to its end, such a call never
-// reaches the client; the core's note in the text says why.
+// go. Anthropic's clients read a cut-off input leniently (the Go SDK's
+// accumulator makes it {}, the TypeScript SDK parses what it can), so a
+// call streamed live and then found invalid, which the core can only leave
+// incomplete, would run with missing or partial arguments. Held to its
+// end, such a call never reaches the client; the core's note in the text
+// says why.
 type StreamWriter struct {
 	*sse.Writer
 	id, model   string
