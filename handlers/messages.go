@@ -97,9 +97,9 @@ func (s *server) countTokens(c *gin.Context) {
 		writeError(c, asError(err))
 		return
 	}
-	n, err := s.tokens.Count(&wire)
+	n, err := s.tokens.Count(c.Request.Context(), &wire)
 	if err != nil {
-		writeError(c, asError(err))
+		s.fail(c, err, nil)
 		return
 	}
 	c.JSON(http.StatusOK, anthropic.TokenCount{InputTokens: n})

@@ -1,6 +1,7 @@
 package anthropic
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"testing"
@@ -36,7 +37,7 @@ func TestCountDocumentedExamples(t *testing.T) {
 	for _, ex := range documented {
 		var req MessagesRequest
 		require.NoError(t, json.Unmarshal([]byte(ex.body), &req), ex.name)
-		got, err := tc.Count(&req)
+		got, err := tc.Count(context.Background(), &req)
 		require.NoError(t, err)
 		t.Logf("%s: estimate %d, Anthropic %d (%.2fx)", ex.name, got, ex.count, float64(got)/float64(ex.count))
 		assert.GreaterOrEqual(t, got, ex.count, "%s: the estimate errs on the high side", ex.name)
@@ -50,7 +51,7 @@ func TestCountParts(t *testing.T) {
 		t.Helper()
 		var req MessagesRequest
 		require.NoError(t, json.Unmarshal([]byte(body), &req))
-		n, err := tc.Count(&req)
+		n, err := tc.Count(context.Background(), &req)
 		require.NoError(t, err)
 		return n
 	}
@@ -76,13 +77,35 @@ func benchCount(b *testing.B, body []byte) {
 	_, err := tc.BPETokens("") // the ranks load once, outside the measure
 	require.NoError(b, err)
 	for b.Loop() {
-		if _, err := tc.Count(&req); err != nil {
+		if _, err := tc.Count(context.Background(), &req); err != nil {
 			b.Fatal(err)
 		}
 	}
 }
 
 // BenchmarkCount counts the documented example with a tool.
+func TestCountConcurrentAndCancelled(t *testing.T) {
+	var tc TokenCounter
+	var req MessagesRequest
+	require.NoError(t, json.Unmarshal([]byte(documented[1].body), &req))
+	want, err := tc.Count(context.Background(), &req)
+	require.NoError(t, err)
+	done := make(chan int)
+	for range 4 {
+		go func() {
+			n, _ := tc.Count(context.Background(), &req)
+			done <- n
+		}()
+	}
+	for range 4 {
+		assert.Equal(t, want, <-done, "one counter serves concurrent requests")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = tc.Count(ctx, &req)
+	assert.ErrorIs(t, err, context.Canceled)
+}
+
 func BenchmarkCount(b *testing.B) { benchCount(b, []byte(documented[1].body)) }
 
 // BenchmarkCountClaudeCode counts a Claude Code-shaped request of about
