@@ -27,9 +27,12 @@ func ToRequest(req *MessagesRequest) (*models.Request, error) {
 		return nil, err
 	}
 	// enabled, adaptive, between_tools and whatever comes next all ask for
-	// reasoning; only disabled does not.
+	// reasoning; only disabled does not. With display "omitted" the model
+	// still reasons, and the answer leaves the thinking out altogether (the
+	// gateway has no signature that would be worth an empty block).
 	if req.Thinking != nil && req.Thinking.Type != "" && req.Thinking.Type != "disabled" {
-		out.Thinking, out.ShowThinking = true, true
+		out.Thinking = true
+		out.ShowThinking = req.Thinking.Display != "omitted"
 	}
 	if len(req.System) > 0 {
 		out.Messages = append(out.Messages, models.Message{Role: models.RoleSystem, Blocks: contentBlocks(req.System)})

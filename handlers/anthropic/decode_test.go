@@ -74,6 +74,7 @@ func TestToRequestChoicesAndThinking(t *testing.T) {
 		{`,"tool_choice":{"type":"tool","name":"get_weather","disable_parallel_tool_use":true}`, models.ToolChoice{Mode: models.ChoiceFunction, Name: "get_weather"}, true, false},
 		{`,"thinking":{"type":"enabled","budget_tokens":1024}`, models.ToolChoice{Mode: models.ChoiceAuto}, false, true},
 		{`,"thinking":{"type":"disabled"}`, models.ToolChoice{Mode: models.ChoiceAuto}, false, false},
+		{`,"thinking":{"type":"between_tools"}`, models.ToolChoice{Mode: models.ChoiceAuto}, false, true},
 	}
 	for _, tc := range cases {
 		req, err := ToRequest(decode(t, `{"model":"m","messages":[{"role":"user","content":"hi"}],`+tools+tc.extra+`}`))
@@ -83,6 +84,13 @@ func TestToRequestChoicesAndThinking(t *testing.T) {
 		assert.Equal(t, tc.thinking, req.Thinking, tc.extra)
 		assert.Equal(t, tc.thinking, req.ShowThinking, tc.extra)
 	}
+}
+
+func TestToRequestThinkingDisplayOmitted(t *testing.T) {
+	req, err := ToRequest(decode(t, `{"model":"m","messages":[{"role":"user","content":"hi"}],"thinking":{"type":"adaptive","display":"omitted"}}`))
+	require.NoError(t, err)
+	assert.True(t, req.Thinking, "the model still reasons")
+	assert.False(t, req.ShowThinking, "but the client does not see it")
 }
 
 func TestToRequestErrors(t *testing.T) {

@@ -111,10 +111,12 @@ type ToolChoice struct {
 }
 
 // Thinking is the thinking request field: enabled (with a budget),
-// adaptive, or disabled.
+// adaptive, or disabled. Display "omitted" asks for the reasoning without
+// its text.
 type Thinking struct {
 	Type         string `json:"type"`
 	BudgetTokens int    `json:"budget_tokens,omitempty"`
+	Display      string `json:"display,omitempty"`
 }
 
 // Response is a whole message, the non-streaming answer and the message
