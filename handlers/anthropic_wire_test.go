@@ -108,7 +108,7 @@ func trace(t *testing.T, events []claudeEvent, model string) []string {
 		case "message_delta":
 			assert.Equal(t, []string{"delta", "type", "usage"}, keys(t, d))
 			assert.Equal(t, []string{"stop_reason", "stop_sequence"}, keys(t, d.Get("delta")))
-			assert.Equal(t, `{"input_tokens":321,"output_tokens":45}`, d.Get("usage").Raw, "the upstream's usage")
+			assert.Equal(t, []string{"input_tokens", "output_tokens"}, keys(t, d.Get("usage")))
 			s := "delta " + d.Get("delta.stop_reason").String()
 			if seq := d.Get("delta.stop_sequence"); seq.Type != gjson.Null {
 				s += " " + seq.String()
@@ -136,25 +136,45 @@ func TestClaudeWireStreams(t *testing.T) {
 		extra string
 		turn  []string
 		want  []string
+		retry []string // a second upstream turn, when the first is asked again
 	}{
 		{"text", ``, []string{"Hel", "lo"},
-			[]string{"start", "+text@0", "text@0:Hel", "text@0:lo", "-@0", "delta end_turn", "stop"}},
+			[]string{"start", "+text@0", "text@0:Hel", "text@0:lo", "-@0", "delta end_turn", "stop"}, nil},
 		{"tool call", `,` + tools, []string{"Checking.\n", "TRIGGER\n<invoke name=\"get_weather\">{\"city\": \"Par", "is\"}</invoke>"},
-			[]string{"start", "+text@0", "text@0:Checking.\n", "-@0", "+tool_use:get_weather@1", "tool_use@1:{\"city\":\"Par", "tool_use@1:is\"}", "-@1", "delta tool_use", "stop"}},
+			[]string{"start", "+text@0", "text@0:Checking.\n", "-@0", "+tool_use:get_weather@1", "tool_use@1:{\"city\":\"Par", "tool_use@1:is\"}", "-@1", "delta tool_use", "stop"}, nil},
 		{"parallel tool calls", `,` + tools, []string{"TRIGGER\n<invoke name=\"get_weather\">{\"city\":\"Oslo\"}</invoke>\n<invoke name=\"read_file\">{\"path\":\"a\"}</invoke>"},
-			[]string{"start", "+tool_use:get_weather@0", "input_json@0:{\"city\":\"Oslo\"}", "-@0", "+tool_use:read_file@1", "input_json@1:{\"path\":\"a\"}", "-@1", "delta tool_use", "stop"}},
+			[]string{"start", "+tool_use:get_weather@0", "input_json@0:{\"city\":\"Oslo\"}", "-@0", "+tool_use:read_file@1", "input_json@1:{\"path\":\"a\"}", "-@1", "delta tool_use", "stop"}, nil},
 		{"thinking", `,"thinking":{"type":"enabled","budget_tokens":1024}`, []string{"<thinking>Two and two.</thinking>", "Four."},
-			[]string{"start", "+thinking@0", "thinking@0:Two and two.", "signature@0:SIG", "-@0", "+text@1", "text@1:Four.", "-@1", "delta end_turn", "stop"}},
+			[]string{"start", "+thinking@0", "thinking@0:Two and two.", "signature@0:SIG", "-@0", "+text@1", "text@1:Four.", "-@1", "delta end_turn", "stop"}, nil},
 		{"stop sequence", `,"stop_sequences":["\n\nHuman:"]`, []string{"Sure.\n", "\nHum", "an: more"},
 			// "\n" is held back as a possible start of the sequence, and is.
-			[]string{"start", "+text@0", "text@0:Sure.", "-@0", "delta stop_sequence \n\nHuman:", "stop"}},
+			[]string{"start", "+text@0", "text@0:Sure.", "-@0", "delta stop_sequence \n\nHuman:", "stop"}, nil},
+		{"tool_choice any with a retry", `,"tool_choice":{"type":"any"},` + tools, []string{"It is sunny, I guess."},
+			// The call-less first turn never reaches the client.
+			[]string{"start", "+tool_use:get_weather@0", "input_json@0:{\"city\":\"Rome\"}", "-@0", "delta tool_use", "stop"},
+			[]string{"TRIGGER\n<invoke name=\"get_weather\">{\"city\":\"Rome\"}</invoke>"}},
+		{"multi-turn with tool results", `,` + tools + `,"messages":[{"role":"user","content":"weather?"},
+		  {"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{"city":"Rome"}}]},
+		  {"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"sunny"}]}]`, []string{"Sunny in Rome."},
+			[]string{"start", "+text@0", "text@0:Sunny in Rome.", "-@0", "delta end_turn", "stop"}, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newStack(t, nil, script(t, tc.turn))
-			body := `{"model":"claude-sonnet-4.6","max_tokens":1024,"stream":true,"messages":[{"role":"user","content":"go"}]` + tc.extra + `}`
+			turns := [][]string{tc.turn}
+			if tc.retry != nil {
+				turns = append(turns, tc.retry)
+			}
+			s := newStack(t, nil, script(t, turns...))
+			body := `{"model":"claude-sonnet-4.6","max_tokens":1024,"stream":true` + tc.extra + `}`
+			if !strings.Contains(tc.extra, `"messages"`) {
+				body = `{"model":"claude-sonnet-4.6","max_tokens":1024,"stream":true,"messages":[{"role":"user","content":"go"}]` + tc.extra + `}`
+			}
 			r := s.do(t, http.MethodPost, "/v1/messages?beta=true", body, "x-api-key", "k", "anthropic-version", "2023-06-01")
-			got := trace(t, claudeEvents(t, r), "claude-sonnet-4.6")
+			events := claudeEvents(t, r)
+			got := trace(t, events, "claude-sonnet-4.6")
+			usage := events[len(events)-2].Data.Get("usage")
+			n := int64(len(turns))
+			assert.Equal(t, [2]int64{321 * n, 45 * n}, [2]int64{usage.Get("input_tokens").Int(), usage.Get("output_tokens").Int()}, "the upstream's usage of every turn")
 			for i, g := range got {
 				if strings.HasPrefix(g, "signature@") {
 					assert.Regexp(t, `^signature@\d+:\S{20,}$`, g)
@@ -168,10 +188,9 @@ func TestClaudeWireStreams(t *testing.T) {
 			for i, w := range tc.want {
 				want[i] = strings.Replace(w, "input_json@", "tool_use@", 1)
 			}
-			if tc.name == "tool call" || tc.name == "parallel tool calls" {
-				got, want = joinArgs(got), joinArgs(want)
-			}
+			got, want = joinArgs(got), joinArgs(want)
 			assert.Equal(t, want, got)
+			assert.Len(t, s.up.Requests(), len(turns), "upstream requests")
 		})
 	}
 	t.Run("error after the first byte", func(t *testing.T) {
