@@ -3,6 +3,7 @@ package anthropic
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 
 	"cursor2api/handlers/sse"
 	"cursor2api/models"
@@ -13,9 +14,11 @@ import (
 // sends.
 var Ping = []byte("event: ping\ndata: {\"type\": \"ping\"}\n\n")
 
-// block kinds of the open content block.
+// blockKind is the type of the open content block.
+type blockKind uint8
+
 const (
-	blockNone = iota
+	blockNone blockKind = iota
 	blockText
 	blockThinking
 	blockToolUse
@@ -43,9 +46,9 @@ type StreamWriter struct {
 	inputTokens int
 	stop        *stopScanner
 
-	started bool // message_start is written
-	open    int  // the kind of the open block
-	index   int  // the index of the next block
+	started bool      // message_start is written
+	open    blockKind // the type of the open block
+	index   int       // the index of the next block
 
 	call  *pendingCall // the call being received, not yet sent
 	calls int          // tool_use blocks sent
@@ -66,12 +69,10 @@ func NewStreamWriter(w *sse.Writer, id, model string, inputTokens int, stopSeque
 // NewMessageID returns a message id.
 func NewMessageID() string { return "msg_" + utils.RandomString(utils.Alphanumerics, 24) }
 
-// ToolUseID gives a core call id Anthropic's toolu_ prefix.
+// ToolUseID gives a core call id ("call_…") Anthropic's toolu_ prefix.
 func ToolUseID(id string) string {
-	for i := 0; i < len(id); i++ {
-		if id[i] == '_' {
-			return "toolu_" + id[i+1:]
-		}
+	if _, rest, ok := strings.Cut(id, "_"); ok {
+		return "toolu_" + rest
 	}
 	return "toolu_" + id
 }
@@ -93,7 +94,7 @@ func (s *StreamWriter) start() error {
 
 // openBlock closes the open block unless it is of kind, and opens one of
 // kind with its content_block_start.
-func (s *StreamWriter) openBlock(kind int, block ResponseBlock) error {
+func (s *StreamWriter) openBlock(kind blockKind, block ResponseBlock) error {
 	if err := s.start(); err != nil {
 		return err
 	}
