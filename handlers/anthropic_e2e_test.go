@@ -116,6 +116,8 @@ func TestClaudeE2EText(t *testing.T) {
 			require.Len(t, reqs[0].Messages, 2)
 			assert.Equal(t, cursortest.Message{Role: "system", Text: "You greet people.\nBe brief."}, reqs[0].Messages[0])
 			assert.Equal(t, cursortest.Message{Role: "user", Text: "Say hello"}, reqs[0].Messages[1])
+			s.Close() // the access log line is written once the handler returns
+			assert.Regexp(t, `msg=request .*door=anthropic .*path=/v1/messages .*model=claude-sonnet-4.6 status=200`, s.logs.String())
 		})
 	}
 }
