@@ -24,14 +24,15 @@ var importRules = map[string][]string{
 	"services/webchat":    {"models", "utils", "services/upstream", "services/human"},
 	"services/cursortest": nil,
 	// The wiring is the one place that reads config and knows every part.
-	"services":        {"config", "models", "utils", "utils/toolproto", "services/upstream", "services/chat", "services/human", "services/webchat"},
-	"handlers/sse":    nil,
-	"handlers/openai": {"models", "utils", "handlers/sse"},
+	"services":           {"config", "models", "utils", "utils/toolproto", "services/upstream", "services/chat", "services/human", "services/webchat"},
+	"handlers/sse":       nil,
+	"handlers/openai":    {"models", "utils", "handlers/sse"},
+	"handlers/anthropic": {"models", "utils", "handlers/sse"},
 	// The Responses door shares the OpenAI door's content decoding and
 	// error body.
 	"handlers/responses": {"models", "utils", "handlers/sse", "handlers/openai"},
 	// The HTTP surface reaches back doors only through the core.
-	"handlers": {"models", "utils", "utils/toolproto", "services/upstream", "services/chat", "handlers/sse", "handlers/openai", "handlers/responses"},
+	"handlers": {"models", "utils", "utils/toolproto", "services/upstream", "services/chat", "handlers/sse", "handlers/openai", "handlers/responses", "handlers/anthropic"},
 	"":         nil, // main: anything
 }
 

@@ -59,7 +59,7 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, ln net.
 		return err
 	}
 	handler := handlers.New(handlers.Options{
-		Chat: gw.Chat, Catalog: gw.Catalog, APIKeys: cfg.APIKeys,
+		Chat: gw.Chat, Catalog: gw.Catalog, Aliases: gw.Aliases, APIKeys: cfg.APIKeys,
 		MaxBodyBytes: cfg.MaxBodyBytes, PingInterval: cfg.PingInterval.Duration(), Version: version, Logger: logger,
 		Responses: responses.NewStore(responses.StoreLimits{
 			Max: cfg.ResponsesStoreMax, MaxBytes: cfg.ResponsesStoreBytes, TTL: cfg.ResponsesStoreTTL.Duration(),

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path"
 	"reflect"
 	"regexp"
 	"strconv"
@@ -52,6 +53,11 @@ type Config struct {
 
 	Models   []string          `env:"MODELS" envDefault:"claude-sonnet-4.6" envSeparator:","`
 	ModelMap map[string]string `env:"MODEL_MAP" envSeparator:"," envKeyValSeparator:"="`
+	// ModelAliases are pattern=model entries, tried in order, that map
+	// the names clients such as Claude Code send (dated ids, opus, haiku)
+	// to published models. An entry whose model is not published is
+	// skipped.
+	ModelAliases []string `env:"MODEL_ALIASES" envSeparator:"," envDefault:"claude-opus-*=claude-opus-4.6,claude-*-opus-*=claude-opus-4.6,claude-haiku-*=claude-haiku-4.5,claude-*-haiku-*=claude-haiku-4.5,claude-sonnet-4-5*=claude-sonnet-4.5,claude-*=claude-sonnet-4.6"`
 
 	CursorAPIURL string `env:"CURSOR_API_URL" envDefault:"https://cursor.com/api/chat"`
 	ScriptURL    string `env:"SCRIPT_URL"`
@@ -263,6 +269,17 @@ func (c *Config) validate() error {
 	for k, v := range c.ModelMap {
 		if strings.TrimSpace(k) == "" || strings.TrimSpace(v) == "" {
 			bad("MODEL_MAP entry %q=%q: write public=upstream, e.g. claude-sonnet-4.6=anthropic/claude-sonnet-4.6", k, v)
+		}
+	}
+	for _, a := range c.ModelAliases {
+		if a = strings.TrimSpace(a); a == "" {
+			continue
+		}
+		pattern, target, ok := strings.Cut(a, "=")
+		if !ok || strings.TrimSpace(pattern) == "" || strings.TrimSpace(target) == "" {
+			bad("MODEL_ALIASES entry %q: write pattern=model, e.g. claude-*=claude-sonnet-4.6", a)
+		} else if _, err := path.Match(strings.TrimSpace(pattern), ""); err != nil {
+			bad("MODEL_ALIASES entry %q: the pattern is not a valid glob (use * and ?)", a)
 		}
 	}
 	c.Models = trimmed(c.Models)

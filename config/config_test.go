@@ -32,6 +32,8 @@ func TestDefaults(t *testing.T) {
 	assert.Equal(t, 1000, cfg.ResponsesStoreMax)
 	assert.EqualValues(t, 256<<20, cfg.ResponsesStoreBytes)
 	assert.Equal(t, time.Hour, cfg.ResponsesStoreTTL.Duration())
+	assert.Contains(t, cfg.ModelAliases, "claude-*=claude-sonnet-4.6", "Claude Code's names resolve by default")
+	assert.Equal(t, "claude-*=claude-sonnet-4.6", cfg.ModelAliases[len(cfg.ModelAliases)-1], "the catch-all comes last")
 }
 
 func TestValues(t *testing.T) {
@@ -42,6 +44,7 @@ func TestValues(t *testing.T) {
 		"TIMEOUT":   "2m", "MAX_DURATION": "90", "KILO_TOOL_STRICT": "true", "HTTPS_PROXY": "http://proxy:3128",
 		"X_IS_HUMAN_MODE": "static:abc", "REFUSAL_PATTERNS": "(?i)nope;;(?i)never",
 		"RESPONSES_STORE_MAX": "0", "RESPONSES_STORE_TTL": "10m",
+		"MODEL_ALIASES": "claude-*=gemini-3-flash,gpt-?=claude-sonnet-4.6",
 	})
 	require.NoError(t, err)
 	assert.False(t, cfg.Loopback())
@@ -56,6 +59,7 @@ func TestValues(t *testing.T) {
 	assert.Equal(t, XIsHuman{Kind: "static", Static: "abc"}, cfg.XIsHuman)
 	assert.Equal(t, 0, cfg.ResponsesStoreMax, "0 keeps no responses")
 	assert.Equal(t, 10*time.Minute, cfg.ResponsesStoreTTL.Duration())
+	assert.Equal(t, []string{"claude-*=gemini-3-flash", "gpt-?=claude-sonnet-4.6"}, cfg.ModelAliases)
 }
 
 func TestInvalidValues(t *testing.T) {
@@ -79,6 +83,8 @@ func TestInvalidValues(t *testing.T) {
 		"RESPONSES_STORE_MAX":     {"RESPONSES_STORE_MAX": "-1"},
 		"RESPONSES_STORE_TTL":     {"RESPONSES_STORE_TTL": "0"},
 		"RESPONSES_STORE_BYTES":   {"RESPONSES_STORE_BYTES": "-5"},
+		"MODEL_ALIASES":           {"MODEL_ALIASES": "claude-*"},
+		"MODEL_ALIASES=[":         {"MODEL_ALIASES": "[=claude-sonnet-4.6"},
 	}
 	for name, env := range cases {
 		t.Run(name, func(t *testing.T) {

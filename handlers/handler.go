@@ -1,9 +1,10 @@
 // Package handlers is the HTTP surface of the gateway: routing, auth,
 // request ids, the access log, and the glue between HTTP and the core for
 // each front door. A door's handler reads the body, converts it with the
-// door's package (handlers/openai), hands the neutral request to the core
-// (services/chat) and lets the door's encoder write the answer. Wire
-// formats live in the door packages; protocol work lives in the core.
+// door's package (handlers/openai, handlers/anthropic), hands the neutral
+// request to the core (services/chat) and lets the door's encoder write
+// the answer. Wire formats live in the door packages; protocol work lives
+// in the core.
 package handlers
 
 import (
@@ -14,6 +15,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"cursor2api/handlers/anthropic"
 	"cursor2api/handlers/openai"
 	"cursor2api/handlers/responses"
 	"cursor2api/models"
@@ -22,8 +24,11 @@ import (
 
 // Options configure the HTTP surface.
 type Options struct {
-	Chat         *chat.Service
-	Catalog      *models.Catalog
+	Chat    *chat.Service
+	Catalog *models.Catalog
+	// Aliases resolve the model names of the Anthropic door (Claude
+	// Code's dated ids) to published models.
+	Aliases      models.Aliases
 	APIKeys      []string
 	MaxBodyBytes int64
 	// PingInterval is the silence after which a stream gets a keepalive
@@ -40,6 +45,7 @@ type Options struct {
 type server struct {
 	Options
 	started int64 // "created" of the model list
+	tokens  *anthropic.TokenCounter
 }
 
 // New returns the gateway's HTTP handler.
@@ -47,7 +53,7 @@ func New(opts Options) http.Handler {
 	if opts.Responses == nil {
 		opts.Responses = responses.NewStore(responses.DefaultStoreLimits)
 	}
-	s := &server{Options: opts, started: time.Now().Unix()}
+	s := &server{Options: opts, started: time.Now().Unix(), tokens: &anthropic.TokenCounter{}}
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
 	r.Use(requestID, accessLog(opts.Logger), gin.CustomRecovery(func(c *gin.Context, rec any) {
@@ -55,18 +61,22 @@ func New(opts Options) http.Handler {
 		abortWithError(c, &models.Error{Status: http.StatusInternalServerError, Kind: models.KindAPI, Message: "internal error; the gateway's log has the details"})
 	}))
 	r.GET("/health", s.health)
+	// GET /v1/models answers in the format of the client's API.
+	r.GET("/v1/models", useDoorByRequest, auth(opts.APIKeys), s.listModels)
 	v1 := r.Group("/v1", useDoor(openaiDoor), auth(opts.APIKeys))
-	v1.GET("/models", s.listModels)
 	v1.POST("/chat/completions", s.chatCompletions)
 	rv1 := r.Group("/v1/responses", useDoor(responsesDoor), auth(opts.APIKeys))
 	rv1.POST("", s.createResponse)
 	rv1.GET("/:id", s.getResponse)
 	rv1.DELETE("/:id", s.deleteResponse)
-	r.NoRoute(useDoor(openaiDoor), func(c *gin.Context) {
+	msgs := r.Group("/v1/messages", useDoor(anthropicDoor), auth(opts.APIKeys))
+	msgs.POST("", s.messages)
+	msgs.POST("/count_tokens", s.countTokens)
+	r.NoRoute(useDoorByRequest, func(c *gin.Context) {
 		writeError(c, &models.Error{Status: http.StatusNotFound, Kind: models.KindNotFound, Code: "not_found",
-			Message: fmt.Sprintf("no route %s %s: this gateway serves GET /v1/models, POST /v1/chat/completions and POST /v1/responses", c.Request.Method, c.Request.URL.Path)})
+			Message: fmt.Sprintf("no route %s %s: this gateway serves GET /v1/models, POST /v1/chat/completions, POST /v1/responses, POST /v1/messages and POST /v1/messages/count_tokens", c.Request.Method, c.Request.URL.Path)})
 	})
-	r.NoMethod(useDoor(openaiDoor), func(c *gin.Context) {
+	r.NoMethod(useDoorByRequest, func(c *gin.Context) {
 		writeError(c, &models.Error{Status: http.StatusMethodNotAllowed, Kind: models.KindInvalidRequest, Code: "method_not_allowed",
 			Message: fmt.Sprintf("%s is not allowed on %s", c.Request.Method, c.Request.URL.Path)})
 	})
@@ -78,5 +88,9 @@ func (s *server) health(c *gin.Context) {
 }
 
 func (s *server) listModels(c *gin.Context) {
+	if doorOf(c) == anthropicDoor {
+		c.JSON(http.StatusOK, anthropic.ModelListOf(s.Catalog.Names(), s.started))
+		return
+	}
 	c.JSON(http.StatusOK, openai.ModelListOf(s.Catalog.Names(), s.started))
 }

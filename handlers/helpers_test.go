@@ -65,7 +65,7 @@ func newStack(t testing.TB, env map[string]string, reply func(int, cursortest.Re
 		Max: cfg.ResponsesStoreMax, MaxBytes: cfg.ResponsesStoreBytes, TTL: cfg.ResponsesStoreTTL.Duration(),
 	})
 	handler := New(Options{
-		Chat: gw.Chat, Catalog: gw.Catalog, APIKeys: cfg.APIKeys,
+		Chat: gw.Chat, Catalog: gw.Catalog, Aliases: gw.Aliases, APIKeys: cfg.APIKeys,
 		MaxBodyBytes: cfg.MaxBodyBytes, PingInterval: cfg.PingInterval.Duration(), Version: "test-version", Logger: logger,
 		Responses: store,
 	})

@@ -94,7 +94,7 @@ func auth(keys []string) gin.HandlerFunc {
 		}
 		if given == "" {
 			abortWithError(c, &models.Error{Status: http.StatusUnauthorized, Kind: models.KindAuthentication, Code: "missing_api_key",
-				Message: "missing API key: send the header Authorization: Bearer <your API_KEY>"})
+				Message: "missing API key: send the header Authorization: Bearer <your API_KEY>, or x-api-key: <your API_KEY>"})
 			return
 		}
 		ok := 0

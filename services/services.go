@@ -21,6 +21,9 @@ import (
 // Gateway is the wired gateway, ready for the front doors.
 type Gateway struct {
 	Catalog *models.Catalog
+	// Aliases map other model names (Claude Code's dated ids) to
+	// published ones.
+	Aliases models.Aliases
 	Chat    *chat.Service
 	// Web is the web-chat back door, for the model watch (and for tests,
 	// which replace its x-is-human provider).
@@ -32,6 +35,10 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (*Gateway, error) {
 	catalog, err := models.NewCatalog(cfg.Models, cfg.ModelMap)
 	if err != nil {
 		return nil, fmt.Errorf("configuration: MODELS: %w", err)
+	}
+	aliases, err := models.ParseAliases(cfg.ModelAliases)
+	if err != nil {
+		return nil, fmt.Errorf("configuration: MODEL_ALIASES: %w", err)
 	}
 	var proxy *url.URL
 	if cfg.ProxyURL != "" {
@@ -80,5 +87,5 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (*Gateway, error) {
 		ExposeThinking:    cfg.ExposeThinking,
 		Refusals:          refusals,
 	}, web, logger)
-	return &Gateway{Catalog: catalog, Chat: core, Web: web}, nil
+	return &Gateway{Catalog: catalog, Aliases: aliases, Chat: core, Web: web}, nil
 }

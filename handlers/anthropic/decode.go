@@ -1,0 +1,184 @@
+package anthropic
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+
+	"cursor2api/models"
+)
+
+// ToRequest converts a Messages request into the core's request, checking
+// what only this wire format can get wrong: roles, tool types, the shape
+// of tool_choice, thinking and max_tokens. Its errors are *models.Error
+// whose Param is an Anthropic field path. The model name is taken as is;
+// resolving an alias is the caller's business.
+func ToRequest(req *MessagesRequest) (*models.Request, error) {
+	if req.MaxTokens != nil && *req.MaxTokens < 1 {
+		return nil, models.InvalidRequest("max_tokens", "max_tokens is %d: it must be at least 1", *req.MaxTokens)
+	}
+	out := &models.Request{Model: req.Model, Stream: req.Stream, IncludeUsage: true}
+	tools, err := toTools(req.Tools)
+	if err != nil {
+		return nil, err
+	}
+	out.Tools = tools
+	if out.Choice, out.SingleCall, err = toToolChoice(req.ToolChoice, tools); err != nil {
+		return nil, err
+	}
+	// enabled, adaptive, between_tools and whatever comes next all ask for
+	// reasoning; only disabled does not. With display "omitted" the model
+	// still reasons, and the answer leaves the thinking out altogether (the
+	// gateway has no signature that would be worth an empty block).
+	if req.Thinking != nil && req.Thinking.Type != "" && req.Thinking.Type != "disabled" {
+		out.Thinking = true
+		out.ShowThinking = req.Thinking.Display != "omitted"
+	}
+	if len(req.System) > 0 {
+		out.Messages = append(out.Messages, models.Message{Role: models.RoleSystem, Blocks: contentBlocks(req.System)})
+	}
+	if len(req.Messages) == 0 {
+		return nil, models.InvalidRequest("messages", "messages is empty: send at least one user message")
+	}
+	for i, m := range req.Messages {
+		switch m.Role {
+		case "user":
+			out.Messages = append(out.Messages, userMessages(m.Content)...)
+		case "assistant":
+			msg, err := assistantMessage(i, m.Content)
+			if err != nil {
+				return nil, err
+			}
+			out.Messages = append(out.Messages, msg)
+		default:
+			return nil, models.InvalidRequest(fmt.Sprintf("messages.%d.role", i), "messages.%d.role %q is not supported: use \"user\" or \"assistant\" (the system prompt goes in the top-level system field)", i, m.Role)
+		}
+	}
+	return out, nil
+}
+
+// toTools converts the custom tools. A server tool (any type but custom)
+// runs on Anthropic's side, which the gateway cannot do: it is refused
+// rather than silently dropped, so that the client knows the model never
+// had it.
+func toTools(in []Tool) ([]models.Tool, error) {
+	var tools []models.Tool
+	for i, t := range in {
+		if t.Type != "" && t.Type != "custom" {
+			return nil, models.InvalidRequest(fmt.Sprintf("tools.%d.type", i),
+				"tools.%d is the server tool %q, which only Anthropic's own API can run: this gateway serves custom tools (name, description, input_schema) only; remove it from tools", i, t.Type)
+		}
+		tools = append(tools, models.Tool{Name: t.Name, Description: t.Description, Parameters: t.InputSchema})
+	}
+	err := models.ValidateTools(tools, func(i int, field string) string {
+		if field == "parameters" {
+			field = "input_schema"
+		}
+		return fmt.Sprintf("tools.%d.%s", i, field)
+	})
+	return tools, err
+}
+
+// toToolChoice reads tool_choice (absent: auto) and its
+// disable_parallel_tool_use.
+func toToolChoice(tc *ToolChoice, tools []models.Tool) (models.ToolChoice, bool, error) {
+	if tc == nil {
+		return models.ToolChoice{Mode: models.ChoiceAuto}, false, nil
+	}
+	single := tc.DisableParallelToolUse
+	switch tc.Type {
+	case "auto", "":
+		return models.ToolChoice{Mode: models.ChoiceAuto}, single, nil
+	case "none":
+		return models.ToolChoice{Mode: models.ChoiceNone}, single, nil
+	case "any":
+		if len(tools) == 0 {
+			return models.ToolChoice{}, false, models.InvalidRequest("tool_choice.type", "tool_choice.type \"any\" needs at least one tool in tools")
+		}
+		return models.ToolChoice{Mode: models.ChoiceRequired}, single, nil
+	case "tool":
+		if tc.Name == "" {
+			return models.ToolChoice{}, false, models.InvalidRequest("tool_choice.name", "tool_choice.name is required when tool_choice.type is \"tool\"")
+		}
+		if !models.HasTool(tools, tc.Name) {
+			return models.ToolChoice{}, false, models.InvalidRequest("tool_choice.name", "tool_choice.name %q is not the name of a tool in tools", tc.Name)
+		}
+		return models.ToolChoice{Mode: models.ChoiceFunction, Name: tc.Name}, single, nil
+	}
+	return models.ToolChoice{}, false, models.InvalidRequest("tool_choice.type", "tool_choice.type %q is not supported: use \"auto\", \"any\", \"tool\" or \"none\"", tc.Type)
+}
+
+// contentBlocks converts the content of a system prompt, a user turn or a
+// tool result: text, and a marker for anything else (an image, a
+// document), which the upstream cannot take.
+func contentBlocks(c Content) []models.Block {
+	blocks := make([]models.Block, 0, len(c))
+	for _, b := range c {
+		switch b.Type {
+		case "text", "":
+			blocks = append(blocks, models.Block{Kind: models.BlockText, Text: b.Text})
+		case "thinking", "redacted_thinking":
+			blocks = append(blocks, models.Block{Kind: models.BlockThinking, Text: b.Thinking})
+		default:
+			blocks = append(blocks, models.Block{Kind: models.BlockMedia, Text: b.Type})
+		}
+	}
+	return blocks
+}
+
+// userMessages splits a user turn into the core's messages: each
+// tool_result becomes a RoleTool message answering its call, and the
+// other blocks a user message, in their order.
+func userMessages(c Content) []models.Message {
+	var out []models.Message
+	var pending Content
+	flush := func() {
+		if len(pending) > 0 {
+			out = append(out, models.Message{Role: models.RoleUser, Blocks: contentBlocks(pending)})
+			pending = nil
+		}
+	}
+	for _, b := range c {
+		if b.Type != "tool_result" {
+			pending = append(pending, b)
+			continue
+		}
+		flush()
+		blocks := contentBlocks(b.Content)
+		if len(blocks) == 0 {
+			blocks = []models.Block{{Kind: models.BlockText}}
+		}
+		out = append(out, models.Message{Role: models.RoleTool, ToolCallID: b.ToolUseID, IsError: b.IsError, Blocks: blocks})
+	}
+	flush()
+	if len(out) == 0 {
+		out = append(out, models.Message{Role: models.RoleUser, Blocks: []models.Block{{Kind: models.BlockText}}})
+	}
+	return out
+}
+
+// assistantMessage converts an assistant turn: text, thinking (history the
+// core never replays as text) and tool_use calls.
+func assistantMessage(i int, c Content) (models.Message, error) {
+	msg := models.Message{Role: models.RoleAssistant}
+	for j, b := range c {
+		switch b.Type {
+		case "tool_use":
+			if b.Name == "" {
+				return models.Message{}, models.InvalidRequest(fmt.Sprintf("messages.%d.content.%d.name", i, j), "messages.%d.content.%d: a tool_use block needs its name", i, j)
+			}
+			args := strings.TrimSpace(string(b.Input))
+			if args == "" || args == "null" {
+				args = "{}"
+			} else if !bytes.HasPrefix([]byte(args), []byte("{")) {
+				return models.Message{}, models.InvalidRequest(fmt.Sprintf("messages.%d.content.%d.input", i, j), "messages.%d.content.%d.input must be a JSON object", i, j)
+			}
+			msg.Blocks = append(msg.Blocks, models.Block{Kind: models.BlockToolCall, ID: b.ID, Name: b.Name, Arguments: args})
+		case "tool_result":
+			return models.Message{}, models.InvalidRequest(fmt.Sprintf("messages.%d.content.%d.type", i, j), "messages.%d.content.%d: tool_result blocks belong in a user message", i, j)
+		default:
+			msg.Blocks = append(msg.Blocks, contentBlocks(Content{b})...)
+		}
+	}
+	return msg, nil
+}

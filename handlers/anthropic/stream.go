@@ -1,0 +1,286 @@
+package anthropic
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"cursor2api/handlers/sse"
+	"cursor2api/models"
+	"cursor2api/utils"
+)
+
+// Ping is the keepalive of a Messages stream, the event Anthropic itself
+// sends.
+var Ping = []byte("event: ping\ndata: {\"type\": \"ping\"}\n\n")
+
+// blockKind is the type of the open content block.
+type blockKind uint8
+
+const (
+	blockNone blockKind = iota
+	blockText
+	blockThinking
+	blockToolUse
+)
+
+// StreamWriter encodes the core's answer (it is a chat.Sink) as a Messages
+// stream of named events: message_start, then for each content block
+// content_block_start, its deltas and content_block_stop, then
+// message_delta with the stop reason and usage, and message_stop. Nothing
+// is written before the first event (see sse.Writer), so a failure before
+// it still gets a real HTTP status. Stop sequences cut the visible text;
+// whatever the model writes after one is dropped.
+//
+// A tool call goes out once it is complete: its content_block_start, the
+// input_json_delta pieces as the core produced them, and its stop, in one
+// go. Anthropic's clients read a cut-off input leniently (the Go SDK's
+// accumulator makes it {}, the TypeScript SDK parses what it can), so a
+// call streamed live and then found invalid, which the core can only leave
+// incomplete, would run with missing or partial arguments. Held to its
+// end, such a call never reaches the client; the core's note in the text
+// says why.
+type StreamWriter struct {
+	*sse.Writer
+	id, model   string
+	inputTokens int
+	stop        *stopScanner
+
+	started bool      // message_start is written
+	open    blockKind // the type of the open block
+	index   int       // the index of the next block
+
+	call  *pendingCall // the call being received, not yet sent
+	calls int          // tool_use blocks sent
+}
+
+// pendingCall is a tool call whose arguments are still arriving.
+type pendingCall struct {
+	id, name  string
+	fragments []string
+}
+
+// NewStreamWriter returns a writer for one response on w. inputTokens is
+// the estimate message_start reports; message_delta has the final count.
+func NewStreamWriter(w *sse.Writer, id, model string, inputTokens int, stopSequences []string) *StreamWriter {
+	return &StreamWriter{Writer: w, id: id, model: model, inputTokens: inputTokens, stop: newStopScanner(stopSequences)}
+}
+
+// NewMessageID returns a message id.
+func NewMessageID() string { return "msg_" + utils.RandomString(utils.Alphanumerics, 24) }
+
+// ToolUseID gives a core call id ("call_…") Anthropic's toolu_ prefix.
+func ToolUseID(id string) string {
+	if _, rest, ok := strings.Cut(id, "_"); ok {
+		return "toolu_" + rest
+	}
+	return "toolu_" + id
+}
+
+// signature stands in for the signature Anthropic puts on thinking: the
+// gateway has none to give, and clients only send it back.
+func signature() string { return "c2a" + utils.RandomString(utils.Alphanumerics, 40) }
+
+func (s *StreamWriter) start() error {
+	if s.started {
+		return nil
+	}
+	s.started = true
+	return s.Event("message_start", map[string]any{"type": "message_start", "message": Response{
+		ID: s.id, Type: "message", Role: "assistant", Model: s.model, Content: []ResponseBlock{},
+		Usage: Usage{InputTokens: s.inputTokens, OutputTokens: 1},
+	}})
+}
+
+// openBlock closes the open block unless it is of kind, and opens one of
+// kind with its content_block_start.
+func (s *StreamWriter) openBlock(kind blockKind, block ResponseBlock) error {
+	if err := s.start(); err != nil {
+		return err
+	}
+	if s.open == kind && kind != blockToolUse {
+		return nil
+	}
+	if err := s.closeBlock(); err != nil {
+		return err
+	}
+	s.open = kind
+	return s.Event("content_block_start", map[string]any{"type": "content_block_start", "index": s.index, "content_block": block})
+}
+
+// closeBlock ends the open block, a thinking block with its signature.
+func (s *StreamWriter) closeBlock() error {
+	switch s.open {
+	case blockNone:
+		return nil
+	case blockThinking:
+		if err := s.delta(map[string]any{"type": "signature_delta", "signature": signature()}); err != nil {
+			return err
+		}
+	}
+	s.open = blockNone
+	err := s.Event("content_block_stop", map[string]any{"type": "content_block_stop", "index": s.index})
+	s.index++
+	return err
+}
+
+func (s *StreamWriter) delta(d map[string]any) error {
+	return s.Event("content_block_delta", map[string]any{"type": "content_block_delta", "index": s.index, "delta": d})
+}
+
+// Text writes a text_delta, opening a text block if need be, up to the
+// first stop sequence.
+func (s *StreamWriter) Text(text string) error {
+	return s.text(s.stop.feed(text))
+}
+
+func (s *StreamWriter) text(text string) error {
+	if text == "" {
+		return nil
+	}
+	if err := s.openBlock(blockText, map[string]any{"type": "text", "text": ""}); err != nil {
+		return err
+	}
+	return s.delta(map[string]any{"type": "text_delta", "text": text})
+}
+
+// flushText writes the text held back for a possible stop sequence:
+// another kind of block follows, so nothing continues it.
+func (s *StreamWriter) flushText() error { return s.text(s.stop.flush()) }
+
+// Reasoning writes a thinking_delta, opening a thinking block if need be.
+func (s *StreamWriter) Reasoning(text string) error {
+	if text == "" || s.stop.found != "" {
+		return nil
+	}
+	if err := s.flushText(); err != nil {
+		return err
+	}
+	if err := s.openBlock(blockThinking, map[string]any{"type": "thinking", "thinking": "", "signature": ""}); err != nil {
+		return err
+	}
+	return s.delta(map[string]any{"type": "thinking_delta", "thinking": text})
+}
+
+// ToolCallStart begins a call, which is sent when it ends complete.
+func (s *StreamWriter) ToolCallStart(id, name string) error {
+	if s.stop.found != "" {
+		return nil
+	}
+	if s.call != nil {
+		return errors.New("a tool call started before the previous one ended")
+	}
+	// No text continues what was held back for a stop sequence.
+	if err := s.flushText(); err != nil {
+		return err
+	}
+	s.call = &pendingCall{id: id, name: name}
+	return nil
+}
+
+// ToolCallArguments takes the next piece of the call's input.
+func (s *StreamWriter) ToolCallArguments(fragment string) error {
+	if fragment == "" || s.stop.found != "" {
+		return nil
+	}
+	if s.call == nil {
+		return errors.New("tool-call arguments outside a tool call")
+	}
+	s.call.fragments = append(s.call.fragments, fragment)
+	return nil
+}
+
+// ToolCallEnd sends a complete call as a tool_use block whose input
+// starts empty and is filled by input_json_delta events; an incomplete
+// one is dropped.
+func (s *StreamWriter) ToolCallEnd(complete bool) error {
+	call := s.call
+	s.call = nil
+	if call == nil || !complete {
+		return nil
+	}
+	if err := s.openBlock(blockToolUse, map[string]any{"type": "tool_use", "id": ToolUseID(call.id), "name": call.name, "input": json.RawMessage("{}")}); err != nil {
+		return err
+	}
+	for _, f := range call.fragments {
+		if err := s.delta(map[string]any{"type": "input_json_delta", "partial_json": f}); err != nil {
+			return err
+		}
+	}
+	s.calls++
+	return s.closeBlock()
+}
+
+// Finish closes the open block and writes message_delta and message_stop.
+func (s *StreamWriter) Finish(r models.FinishReason, usage models.Usage) error {
+	if err := s.flushText(); err != nil {
+		return err
+	}
+	if err := s.start(); err != nil {
+		return err
+	}
+	if err := s.closeBlock(); err != nil {
+		return err
+	}
+	if r == models.FinishToolCalls && s.calls == 0 {
+		r = models.FinishStop // every call was dropped
+	}
+	reason, seq := stopReason(r, s.stop.found)
+	if err := s.Event("message_delta", map[string]any{
+		"type":  "message_delta",
+		"delta": map[string]any{"stop_reason": reason, "stop_sequence": seq},
+		"usage": DeltaUsage{InputTokens: usage.InputTokens, OutputTokens: usage.OutputTokens},
+	}); err != nil {
+		return err
+	}
+	s.Close()
+	return s.Event("message_stop", map[string]any{"type": "message_stop"})
+}
+
+// Error ends a stream that has already started with an error event.
+func (s *StreamWriter) Error(e *models.Error) error {
+	if s.Closed() {
+		return nil
+	}
+	s.Close()
+	return s.Event("error", ErrorBodyOf(e))
+}
+
+// stopReason names why the message ended; a stop sequence met wins.
+func stopReason(r models.FinishReason, stopSeq string) (string, *string) {
+	if stopSeq != "" {
+		return "stop_sequence", &stopSeq
+	}
+	if r == models.FinishToolCalls {
+		return "tool_use", nil
+	}
+	return "end_turn", nil
+}
+
+// FromAnswer builds a non-streaming message: thinking (when shown), text,
+// then the tool calls, cut at the first stop sequence, after which nothing
+// of the answer is kept.
+func FromAnswer(id, model string, ans *models.Answer, stopSequences []string) Response {
+	text, found := CutAtStop(ans.Text, stopSequences)
+	content := []ResponseBlock{}
+	if ans.Thinking != "" {
+		content = append(content, ThinkingBlock(ans.Thinking, signature()))
+	}
+	if text != "" {
+		content = append(content, TextBlock(text))
+	}
+	finish := ans.Finish
+	if found == "" {
+		for _, c := range ans.ToolCalls {
+			content = append(content, ToolUseBlock(ToolUseID(c.ID), c.Name, json.RawMessage(c.Arguments)))
+		}
+	} else {
+		finish = models.FinishStop
+	}
+	reason, seq := stopReason(finish, found)
+	return Response{
+		ID: id, Type: "message", Role: "assistant", Model: model, Content: content,
+		StopReason: &reason, StopSequence: seq,
+		Usage: Usage{InputTokens: ans.Usage.InputTokens, OutputTokens: ans.Usage.OutputTokens},
+	}
+}

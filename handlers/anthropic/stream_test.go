@@ -1,0 +1,180 @@
+package anthropic
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"cursor2api/handlers/sse"
+	"cursor2api/models"
+)
+
+func TestStopScanner(t *testing.T) {
+	cases := []struct {
+		name   string
+		stops  []string
+		pieces []string
+		out    string
+		found  string
+	}{
+		{"none", nil, []string{"a", "b"}, "ab", ""},
+		{"whole", []string{"STOP"}, []string{"abSTOPcd"}, "ab", "STOP"},
+		{"split", []string{"STOP"}, []string{"abS", "T", "OPcd", "ef"}, "ab", "STOP"},
+		{"false start", []string{"STOP"}, []string{"abST", "x STO", "P"}, "abSTx ", "STOP"},
+		{"held then flushed", []string{"STOP"}, []string{"abST"}, "abST", ""},
+		{"earliest wins", []string{"cd", "b"}, []string{"abcd"}, "a", "b"},
+		{"unicode", []string{"✓"}, []string{"ok ✓ done"}, "ok ", "✓"},
+		{"empty ignored", []string{""}, []string{"ab"}, "ab", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStopScanner(tc.stops)
+			var out strings.Builder
+			for _, p := range tc.pieces {
+				out.WriteString(s.feed(p))
+			}
+			out.WriteString(s.flush())
+			assert.Equal(t, tc.out, out.String())
+			assert.Equal(t, tc.found, s.found)
+			whole, found := CutAtStop(strings.Join(tc.pieces, ""), tc.stops)
+			assert.Equal(t, tc.out, whole, "CutAtStop agrees")
+			assert.Equal(t, tc.found, found)
+		})
+	}
+}
+
+// events returns the names and data lines of a written stream.
+func events(body string) []string {
+	var out []string
+	for _, ev := range strings.Split(strings.TrimSuffix(body, "\n\n"), "\n\n") {
+		out = append(out, strings.ReplaceAll(strings.TrimPrefix(ev, "event: "), "\ndata: ", " "))
+	}
+	return out
+}
+
+func TestStreamWriterLazyStartAndPing(t *testing.T) {
+	var buf bytes.Buffer
+	started := false
+	w := NewStreamWriter(sse.NewWriter(&buf, nil, func() { started = true }, Ping), "msg_1", "m", 7, nil)
+	assert.False(t, w.Started())
+	require.NoError(t, w.PingIfIdle(0))
+	assert.True(t, started)
+	assert.Equal(t, "event: ping\ndata: {\"type\": \"ping\"}\n\n", buf.String(), "Anthropic's own keepalive")
+}
+
+func TestStreamWriter(t *testing.T) {
+	var buf bytes.Buffer
+	w := NewStreamWriter(sse.NewWriter(&buf, nil, nil, Ping), "msg_1", "claude-x", 7, []string{"##"})
+	require.NoError(t, w.Reasoning("think"))
+	require.NoError(t, w.Text("Hi #"))
+	require.NoError(t, w.ToolCallStart("call_abc", "read"))
+	require.NoError(t, w.ToolCallArguments(`{"p":`))
+	require.NoError(t, w.ToolCallArguments(`1}`))
+	require.NoError(t, w.ToolCallEnd(true))
+	require.NoError(t, w.Finish(models.FinishToolCalls, models.Usage{InputTokens: 10, OutputTokens: 3}))
+	require.NoError(t, w.Error(&models.Error{Kind: models.KindAPI, Message: "late"}), "nothing after the end")
+	got := events(buf.String())
+	require.Len(t, got, 15, "%q", got)
+	assert.Equal(t, []string{
+		`message_start {"message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-x","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":7,"output_tokens":1,"cache_creation_input_tokens":0,"cache_read_input_tokens":0}},"type":"message_start"}`,
+		`content_block_start {"content_block":{"signature":"","thinking":"","type":"thinking"},"index":0,"type":"content_block_start"}`,
+		`content_block_delta {"delta":{"thinking":"think","type":"thinking_delta"},"index":0,"type":"content_block_delta"}`,
+	}, got[:3])
+	assert.Regexp(t, `^content_block_delta \{"delta":\{"signature":"\w+","type":"signature_delta"\},"index":0`, got[3])
+	assert.Equal(t, []string{
+		`content_block_stop {"index":0,"type":"content_block_stop"}`,
+		`content_block_start {"content_block":{"text":"","type":"text"},"index":1,"type":"content_block_start"}`,
+		`content_block_delta {"delta":{"text":"Hi ","type":"text_delta"},"index":1,"type":"content_block_delta"}`,
+		// The "#" held back for the stop sequence "##" goes out before the call.
+		`content_block_delta {"delta":{"text":"#","type":"text_delta"},"index":1,"type":"content_block_delta"}`,
+		`content_block_stop {"index":1,"type":"content_block_stop"}`,
+		`content_block_start {"content_block":{"id":"toolu_abc","input":{},"name":"read","type":"tool_use"},"index":2,"type":"content_block_start"}`,
+		`content_block_delta {"delta":{"partial_json":"{\"p\":","type":"input_json_delta"},"index":2,"type":"content_block_delta"}`,
+		`content_block_delta {"delta":{"partial_json":"1}","type":"input_json_delta"},"index":2,"type":"content_block_delta"}`,
+		`content_block_stop {"index":2,"type":"content_block_stop"}`,
+		`message_delta {"delta":{"stop_reason":"tool_use","stop_sequence":null},"type":"message_delta","usage":{"input_tokens":10,"output_tokens":3}}`,
+		`message_stop {"type":"message_stop"}`,
+	}, got[4:])
+}
+
+func TestStreamWriterStopSequenceDropsTheRest(t *testing.T) {
+	var buf bytes.Buffer
+	w := NewStreamWriter(sse.NewWriter(&buf, nil, nil, Ping), "msg_1", "m", 1, []string{"STOP"})
+	require.NoError(t, w.Text("done STO"))
+	require.NoError(t, w.Text("P and more"))
+	require.NoError(t, w.ToolCallStart("call_1", "read"))
+	require.NoError(t, w.ToolCallArguments(`{}`))
+	require.NoError(t, w.ToolCallEnd(true))
+	require.NoError(t, w.Reasoning("late"))
+	require.NoError(t, w.Finish(models.FinishToolCalls, models.Usage{}))
+	body := buf.String()
+	assert.Contains(t, body, `"text":"done "`)
+	assert.NotContains(t, body, "more")
+	assert.NotContains(t, body, "tool_use")
+	assert.NotContains(t, body, "late")
+	assert.Contains(t, body, `"stop_reason":"stop_sequence","stop_sequence":"STOP"`)
+}
+
+func TestStreamWriterErrorAfterStart(t *testing.T) {
+	var buf bytes.Buffer
+	w := NewStreamWriter(sse.NewWriter(&buf, nil, nil, Ping), "msg_1", "m", 1, nil)
+	require.NoError(t, w.Text("partial"))
+	require.NoError(t, w.Error(&models.Error{Kind: models.KindOverloaded, Message: "busy"}))
+	got := events(buf.String())
+	assert.Equal(t, `error {"type":"error","error":{"type":"overloaded_error","message":"busy"}}`, got[len(got)-1])
+	assert.True(t, w.Closed(), "no ping after the error")
+}
+
+func TestFromAnswer(t *testing.T) {
+	ans := &models.Answer{Text: "Looking.", Thinking: "plan", Finish: models.FinishToolCalls, Usage: models.Usage{InputTokens: 5, OutputTokens: 2},
+		ToolCalls: []models.ToolCall{{ID: "call_x1", Name: "read", Arguments: `{"p":1}`}}}
+	r := FromAnswer("msg_1", "m", ans, nil)
+	assert.Equal(t, "tool_use", *r.StopReason)
+	assert.Nil(t, r.StopSequence)
+	require.Len(t, r.Content, 3)
+	assert.Equal(t, "thinking", r.Content[0]["type"])
+	assert.Equal(t, TextBlock("Looking."), r.Content[1])
+	assert.Equal(t, ToolUseBlock("toolu_x1", "read", []byte(`{"p":1}`)), r.Content[2])
+	assert.Equal(t, Usage{InputTokens: 5, OutputTokens: 2}, r.Usage)
+
+	r = FromAnswer("msg_1", "m", ans, []string{"king"})
+	assert.Equal(t, "stop_sequence", *r.StopReason)
+	assert.Equal(t, "king", *r.StopSequence)
+	require.Len(t, r.Content, 2, "the calls after the stop sequence are dropped")
+	assert.Equal(t, TextBlock("Loo"), r.Content[1])
+
+	r = FromAnswer("msg_1", "m", &models.Answer{Finish: models.FinishStop}, nil)
+	assert.Equal(t, "end_turn", *r.StopReason)
+	assert.NotNil(t, r.Content)
+	assert.Empty(t, r.Content)
+}
+
+func TestStreamWriterDropsAnIncompleteCall(t *testing.T) {
+	var buf bytes.Buffer
+	w := NewStreamWriter(sse.NewWriter(&buf, nil, nil, Ping), "msg_1", "m", 1, nil)
+	require.NoError(t, w.Text("Writing."))
+	require.NoError(t, w.ToolCallStart("call_1", "write"))
+	require.NoError(t, w.ToolCallArguments(`{"path": "a/b`))
+	assert.NotContains(t, buf.String(), "tool_use", "nothing of a call before its end")
+	require.NoError(t, w.ToolCallEnd(false))
+	require.NoError(t, w.Text("\n[The call was cut off.]"))
+	require.NoError(t, w.Finish(models.FinishToolCalls, models.Usage{}))
+	body := buf.String()
+	assert.NotContains(t, body, "tool_use", "the incomplete call never reaches the client")
+	assert.NotContains(t, body, "a/b")
+	assert.Contains(t, body, `"stop_reason":"end_turn"`, "no tool_use stop without a tool_use block")
+	got := events(body)
+	assert.Equal(t, []string{"message_start", "content_block_start", "content_block_delta", "content_block_delta", "content_block_stop", "message_delta", "message_stop"},
+		names(got), "one text block holds the text and the note")
+}
+
+func names(events []string) []string {
+	out := make([]string, len(events))
+	for i, e := range events {
+		out[i], _, _ = strings.Cut(e, " ")
+	}
+	return out
+}

@@ -1,0 +1,140 @@
+package anthropic
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/pkoukk/tiktoken-go"
+	tiktokenloader "github.com/pkoukk/tiktoken-go-loader"
+)
+
+// Claude's own tokenizer is not published; cl100k_base, OpenAI's BPE of
+// GPT-4 era models, is the closest well-kept one that ships its ranks
+// inside a Go module (tiktoken-go-loader embeds them: nothing is ever
+// downloaded). Claude's tokenizer needs more tokens for the same text,
+// and Anthropic adds framing of its own, so the BPE count is scaled and
+// the framing added; the constants make the estimate err on the high
+// side, because a client that thinks its context smaller than it is
+// compacts too late. README.md "Token counting" has the measurements.
+const (
+	cl100kRanks   = "cl100k_base.tiktoken"
+	cl100kPattern = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+
+	// tokenScale turns cl100k tokens into Claude tokens, rounded up.
+	tokenScale = 1.3
+	// requestOverhead is the framing of every request.
+	requestOverhead = 2
+	// messageOverhead is the framing of each message and of the system prompt.
+	messageOverhead = 2
+	// toolsOverhead is the tool-use system prompt Anthropic adds when a
+	// request has tools (346 tokens for Claude 4 models, by its tool-use
+	// documentation), rounded up.
+	toolsOverhead = 350
+	// mediaTokens stands for an image or a document, whose real cost
+	// depends on its size and pages: an image of about a megapixel is
+	// some 1,600 tokens, the most Anthropic charges for one without
+	// resizing; a document gets twice that.
+	imageTokens    = 1600
+	documentTokens = 3200
+)
+
+// TokenCounter estimates the input tokens of a Messages request. Its BPE
+// ranks are loaded on first use (a fraction of a second), once.
+type TokenCounter struct {
+	once sync.Once
+	enc  *tiktoken.Tiktoken
+	err  error
+}
+
+func (tc *TokenCounter) load() (*tiktoken.Tiktoken, error) {
+	tc.once.Do(func() {
+		ranks, err := tiktokenloader.NewOfflineLoader().LoadTiktokenBpe(cl100kRanks)
+		if err != nil {
+			tc.err = fmt.Errorf("loading the embedded cl100k_base ranks: %w", err)
+			return
+		}
+		bpe, err := tiktoken.NewCoreBPE(ranks, map[string]int{}, cl100kPattern)
+		if err != nil {
+			tc.err = fmt.Errorf("building the cl100k_base tokenizer: %w", err)
+			return
+		}
+		tc.enc = tiktoken.NewTiktoken(bpe, &tiktoken.Encoding{Name: "cl100k_base", PatStr: cl100kPattern, MergeableRanks: ranks}, map[string]any{})
+	})
+	return tc.enc, tc.err
+}
+
+// BPETokens is the cl100k_base token count of text.
+func (tc *TokenCounter) BPETokens(text string) (int, error) {
+	enc, err := tc.load()
+	if err != nil {
+		return 0, err
+	}
+	if text == "" {
+		return 0, nil
+	}
+	return len(enc.EncodeOrdinary(text)), nil
+}
+
+// Count estimates the input tokens of req as Anthropic would count them:
+// the system prompt, the tools and every message, text, tool calls and
+// results. The thinking of earlier assistant turns counts too: Anthropic
+// says it does not, but its documented example counts more than the rest
+// of the text explains, and a count too high is the safe side. A long
+// request takes a while (some 8 ms for 12K tokens): Count stops when ctx
+// ends.
+func (tc *TokenCounter) Count(ctx context.Context, req *MessagesRequest) (int, error) {
+	enc, err := tc.load()
+	if err != nil {
+		return 0, err
+	}
+	bpe := func(s string) int {
+		if s == "" || ctx.Err() != nil {
+			return 0
+		}
+		return len(enc.EncodeOrdinary(s))
+	}
+	text, fixed := 0, requestOverhead
+	var content func(c Content)
+	content = func(c Content) {
+		for _, b := range c {
+			switch b.Type {
+			case "image":
+				fixed += imageTokens
+			case "document":
+				fixed += documentTokens
+			case "thinking":
+				text += bpe(b.Thinking)
+			case "redacted_thinking":
+			case "tool_use":
+				text += bpe(b.Name) + bpe(string(b.Input))
+			case "tool_result":
+				text += bpe(b.ToolUseID)
+				content(b.Content)
+			default:
+				text += bpe(b.Text)
+			}
+		}
+	}
+	if len(req.System) > 0 {
+		fixed += messageOverhead
+		content(req.System)
+	}
+	for _, m := range req.Messages {
+		fixed += messageOverhead
+		content(m.Content)
+	}
+	if len(req.Tools) > 0 {
+		fixed += toolsOverhead
+		for _, t := range req.Tools {
+			schema, _ := json.Marshal(t.InputSchema)
+			text += bpe(t.Name) + bpe(t.Description) + bpe(string(schema))
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	return fixed + int(math.Ceil(float64(text)*tokenScale)), nil
+}

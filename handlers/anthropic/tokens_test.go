@@ -1,0 +1,117 @@
+package anthropic
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// documented are the examples of Anthropic's token-counting guide
+// (docs.claude.com, "Token counting", for claude-opus-4-20250514) whose
+// input is all text, with the count the guide shows Anthropic's own
+// endpoint returning.
+var documented = []struct {
+	name  string
+	body  string
+	count int
+}{
+	{"basic message", `{"model":"claude-opus-4-20250514","system":"You are a scientist","messages":[{"role":"user","content":"Hello, Claude"}]}`, 14},
+	{"tools", `{"model":"claude-opus-4-20250514","tools":[{"name":"get_weather","description":"Get the current weather in a given location",
+	  "input_schema":{"type":"object","properties":{"location":{"type":"string","description":"The city and state, e.g. San Francisco, CA"}},"required":["location"]}}],
+	  "messages":[{"role":"user","content":"What's the weather like in San Francisco?"}]}`, 403},
+	{"extended thinking", `{"model":"claude-opus-4-20250514","thinking":{"type":"enabled","budget_tokens":16000},"messages":[
+	  {"role":"user","content":"Are there an infinite number of prime numbers such that n mod 4 == 3?"},
+	  {"role":"assistant","content":[{"type":"thinking","thinking":"This is a nice number theory question. Let's think about it step by step...","signature":"EuYBCkQYAiJAgCs1le6/Pol5Z4/JMomVOouGrWdhYNsH3ukzUECbB6iWrSQtsQuRHJID6lWV..."},
+	    {"type":"text","text":"Yes, there are infinitely many prime numbers p such that p mod 4 = 3..."}]},
+	  {"role":"user","content":"Can you write a formal proof?"}]}`, 88},
+}
+
+// TestCountDocumentedExamples measures the estimate against Anthropic's
+// documented counts: never below them, and not far above.
+func TestCountDocumentedExamples(t *testing.T) {
+	var tc TokenCounter
+	for _, ex := range documented {
+		var req MessagesRequest
+		require.NoError(t, json.Unmarshal([]byte(ex.body), &req), ex.name)
+		got, err := tc.Count(context.Background(), &req)
+		require.NoError(t, err)
+		t.Logf("%s: estimate %d, Anthropic %d (%.2fx)", ex.name, got, ex.count, float64(got)/float64(ex.count))
+		assert.GreaterOrEqual(t, got, ex.count, "%s: the estimate errs on the high side", ex.name)
+		assert.LessOrEqual(t, float64(got), 1.2*float64(ex.count), "%s: but not by much", ex.name)
+	}
+}
+
+func TestCountParts(t *testing.T) {
+	var tc TokenCounter
+	count := func(body string) int {
+		t.Helper()
+		var req MessagesRequest
+		require.NoError(t, json.Unmarshal([]byte(body), &req))
+		n, err := tc.Count(context.Background(), &req)
+		require.NoError(t, err)
+		return n
+	}
+	base := count(`{"messages":[{"role":"user","content":"hi"}]}`)
+	long := count(`{"messages":[{"role":"user","content":"hi, and a much longer question about the weather in several cities of the world"}]}`)
+	assert.Greater(t, long, base+10, "text counts")
+	withSystem := count(`{"system":[{"type":"text","text":"You are a careful coding agent working in a large repository."}],"messages":[{"role":"user","content":"hi"}]}`)
+	assert.Greater(t, withSystem, base+10, "system blocks count")
+	image := count(`{"messages":[{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgo="}},{"type":"text","text":"hi"}]}]}`)
+	assert.Equal(t, base+imageTokens, image, "an image counts as a fixed estimate, not by its base64")
+	call := count(`{"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"read_file","input":{"path":"src/main.go"}}]},
+	  {"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":"package main\n\nfunc main() {}\n"}]}]}]}`)
+	assert.Greater(t, call, base+2*messageOverhead+10, "tool calls and results count")
+	thinking := count(`{"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"thinking","thinking":"a very long line of earlier reasoning that Anthropic does not count","signature":"s"}]}]}`)
+	assert.Greater(t, thinking, base+messageOverhead+10, "earlier thinking counts, to err on the high side")
+}
+
+// benchCount measures counting body once the ranks are loaded.
+func benchCount(b *testing.B, body []byte) {
+	var req MessagesRequest
+	require.NoError(b, json.Unmarshal(body, &req))
+	var tc TokenCounter
+	_, err := tc.BPETokens("") // the ranks load once, outside the measure
+	require.NoError(b, err)
+	for b.Loop() {
+		if _, err := tc.Count(context.Background(), &req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCount counts the documented example with a tool.
+func TestCountConcurrentAndCancelled(t *testing.T) {
+	var tc TokenCounter
+	var req MessagesRequest
+	require.NoError(t, json.Unmarshal([]byte(documented[1].body), &req))
+	want, err := tc.Count(context.Background(), &req)
+	require.NoError(t, err)
+	done := make(chan int)
+	for range 4 {
+		go func() {
+			n, _ := tc.Count(context.Background(), &req)
+			done <- n
+		}()
+	}
+	for range 4 {
+		assert.Equal(t, want, <-done, "one counter serves concurrent requests")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = tc.Count(ctx, &req)
+	assert.ErrorIs(t, err, context.Canceled)
+}
+
+func BenchmarkCount(b *testing.B) { benchCount(b, []byte(documented[1].body)) }
+
+// BenchmarkCountClaudeCode counts a Claude Code-shaped request of about
+// 12K tokens (handlers/testdata).
+func BenchmarkCountClaudeCode(b *testing.B) {
+	raw, err := os.ReadFile("../testdata/claude_code_tool_rounds.json")
+	require.NoError(b, err)
+	benchCount(b, raw)
+}

@@ -1,0 +1,171 @@
+// Package anthropic is the Anthropic Messages front door (POST
+// /v1/messages), the API Claude Code and the Anthropic SDKs speak: its wire
+// types, the pure conversion of a request into the core's models.Request
+// (ToRequest), the encoders of the core's answer as a message, streamed as
+// named server-sent events (StreamWriter) or whole (FromAnswer), stop
+// sequences, the error body, the model list and the token count of
+// count_tokens. The HTTP glue lives in package handlers.
+//
+// Request types decode leniently: fields the gateway does not use
+// (cache_control, metadata, context_management, output_config, citations,
+// defer_loading on tools, ...) are simply not declared, so unknown extras
+// never fail a request.
+package anthropic
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+)
+
+// MessagesRequest is the body of POST /v1/messages (and, without
+// max_tokens, of POST /v1/messages/count_tokens).
+type MessagesRequest struct {
+	Model         string      `json:"model"`
+	System        Content     `json:"system"`
+	Messages      []Message   `json:"messages"`
+	MaxTokens     *int        `json:"max_tokens,omitempty"`
+	StopSequences []string    `json:"stop_sequences,omitempty"`
+	Stream        bool        `json:"stream"`
+	Tools         []Tool      `json:"tools,omitempty"`
+	ToolChoice    *ToolChoice `json:"tool_choice,omitempty"`
+	Thinking      *Thinking   `json:"thinking,omitempty"`
+}
+
+// Message is one entry of the conversation: a user or assistant turn.
+type Message struct {
+	Role    string  `json:"role"`
+	Content Content `json:"content"`
+}
+
+// Content is a string or an array of content blocks; a string is kept as
+// one text block. It is also the form of system and of tool_result content.
+type Content []Block
+
+// UnmarshalJSON accepts a string, null, an array of blocks, or a single
+// block object.
+func (c *Content) UnmarshalJSON(data []byte) error {
+	data = bytes.TrimSpace(data)
+	*c = nil
+	switch {
+	case len(data) == 0 || bytes.Equal(data, []byte("null")):
+		return nil
+	case data[0] == '"':
+		var s string
+		if err := json.Unmarshal(data, &s); err != nil {
+			return err
+		}
+		*c = Content{{Type: "text", Text: s}}
+		return nil
+	case data[0] == '[':
+		var blocks []Block
+		if err := json.Unmarshal(data, &blocks); err != nil {
+			return err
+		}
+		*c = blocks
+		return nil
+	case data[0] == '{':
+		var b Block
+		if err := json.Unmarshal(data, &b); err != nil {
+			return err
+		}
+		*c = Content{b}
+		return nil
+	}
+	return fmt.Errorf("content must be a string or an array of content blocks")
+}
+
+// Block is one content block. Which fields are set depends on Type:
+// text (Text), image and document (a source the upstream cannot take),
+// tool_use (ID, Name, Input), tool_result (ToolUseID, Content, IsError),
+// thinking (Thinking, Signature) and redacted_thinking (Data).
+type Block struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text,omitempty"`
+	ID        string          `json:"id,omitempty"`
+	Name      string          `json:"name,omitempty"`
+	Input     json.RawMessage `json:"input,omitempty"`
+	ToolUseID string          `json:"tool_use_id,omitempty"`
+	Content   Content         `json:"content,omitempty"`
+	IsError   bool            `json:"is_error,omitempty"`
+	Thinking  string          `json:"thinking,omitempty"`
+	Signature string          `json:"signature,omitempty"`
+	Data      string          `json:"data,omitempty"`
+}
+
+// Tool is one entry of tools: a custom tool (Type absent or "custom") with
+// the JSON Schema of its input, or a server tool such as
+// web_search_20250305, which only Anthropic can run.
+type Tool struct {
+	Type        string          `json:"type,omitempty"`
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	InputSchema json.RawMessage `json:"input_schema,omitempty"`
+}
+
+// ToolChoice is tool_choice: auto, any, tool (with Name) or none.
+type ToolChoice struct {
+	Type                   string `json:"type"`
+	Name                   string `json:"name,omitempty"`
+	DisableParallelToolUse bool   `json:"disable_parallel_tool_use,omitempty"`
+}
+
+// Thinking is the thinking request field: enabled (with a budget),
+// adaptive, or disabled. Display "omitted" asks for the reasoning without
+// its text.
+type Thinking struct {
+	Type         string `json:"type"`
+	BudgetTokens int    `json:"budget_tokens,omitempty"`
+	Display      string `json:"display,omitempty"`
+}
+
+// Response is a whole message, the non-streaming answer and the message
+// of a stream's message_start.
+type Response struct {
+	ID           string          `json:"id"`
+	Type         string          `json:"type"`
+	Role         string          `json:"role"`
+	Model        string          `json:"model"`
+	Content      []ResponseBlock `json:"content"`
+	StopReason   *string         `json:"stop_reason"`
+	StopSequence *string         `json:"stop_sequence"`
+	Usage        Usage           `json:"usage"`
+}
+
+// ResponseBlock is a content block of an answer. Its fields are exactly
+// those Anthropic sends for each type, so it is built by the helpers
+// below.
+type ResponseBlock map[string]any
+
+// TextBlock is a text block.
+func TextBlock(text string) ResponseBlock { return ResponseBlock{"type": "text", "text": text} }
+
+// ThinkingBlock is a thinking block with its signature.
+func ThinkingBlock(thinking, signature string) ResponseBlock {
+	return ResponseBlock{"type": "thinking", "thinking": thinking, "signature": signature}
+}
+
+// ToolUseBlock is a tool_use block; input is a JSON object.
+func ToolUseBlock(id, name string, input json.RawMessage) ResponseBlock {
+	return ResponseBlock{"type": "tool_use", "id": id, "name": name, "input": input}
+}
+
+// Usage is the token accounting of a message. The cache fields are always
+// zero: the gateway caches nothing.
+type Usage struct {
+	InputTokens              int `json:"input_tokens"`
+	OutputTokens             int `json:"output_tokens"`
+	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
+}
+
+// DeltaUsage is the usage of message_delta.
+type DeltaUsage struct {
+	InputTokens  int `json:"input_tokens"`
+	OutputTokens int `json:"output_tokens"`
+}
+
+// TokenCount is the response of POST /v1/messages/count_tokens.
+type TokenCount struct {
+	InputTokens int `json:"input_tokens"`
+}

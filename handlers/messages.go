@@ -1,0 +1,123 @@
+package handlers
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/gin-gonic/gin"
+
+	"cursor2api/handlers/anthropic"
+	"cursor2api/models"
+	"cursor2api/utils"
+)
+
+// anthropicDoor renders errors as Anthropic's error body.
+var anthropicDoor = &door{name: "anthropic", errorBody: func(e *models.Error) any { return anthropic.ErrorBodyOf(e) }}
+
+// isAnthropic reports whether a request speaks the Anthropic API: it is
+// on /v1/messages, or it carries the anthropic-version header every
+// Anthropic client sends.
+func isAnthropic(c *gin.Context) bool {
+	return c.GetHeader("anthropic-version") != "" || strings.HasPrefix(c.Request.URL.Path, "/v1/messages")
+}
+
+// useDoorByRequest marks the request as the Anthropic door's when it
+// speaks the Anthropic API, else as the OpenAI door's, for routes that
+// both share (GET /v1/models) and for unknown routes.
+func useDoorByRequest(c *gin.Context) {
+	if isAnthropic(c) {
+		c.Set(keyDoor, anthropicDoor)
+	} else {
+		c.Set(keyDoor, openaiDoor)
+	}
+	c.Next()
+}
+
+// messages is the Anthropic Messages door (POST /v1/messages; the
+// ?beta=true Claude Code adds changes nothing).
+func (s *server) messages(c *gin.Context) {
+	var wire anthropic.MessagesRequest
+	if apiErr := s.readJSON(c, &wire); apiErr != nil {
+		writeError(c, apiErr)
+		return
+	}
+	c.Set(keyModel, wire.Model)
+	req, err := anthropic.ToRequest(&wire)
+	if err != nil {
+		writeError(c, asError(err))
+		return
+	}
+	req.Client = clientOf(c.Request)
+	asked := req.Model
+	if req.Model, err = s.resolveModel(req.Model); err != nil {
+		writeError(c, asError(err))
+		return
+	}
+	if req.Model != asked {
+		s.Logger.Debug("model alias", "request_id", c.GetString(keyRequestID), "asked", utils.Clip(asked, 100), "model", req.Model)
+	}
+	prepared, err := s.Chat.Prepare(req, c.GetString(keyRequestID))
+	if err != nil {
+		writeError(c, asError(err))
+		return
+	}
+	id := anthropic.NewMessageID()
+	if req.Stream {
+		inputChars := 0
+		for _, m := range prepared.Messages {
+			inputChars += utf8.RuneCountInString(m.Text)
+		}
+		w := anthropic.NewStreamWriter(s.eventStream(c, anthropic.Ping), id, asked, (inputChars+3)/4, wire.StopSequences)
+		s.stream(c, prepared, w)
+		return
+	}
+	ans, err := s.Chat.Complete(c.Request.Context(), prepared)
+	if err != nil {
+		s.fail(c, err, nil)
+		return
+	}
+	c.PureJSON(http.StatusOK, anthropic.FromAnswer(id, asked, ans, wire.StopSequences))
+}
+
+// countTokens answers POST /v1/messages/count_tokens with an estimate of
+// the request's input tokens that errs on the high side.
+func (s *server) countTokens(c *gin.Context) {
+	var wire anthropic.MessagesRequest
+	if apiErr := s.readJSON(c, &wire); apiErr != nil {
+		writeError(c, apiErr)
+		return
+	}
+	c.Set(keyModel, wire.Model)
+	if _, err := anthropic.ToRequest(&wire); err != nil {
+		writeError(c, asError(err))
+		return
+	}
+	if _, err := s.resolveModel(wire.Model); err != nil {
+		writeError(c, asError(err))
+		return
+	}
+	n, err := s.tokens.Count(c.Request.Context(), &wire)
+	if err != nil {
+		s.fail(c, err, nil)
+		return
+	}
+	c.JSON(http.StatusOK, anthropic.TokenCount{InputTokens: n})
+}
+
+// resolveModel maps a model name through the aliases to a published
+// model; an unknown name is a 404 that lists the choices.
+func (s *server) resolveModel(name string) (string, error) {
+	if name == "" {
+		return "", models.InvalidRequest("model", "model is required: GET /v1/models lists the available ones")
+	}
+	if public, ok := s.Aliases.Resolve(name, s.Catalog); ok {
+		return public, nil
+	}
+	return "", &models.Error{
+		Status: http.StatusNotFound, Kind: models.KindNotFound, Code: "model_not_found", Param: "model",
+		Message: fmt.Sprintf("model: the model %q does not exist and no MODEL_ALIASES entry maps it; available models: %s",
+			utils.Clip(name, 100), strings.Join(s.Catalog.Names(), ", ")),
+	}
+}

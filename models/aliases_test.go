@@ -1,0 +1,40 @@
+package models
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestAliases(t *testing.T) {
+	catalog, err := NewCatalog([]string{"claude-sonnet-4.6", "claude-haiku-4.5"}, nil)
+	require.NoError(t, err)
+	aliases, err := ParseAliases([]string{
+		"claude-opus-*=claude-opus-4.6", // not published: skipped
+		" claude-haiku-* = claude-haiku-4.5 ",
+		"claude-3-5-haiku-????????=claude-haiku-4.5",
+		"",
+		"claude-*=claude-sonnet-4.6",
+	})
+	require.NoError(t, err)
+	require.Len(t, aliases, 4)
+	cases := []struct{ in, want string }{
+		{"claude-sonnet-4.6", "claude-sonnet-4.6"},
+		{"claude-sonnet-4.6-thinking", "claude-sonnet-4.6-thinking"}, // published: never aliased
+		{"claude-haiku-4-5-20251001", "claude-haiku-4.5"},
+		{"claude-3-5-haiku-20241022", "claude-haiku-4.5"},
+		{"claude-opus-4-1-20250805", "claude-sonnet-4.6"},
+		{"claude-sonnet-4-5-20250929", "claude-sonnet-4.6"},
+		{"gpt-4o", ""},
+	}
+	for _, tc := range cases {
+		got, ok := aliases.Resolve(tc.in, catalog)
+		assert.Equal(t, tc.want, got, tc.in)
+		assert.Equal(t, tc.want != "", ok, tc.in)
+	}
+	for _, bad := range []string{"claude-*", "=x", "x=", "[=x"} {
+		_, err := ParseAliases([]string{bad})
+		assert.Error(t, err, bad)
+	}
+}
