@@ -7,6 +7,7 @@
 package handlers
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -30,6 +31,9 @@ type Options struct {
 	PingInterval time.Duration
 	Version      string
 	Logger       *slog.Logger
+	// Ready, when set, checks that the back door can answer; GET /ready
+	// reports it (503 when it fails).
+	Ready func(context.Context) error
 }
 
 // server holds what the handlers share; it is built once and read-only.
@@ -48,6 +52,7 @@ func New(opts Options) http.Handler {
 		abortWithError(c, &models.Error{Status: http.StatusInternalServerError, Kind: models.KindAPI, Message: "internal error; the gateway's log has the details"})
 	}))
 	r.GET("/health", s.health)
+	r.GET("/ready", s.ready)
 	v1 := r.Group("/v1", useDoor(openaiDoor), auth(opts.APIKeys))
 	v1.GET("/models", s.listModels)
 	v1.POST("/chat/completions", s.chatCompletions)
@@ -64,6 +69,23 @@ func New(opts Options) http.Handler {
 
 func (s *server) health(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"status": "ok", "version": s.Version})
+}
+
+// readyTimeout bounds a readiness check.
+const readyTimeout = 20 * time.Second
+
+// ready answers 200 when the back door can answer and 503 with the reason
+// when it cannot. A backend without a check is ready when it is up.
+func (s *server) ready(c *gin.Context) {
+	if s.Ready != nil {
+		ctx, cancel := context.WithTimeout(c.Request.Context(), readyTimeout)
+		defer cancel()
+		if err := s.Ready(ctx); err != nil {
+			c.JSON(http.StatusServiceUnavailable, gin.H{"status": "not_ready", "error": err.Error()})
+			return
+		}
+	}
+	c.JSON(http.StatusOK, gin.H{"status": "ready"})
 }
 
 func (s *server) listModels(c *gin.Context) {
