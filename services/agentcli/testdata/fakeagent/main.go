@@ -48,6 +48,9 @@ func main() {
 		return
 	case "models":
 		appendLine(filepath.Join(home, "models-calls"), strconv.Itoa(os.Getpid()))
+		if exists(filepath.Join(home, "logged-out")) {
+			fail(1, "Error: Not logged in. Run agent login or set CURSOR_API_KEY.")
+		}
 		if b, err := os.ReadFile(filepath.Join(home, "models")); err == nil {
 			os.Stdout.Write(b)
 			return
