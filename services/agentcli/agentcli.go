@@ -23,7 +23,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"cursor2api/models"
@@ -162,8 +161,7 @@ func (c *CLI) run(ctx context.Context, req upstream.Request, workspace string, f
 	if cmd.Env == nil {
 		cmd.Env = []string{} // never the gateway's own environment
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
+	ownGroup(cmd)
 	cmd.WaitDelay = waitDelay
 	cmd.Stdin = strings.NewReader(RenderPrompt(req.Messages))
 	stderr := &boundedBuffer{max: maxStderr}
@@ -250,15 +248,6 @@ var (
 	errIdle      = errors.New("no output within TIMEOUT")
 	errBadOutput = errors.New("unreadable output")
 )
-
-// killGroup kills the process group led by pid.
-func killGroup(pid int) error {
-	err := syscall.Kill(-pid, syscall.SIGKILL)
-	if errors.Is(err, syscall.ESRCH) {
-		return os.ErrProcessDone
-	}
-	return err
-}
 
 // startError explains a CLI that could not be started.
 func startError(bin string, err error) *models.Error {

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
-	"syscall"
 	"time"
 
 	"cursor2api/models"
@@ -34,8 +33,7 @@ func (c *CLI) command(ctx context.Context, args ...string) (string, error) {
 	if cmd.Dir == "" {
 		cmd.Dir = os.TempDir()
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
+	ownGroup(cmd)
 	cmd.WaitDelay = waitDelay
 	stdout := &boundedBuffer{max: maxCommandOutput}
 	stderr := &boundedBuffer{max: maxStderr}

@@ -1,3 +1,5 @@
+//go:build unix
+
 // Package agentclitest builds the fake Cursor Agent CLI of
 // services/agentcli/testdata/fakeagent for tests and reads what it
 // recorded. The fake replays a stream-json script chosen by
