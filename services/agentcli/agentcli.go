@@ -188,7 +188,7 @@ func (c *CLI) run(ctx context.Context, req upstream.Request, workspace string, f
 	timer := time.AfterFunc(c.opts.IdleTimeout, func() { idle.Store(true); kill(errIdle) })
 	defer timer.Stop()
 
-	rd := &reader{log: log}
+	rd := newReader(log)
 	readErr := readLines(stdoutR, func(line []byte) error {
 		timer.Reset(c.opts.IdleTimeout)
 		return rd.line(line, fn)
@@ -206,7 +206,6 @@ func (c *CLI) run(ctx context.Context, req upstream.Request, workspace string, f
 	// request's and no one else's.
 	_ = killGroup(pid)
 	c.running.Add(-1)
-	timer.Stop()
 
 	switch {
 	case ctx.Err() != nil:
@@ -220,21 +219,26 @@ func (c *CLI) run(ctx context.Context, req upstream.Request, workspace string, f
 		return nil, models.Upstream(http.StatusGatewayTimeout, "upstream_timeout", errIdle,
 			"the Cursor Agent CLI wrote nothing for %s (TIMEOUT); try again or raise TIMEOUT", c.opts.IdleTimeout)
 	}
-	if rd.result != nil && rd.result.IsError {
+	if errors.Is(readErr, errBadOutput) {
+		log.Warn("agent: unreadable output, process killed", "pid", pid, "error", readErr)
+		return nil, models.Upstream(http.StatusBadGateway, "agent_bad_output", readErr, "the Cursor Agent CLI wrote output the gateway cannot read: %v", readErr)
+	}
+	if rd.failed() {
 		e := c.classify(ctx, req.Model, rd.result.Result+"\n"+stderr.String())
 		log.Warn("agent: error result", "pid", pid, "status", e.Status, "result", utils.Clip(rd.result.Result, 500), "stderr", stderr.clip(500))
 		return nil, e
 	}
-	if waitErr != nil {
+	if waitErr != nil && rd.result != nil {
+		// The answer is complete; how the process ended does not change it.
+		log.Warn("agent: the CLI failed after a complete answer", "pid", pid, "error", waitErr, "stderr", stderr.clip(500))
+	}
+	if waitErr != nil && rd.result == nil {
 		e := c.classify(ctx, req.Model, stderr.String()+"\n"+rd.stray.String())
 		if e.Code == "agent_failed" {
 			e.Message = fmt.Sprintf("the Cursor Agent CLI failed (%v): %s", waitErr, orNone(stderr.clip(500)))
 		}
 		log.Warn("agent: process failed", "pid", pid, "error", waitErr, "status", e.Status, "stderr", stderr.clip(500))
 		return nil, e
-	}
-	if errors.Is(readErr, errBadOutput) {
-		return nil, models.Upstream(http.StatusBadGateway, "agent_bad_output", readErr, "the Cursor Agent CLI wrote output the gateway cannot read: %v", readErr)
 	}
 	if rd.result == nil && !rd.wrote {
 		log.Warn("agent: ended without an answer", "pid", pid, "stderr", stderr.clip(500))

@@ -97,6 +97,15 @@ type reader struct {
 	stray   boundedBuffer // lines that were not JSON, for error messages
 }
 
+func newReader(log *slog.Logger) *reader {
+	return &reader{log: log, stray: boundedBuffer{max: maxStderr}}
+}
+
+// failed reports whether the CLI ended with an error result.
+func (r *reader) failed() bool {
+	return r.result != nil && (r.result.IsError || r.result.Subtype == "error")
+}
+
 // line reads one line of output.
 func (r *reader) line(b []byte, fn func(upstream.Delta) error) error {
 	b = bytes.TrimSpace(stripANSIBytes(b))
@@ -105,9 +114,6 @@ func (r *reader) line(b []byte, fn func(upstream.Delta) error) error {
 	}
 	var ev event
 	if b[0] != '{' || json.Unmarshal(b, &ev) != nil {
-		if r.stray.max == 0 {
-			r.stray.max = maxStderr
-		}
 		_, _ = r.stray.Write(append(b, '\n'))
 		r.log.Debug("agent: a line of output is not an event", "line", utils.Clip(string(b), 200))
 		return nil
@@ -162,7 +168,7 @@ func (r *reader) settle() {
 // result whose text was never streamed is sent whole.
 func (r *reader) flush(fn func(upstream.Delta) error) error {
 	r.settle()
-	if !r.wrote && r.result != nil && !r.result.IsError && r.result.Result != "" {
+	if !r.wrote && r.result != nil && !r.failed() && r.result.Result != "" {
 		return r.emit(r.result.Result, fn)
 	}
 	return nil

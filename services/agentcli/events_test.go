@@ -49,7 +49,7 @@ func replay(t *testing.T, lines ...string) ([]string, *reader) {
 		}
 		return nil
 	}
-	r := &reader{log: slog.New(slog.DiscardHandler)}
+	r := newReader(slog.New(slog.DiscardHandler))
 	for _, l := range lines {
 		require.NoError(t, r.line([]byte(l), fn))
 	}
@@ -95,9 +95,19 @@ func TestReaderUsage(t *testing.T) {
 	assert.Nil(t, r.usage(), "no usage reported")
 }
 
+func TestReaderResult(t *testing.T) {
+	_, r := replay(t, delta("x"), resultOK)
+	assert.False(t, r.failed())
+	_, r = replay(t, `{"type":"result","is_error":true,"result":"boom"}`)
+	assert.True(t, r.failed())
+	got, r := replay(t, `{"type":"result","subtype":"error","result":"boom"}`)
+	assert.True(t, r.failed(), "an error subtype is a failure even without is_error")
+	assert.Empty(t, got, "an error result is never sent as the answer")
+}
+
 func TestReaderStopsWhenFnFails(t *testing.T) {
 	stop := errors.New("stop")
-	r := &reader{log: slog.New(slog.DiscardHandler)}
+	r := newReader(slog.New(slog.DiscardHandler))
 	assert.ErrorIs(t, r.line([]byte(delta("a")), func(upstream.Delta) error { return stop }), stop)
 }
 

@@ -124,6 +124,7 @@ func TestStreamScenarios(t *testing.T) {
 		{"segments", "One. Two. Three.", ""},
 		{"thinking", "Forty-two.", "Let me think."},
 		{"slow", "slow", ""},
+		{"late-crash", "done.", ""}, // a failure after a complete answer does not undo it
 	} {
 		text, reasoning, _, err := f.collect(context.Background(), "auto", "SCENARIO:"+tc.scenario)
 		require.NoError(t, err, tc.scenario)

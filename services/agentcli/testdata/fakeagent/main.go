@@ -191,6 +191,12 @@ func chat(home string, args []string) {
 	case "crash":
 		o.flush()
 		fail(3, "panic: something broke\n  at frobnicate (index.js:1:1)")
+	case "late-crash":
+		o.deltas("done.")
+		o.summary("done.")
+		o.result("done.", 5, 2)
+		o.flush()
+		fail(4, "Error: telemetry upload failed")
 	case "crash-midway":
 		o.deltas("partial ", "answer")
 		o.flush()
