@@ -250,6 +250,7 @@ func TestAgentBackend(t *testing.T) {
 				{"auto", "ratelimit", http.StatusTooManyRequests, "rate_limit_error", "usage limit"},
 				{"missing-model", "hello", http.StatusBadRequest, "invalid_request_error", "`agent models` lists: auto, missing-model"},
 				{"auto", "crash", http.StatusBadGateway, "api_error", "something broke"},
+				{"auto", "leaky", http.StatusBadGateway, "api_error", "request failed for key [CURSOR_API_KEY]"},
 			} {
 				a := door.ask(t, s.stack, tc.model, "SCENARIO:"+tc.scenario, stream, false)
 				require.Equal(t, tc.status, a.status, "%s: %s", tc.scenario, a.errMsg)
@@ -271,6 +272,7 @@ func TestAgentBackend(t *testing.T) {
 			}
 		})
 		assert.Contains(t, s.logs.String(), "connection reset", "stderr is in the log line")
+		assert.NotContains(t, s.logs.String(), "key-agent-test", "the API key is never logged")
 	})
 
 	t.Run("no output within TIMEOUT", func(t *testing.T) {

@@ -55,6 +55,9 @@ type Options struct {
 type CLI struct {
 	opts  Options
 	slots chan struct{}
+	// apiKey is CURSOR_API_KEY, scrubbed from what the CLI says before
+	// it reaches a log or a client.
+	apiKey string
 	// running counts live child processes (for tests and logs).
 	running atomic.Int64
 
@@ -75,7 +78,21 @@ func New(opts Options) *CLI {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &CLI{opts: opts, slots: make(chan struct{}, opts.MaxProcs)}
+	c := &CLI{opts: opts, slots: make(chan struct{}, opts.MaxProcs)}
+	for _, kv := range opts.Env {
+		if k, v, _ := strings.Cut(kv, "="); k == "CURSOR_API_KEY" {
+			c.apiKey = v
+		}
+	}
+	return c
+}
+
+// scrub removes the API key from text the CLI wrote.
+func (c *CLI) scrub(s string) string {
+	if c.apiKey == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, c.apiKey, "[CURSOR_API_KEY]")
 }
 
 // Running is the number of CLI processes alive now.
@@ -164,7 +181,7 @@ func (c *CLI) run(ctx context.Context, req upstream.Request, workspace string, f
 	ownGroup(cmd)
 	cmd.WaitDelay = waitDelay
 	cmd.Stdin = strings.NewReader(RenderPrompt(req.Messages))
-	stderr := &boundedBuffer{max: maxStderr}
+	stderr := &boundedBuffer{max: maxStderr, scrub: c.scrub}
 	cmd.Stderr = stderr
 	// Our own pipe rather than StdoutPipe: Wait must come after the last
 	// read, and the reading may stop early.
@@ -188,7 +205,7 @@ func (c *CLI) run(ctx context.Context, req upstream.Request, workspace string, f
 	timer := time.AfterFunc(c.opts.IdleTimeout, func() { idle.Store(true); kill(errIdle) })
 	defer timer.Stop()
 
-	rd := newReader(log)
+	rd := newReader(log, c.scrub)
 	readErr := readLines(stdoutR, func(line []byte) error {
 		timer.Reset(c.opts.IdleTimeout)
 		return rd.line(line, fn)
@@ -224,8 +241,9 @@ func (c *CLI) run(ctx context.Context, req upstream.Request, workspace string, f
 		return nil, models.Upstream(http.StatusBadGateway, "agent_bad_output", readErr, "the Cursor Agent CLI wrote output the gateway cannot read: %v", readErr)
 	}
 	if rd.failed() {
-		e := c.classify(ctx, req.Model, rd.result.Result+"\n"+stderr.String())
-		log.Warn("agent: error result", "pid", pid, "status", e.Status, "result", utils.Clip(rd.result.Result, 500), "stderr", stderr.clip(500))
+		said := c.scrub(rd.result.Result)
+		e := c.classify(ctx, req.Model, said+"\n"+stderr.String())
+		log.Warn("agent: error result", "pid", pid, "status", e.Status, "result", utils.Clip(said, 500), "stderr", stderr.clip(500))
 		return nil, e
 	}
 	if waitErr != nil && rd.result != nil {
@@ -279,7 +297,7 @@ func readLines(r io.Reader, fn func([]byte) error) error {
 			return err
 		}
 	}
-	if err := sc.Err(); err != nil && !errors.Is(err, os.ErrClosed) {
+	if err := sc.Err(); err != nil {
 		return fmt.Errorf("%w: %v", errBadOutput, err)
 	}
 	return nil
@@ -325,6 +343,8 @@ type boundedBuffer struct {
 	mu  sync.Mutex
 	buf []byte
 	max int
+	// scrub, when set, cleans the text before it is read.
+	scrub func(string) string
 }
 
 func (b *boundedBuffer) Write(p []byte) (int, error) {
@@ -339,7 +359,18 @@ func (b *boundedBuffer) Write(p []byte) (int, error) {
 func (b *boundedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.scrub != nil {
+		return b.scrub(string(b.buf))
+	}
 	return string(b.buf)
+}
+
+// scrubbed is s cleaned as the buffer's text is.
+func (b *boundedBuffer) scrubbed(s string) string {
+	if b.scrub != nil {
+		return b.scrub(s)
+	}
+	return s
 }
 
 // clip is the kept text on one line, at most n runes.

@@ -97,8 +97,8 @@ type reader struct {
 	stray   boundedBuffer // lines that were not JSON, for error messages
 }
 
-func newReader(log *slog.Logger) *reader {
-	return &reader{log: log, stray: boundedBuffer{max: maxStderr}}
+func newReader(log *slog.Logger, scrub func(string) string) *reader {
+	return &reader{log: log, stray: boundedBuffer{max: maxStderr, scrub: scrub}}
 }
 
 // failed reports whether the CLI ended with an error result.
@@ -115,7 +115,7 @@ func (r *reader) line(b []byte, fn func(upstream.Delta) error) error {
 	var ev event
 	if b[0] != '{' || json.Unmarshal(b, &ev) != nil {
 		_, _ = r.stray.Write(append(b, '\n'))
-		r.log.Debug("agent: a line of output is not an event", "line", utils.Clip(string(b), 200))
+		r.log.Debug("agent: a line of output is not an event", "line", utils.Clip(r.stray.scrubbed(string(b)), 200))
 		return nil
 	}
 	if ev.Type != "assistant" {

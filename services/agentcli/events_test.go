@@ -49,7 +49,7 @@ func replay(t *testing.T, lines ...string) ([]string, *reader) {
 		}
 		return nil
 	}
-	r := newReader(slog.New(slog.DiscardHandler))
+	r := newReader(slog.New(slog.DiscardHandler), nil)
 	for _, l := range lines {
 		require.NoError(t, r.line([]byte(l), fn))
 	}
@@ -107,7 +107,7 @@ func TestReaderResult(t *testing.T) {
 
 func TestReaderStopsWhenFnFails(t *testing.T) {
 	stop := errors.New("stop")
-	r := newReader(slog.New(slog.DiscardHandler))
+	r := newReader(slog.New(slog.DiscardHandler), nil)
 	assert.ErrorIs(t, r.line([]byte(delta("a")), func(upstream.Delta) error { return stop }), stop)
 }
 

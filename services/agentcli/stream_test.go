@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -145,6 +146,7 @@ func TestStreamErrors(t *testing.T) {
 		{"missing-model", "hello", http.StatusBadRequest, "model_not_found", "auto, sonnet-4.5, sonnet-4.5-thinking, gpt-5"},
 		{"auto", "crash", http.StatusBadGateway, "agent_failed", "something broke"},
 		{"auto", "crash-midway", http.StatusBadGateway, "agent_failed", "connection reset"},
+		{"auto", "leaky", http.StatusBadGateway, "agent_failed", "request failed for key [CURSOR_API_KEY]"},
 	} {
 		_, _, _, err := f.collect(context.Background(), tc.model, "SCENARIO:"+tc.scenario)
 		var e *models.Error
@@ -152,6 +154,7 @@ func TestStreamErrors(t *testing.T) {
 		assert.Equal(t, tc.status, e.Status, "%s: %s", tc.scenario, e.Message)
 		assert.Equal(t, tc.code, e.Code, tc.scenario)
 		assert.Contains(t, e.Message, tc.hint, tc.scenario)
+		assert.NotContains(t, e.Message, "key-test", "the API key never reaches a client")
 	}
 }
 
@@ -201,10 +204,11 @@ func TestStreamQueueIsBounded(t *testing.T) {
 	f := newFixture(t, func(o *agentcli.Options) { o.MaxProcs = 1; o.QueueTimeout = 200 * time.Millisecond })
 	ctx, cancel := context.WithCancel(context.Background())
 	started := make(chan struct{})
+	var once sync.Once
 	done := make(chan error, 1)
 	go func() {
 		_, err := f.cli.Stream(ctx, upstream.Request{Model: "auto", Messages: userTurns("SCENARIO:hang")}, func(upstream.Delta) error {
-			close(started)
+			once.Do(func() { close(started) })
 			return nil
 		})
 		done <- err

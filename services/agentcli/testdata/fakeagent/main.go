@@ -188,6 +188,9 @@ func chat(home string, args []string) {
 	case "ratelimit":
 		o.flush()
 		fail(1, "Error: You've hit your usage limit for this billing period.")
+	case "leaky":
+		o.flush()
+		fail(5, "Error: request failed for key %s", os.Getenv("CURSOR_API_KEY"))
 	case "crash":
 		o.flush()
 		fail(3, "panic: something broke\n  at frobnicate (index.js:1:1)")
