@@ -70,13 +70,13 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, ln net.
 	if !cfg.Loopback() && len(cfg.APIKeys) == 0 {
 		logger.Warn("listening beyond loopback with no API_KEY: anyone who can reach this port can use the gateway", "addr", ln.Addr().String())
 	}
+	attrs := []any{"addr", ln.Addr().String(), "version", version, "backend", cfg.Backend, "models", gw.Catalog.Names()}
 	if gw.Web != nil {
-		logger.Info("cursor2api listening", "addr", ln.Addr().String(), "version", version, "backend", cfg.Backend, "models", gw.Catalog.Names(),
-			"upstream", cfg.CursorAPIURL, "x_is_human", cfg.XIsHumanMode, "tls_fingerprint", cfg.Fingerprint)
+		attrs = append(attrs, "upstream", cfg.CursorAPIURL, "x_is_human", cfg.XIsHumanMode, "tls_fingerprint", cfg.Fingerprint)
 	} else {
-		logger.Info("cursor2api listening", "addr", ln.Addr().String(), "version", version, "backend", cfg.Backend, "models", gw.Catalog.Names(),
-			"agent_bin", cfg.AgentBin, "agent_max_procs", cfg.AgentMaxProcs)
+		attrs = append(attrs, "agent_bin", cfg.AgentBin, "agent_max_procs", cfg.AgentMaxProcs)
 	}
+	logger.Info("cursor2api listening", attrs...)
 
 	if interval := cfg.ModelCheck.Duration(); interval > 0 && gw.Web != nil {
 		go webchat.WatchModels(ctx, gw.Web, gw.Catalog, interval, logger)

@@ -35,8 +35,8 @@ func (c *CLI) command(ctx context.Context, args ...string) (string, error) {
 	}
 	ownGroup(cmd)
 	cmd.WaitDelay = waitDelay
-	stdout := &boundedBuffer{max: maxCommandOutput}
-	stderr := &boundedBuffer{max: maxStderr}
+	stdout := &boundedBuffer{max: maxCommandOutput, scrub: c.scrub}
+	stderr := &boundedBuffer{max: maxStderr, scrub: c.scrub}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if err := cmd.Start(); err != nil {
 		return "", startError(c.opts.Bin, err)
