@@ -80,21 +80,25 @@ func (e *event) toolName() string {
 //
 // With --stream-partial-output the CLI sends each segment of its answer
 // (the text between two of its tool calls) as deltas, then once more
-// whole as a summary event. The summary is recognised by its text: it
-// equals what the segment's deltas added up to (or the whole answer so
-// far). Such an event is held, not sent: when the next event is more
-// assistant text, the held one was a genuine delta that happened to
-// repeat the segment, and is sent after all; when anything else follows
-// (a tool call, the result, the end) it was the summary, and is dropped.
+// whole as a summary event. The summary is recognised by its text, not
+// by its position: it equals what the segment's deltas added up to (or
+// the whole answer so far). When that took two deltas or more, no
+// genuine delta would repeat it, and it is dropped at once. After a
+// single delta it is ambiguous ("ha" then "ha"), so it is held: when the
+// next event is more assistant text, the held one was a genuine delta
+// and is sent after all; when anything else follows (a tool call, the
+// result, the end) it was the summary, and is dropped.
 type reader struct {
-	log     *slog.Logger
-	segment strings.Builder // the current segment's text
-	all     strings.Builder // every text delta sent
-	held    string          // an assistant event that may be a summary
-	holding bool
-	wrote   bool
-	result  *event
-	stray   boundedBuffer // lines that were not JSON, for error messages
+	log       *slog.Logger
+	segment   strings.Builder // the current segment's text
+	segDeltas int             // the deltas that made it
+	all       strings.Builder // every text delta sent
+	allDeltas int
+	held      string // an assistant event that may be a summary
+	holding   bool
+	wrote     bool
+	result    *event
+	stray     boundedBuffer // lines that were not JSON, for error messages
 }
 
 func newReader(log *slog.Logger, scrub func(string) string) *reader {
@@ -133,7 +137,13 @@ func (r *reader) line(b []byte, fn func(upstream.Delta) error) error {
 				return err
 			}
 		}
-		if seg := r.segment.String(); seg != "" && (text == seg || text == r.all.String()) {
+		isSegment := r.segDeltas > 0 && text == r.segment.String()
+		isAll := r.allDeltas > 0 && text == r.all.String()
+		switch {
+		case isSegment && r.segDeltas > 1, isAll && r.allDeltas > 1:
+			r.endSegment()
+			return nil
+		case isSegment || isAll:
 			r.held, r.holding = text, true
 			return nil
 		}
@@ -145,12 +155,12 @@ func (r *reader) line(b []byte, fn func(upstream.Delta) error) error {
 	case "tool_call":
 		// The CLI tried one of its own tools despite the workspace's deny
 		// rules. Its answer is text only: the call is not forwarded.
-		r.segment.Reset()
+		r.endSegment()
 		if ev.Subtype != "completed" {
 			r.log.Warn("agent: the CLI called one of its own tools; ignored", "tool", ev.toolName(), "call_id", ev.CallID)
 		}
 	case "result":
-		r.segment.Reset()
+		r.endSegment()
 		r.result = &ev
 	}
 	return nil
@@ -160,8 +170,14 @@ func (r *reader) line(b []byte, fn func(upstream.Delta) error) error {
 func (r *reader) settle() {
 	if r.holding {
 		r.holding, r.held = false, ""
-		r.segment.Reset()
+		r.endSegment()
 	}
+}
+
+// endSegment starts a new segment.
+func (r *reader) endSegment() {
+	r.segment.Reset()
+	r.segDeltas = 0
 }
 
 // flush ends the output: a held summary is dropped, and a successful
@@ -177,6 +193,8 @@ func (r *reader) flush(fn func(upstream.Delta) error) error {
 func (r *reader) emit(text string, fn func(upstream.Delta) error) error {
 	r.segment.WriteString(text)
 	r.all.WriteString(text)
+	r.segDeltas++
+	r.allDeltas++
 	r.wrote = true
 	return fn(upstream.Delta{Kind: upstream.DeltaText, Text: text})
 }
