@@ -106,6 +106,9 @@ const maxStderr = 8 << 10
 // summary and result events, which repeat the whole answer.
 const maxLine = 16 << 20
 
+// exitGrace is how long a CLI may take to exit after its result.
+const exitGrace = 5 * time.Second
+
 // waitDelay bounds how long Wait waits for stderr to close after the
 // process exits (a grandchild may hold it open).
 const waitDelay = 2 * time.Second
@@ -215,6 +218,10 @@ func (c *CLI) run(ctx context.Context, req upstream.Request, workspace string, f
 	}
 	if readErr != nil {
 		kill(readErr) // fn stopped the stream, or the output was unreadable
+	} else if rd.result != nil {
+		// The answer is complete: a CLI that lingers after it is not
+		// waited for past a short grace.
+		timer.Reset(min(c.opts.IdleTimeout, exitGrace))
 	}
 	stdoutR.Close()
 	waitErr := cmd.Wait()
@@ -231,7 +238,7 @@ func (c *CLI) run(ctx context.Context, req upstream.Request, workspace string, f
 	case readErr != nil && !errors.Is(readErr, errBadOutput):
 		log.Debug("agent: stopped by the caller", "pid", pid, "reason", readErr)
 		return nil, readErr
-	case idle.Load():
+	case idle.Load() && rd.result == nil:
 		log.Warn("agent: no output, process killed", "pid", pid, "timeout", c.opts.IdleTimeout, "stderr", stderr.clip(500))
 		return nil, models.Upstream(http.StatusGatewayTimeout, "upstream_timeout", errIdle,
 			"the Cursor Agent CLI wrote nothing for %s (TIMEOUT); try again or raise TIMEOUT", c.opts.IdleTimeout)

@@ -200,6 +200,15 @@ func TestStreamIdleTimeout(t *testing.T) {
 	assert.Contains(t, e.Message, "TIMEOUT")
 }
 
+func TestStreamDoesNotWaitForALingeringCLI(t *testing.T) {
+	// TIMEOUT is long; the grace after the result is what ends the wait.
+	f := newFixture(t, func(o *agentcli.Options) { o.IdleTimeout = time.Hour })
+	text, _, usage, err := f.collect(context.Background(), "auto", "SCENARIO:linger")
+	require.NoError(t, err, "a complete answer, however the CLI ends")
+	assert.Equal(t, "bye.", text)
+	assert.Equal(t, 7, usage.TotalTokens)
+}
+
 func TestStreamQueueIsBounded(t *testing.T) {
 	f := newFixture(t, func(o *agentcli.Options) { o.MaxProcs = 1; o.QueueTimeout = 200 * time.Millisecond })
 	ctx, cancel := context.WithCancel(context.Background())

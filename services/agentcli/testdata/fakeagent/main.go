@@ -194,6 +194,14 @@ func chat(home string, args []string) {
 	case "crash":
 		o.flush()
 		fail(3, "panic: something broke\n  at frobnicate (index.js:1:1)")
+	case "linger":
+		o.deltas("bye.")
+		o.summary("bye.")
+		o.result("bye.", 5, 2)
+		o.flush()
+		os.Stdout.Close()
+		spawnChild(home)
+		time.Sleep(time.Hour)
 	case "late-crash":
 		o.deltas("done.")
 		o.summary("done.")
