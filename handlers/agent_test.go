@@ -316,6 +316,14 @@ func TestAgentBackend(t *testing.T) {
 		a := agentDoors[0].ask(t, out.stack, "auto", "SCENARIO:hello", false, false)
 		assert.Equal(t, http.StatusUnauthorized, a.status)
 		assert.Contains(t, a.errMsg, "CURSOR_API_KEY")
+
+		missing := newAgentStack(t, "/nonexistent/agent", nil, nil)
+		r = missing.do(t, http.MethodGet, "/ready", "")
+		assert.Equal(t, http.StatusServiceUnavailable, r.status, r.body)
+		assert.Contains(t, gjson.Get(r.body, "error").String(), "AGENT_BIN")
+		a = agentDoors[0].ask(t, missing.stack, "auto", "hi", false, false)
+		assert.Equal(t, http.StatusBadGateway, a.status)
+		assert.Contains(t, a.errMsg, "install it")
 	})
 
 	t.Run("client disconnect kills the CLI", func(t *testing.T) {

@@ -118,7 +118,8 @@ func (r *reader) line(b []byte, fn func(upstream.Delta) error) error {
 	}
 	var ev event
 	if b[0] != '{' || json.Unmarshal(b, &ev) != nil {
-		_, _ = r.stray.Write(append(b, '\n'))
+		_, _ = r.stray.Write(b) // b is the scanner's buffer: never append to it
+		_, _ = r.stray.Write([]byte{'\n'})
 		r.log.Debug("agent: a line of output is not an event", "line", utils.Clip(r.stray.scrubbed(string(b)), 200))
 		return nil
 	}

@@ -146,6 +146,7 @@ func TestStreamErrors(t *testing.T) {
 		{"missing-model", "hello", http.StatusBadRequest, "model_not_found", "auto, sonnet-4.5, sonnet-4.5-thinking, gpt-5"},
 		{"auto", "crash", http.StatusBadGateway, "agent_failed", "something broke"},
 		{"auto", "crash-midway", http.StatusBadGateway, "agent_failed", "connection reset"},
+		{"auto", "stdout-error", http.StatusUnauthorized, "agent_not_logged_in", "Not logged in"}, // said on stdout, not as an event
 		{"auto", "leaky", http.StatusBadGateway, "agent_failed", "request failed for key [CURSOR_API_KEY]"},
 	} {
 		_, _, _, err := f.collect(context.Background(), tc.model, "SCENARIO:"+tc.scenario)

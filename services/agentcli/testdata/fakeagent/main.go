@@ -188,6 +188,10 @@ func chat(home string, args []string) {
 	case "ratelimit":
 		o.flush()
 		fail(1, "Error: You've hit your usage limit for this billing period.")
+	case "stdout-error":
+		o.raw("Error: Not logged in\n")
+		o.flush()
+		os.Exit(1)
 	case "leaky":
 		o.flush()
 		fail(5, "Error: request failed for key %s", os.Getenv("CURSOR_API_KEY"))
