@@ -93,7 +93,7 @@ type Config struct {
 	CursorAPIKey string `env:"CURSOR_API_KEY"`
 	// AgentEnv is the environment the agent CLI runs with: CURSOR_API_KEY
 	// and the basics a program needs (PATH, HOME, locale, XDG
-	// directories), taken from the gateway's environment by Load.
+	// directories), taken from the environment FromMap is given.
 	AgentEnv []string `env:"-"`
 	// ModelsSet is true when MODELS was given rather than defaulted; on
 	// the agent backend it then restricts the CLI's model list.
