@@ -19,11 +19,16 @@ import (
 // --version) may print.
 const maxCommandOutput = 1 << 20
 
+// commandTimeout bounds a helper command whatever its caller's context.
+const commandTimeout = time.Minute
+
 // command runs the CLI with args (models, status, --version) in its own
-// process group, killed when ctx ends, and returns its stdout. These
-// short runs take no process slot: a model refresh or a readiness check
-// must not wait behind long answers.
+// process group, killed when ctx ends or after commandTimeout, and
+// returns its stdout. These short runs take no process slot: a model
+// refresh or a readiness check must not wait behind long answers.
 func (c *CLI) command(ctx context.Context, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, commandTimeout)
+	defer cancel()
 	cmd := exec.CommandContext(ctx, c.opts.Bin, args...)
 	cmd.Env = c.opts.Env
 	if cmd.Env == nil {
