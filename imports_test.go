@@ -23,8 +23,11 @@ var importRules = map[string][]string{
 	"services/human":      {"utils"},
 	"services/webchat":    {"models", "utils", "services/upstream", "services/human"},
 	"services/cursortest": nil,
+	// The Cursor Agent CLI back door, and its fake for tests.
+	"services/agentcli":              {"models", "utils", "services/upstream"},
+	"services/agentcli/agentclitest": nil,
 	// The wiring is the one place that reads config and knows every part.
-	"services":           {"config", "models", "utils", "utils/toolproto", "services/upstream", "services/chat", "services/human", "services/webchat"},
+	"services":           {"config", "models", "utils", "utils/toolproto", "services/upstream", "services/chat", "services/human", "services/webchat", "services/agentcli"},
 	"handlers/sse":       nil,
 	"handlers/openai":    {"models", "utils", "handlers/sse"},
 	"handlers/anthropic": {"models", "utils", "handlers/sse"},

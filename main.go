@@ -64,6 +64,7 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, ln net.
 		Responses: responses.NewStore(responses.StoreLimits{
 			Max: cfg.ResponsesStoreMax, MaxBytes: cfg.ResponsesStoreBytes, TTL: cfg.ResponsesStoreTTL.Duration(),
 		}),
+		Ready: gw.Ready,
 	})
 	srv := &http.Server{
 		Handler:           handler,
@@ -73,11 +74,19 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, ln net.
 	if !cfg.Loopback() && len(cfg.APIKeys) == 0 {
 		logger.Warn("listening beyond loopback with no API_KEY: anyone who can reach this port can use the gateway", "addr", ln.Addr().String())
 	}
-	logger.Info("cursor2api listening", "addr", ln.Addr().String(), "version", version, "models", gw.Catalog.Names(),
-		"upstream", cfg.CursorAPIURL, "x_is_human", cfg.XIsHumanMode, "tls_fingerprint", cfg.Fingerprint)
+	attrs := []any{"addr", ln.Addr().String(), "version", version, "backend", cfg.Backend, "models", gw.Catalog.Names()}
+	if gw.Web != nil {
+		attrs = append(attrs, "upstream", cfg.CursorAPIURL, "x_is_human", cfg.XIsHumanMode, "tls_fingerprint", cfg.Fingerprint)
+	} else {
+		attrs = append(attrs, "agent_bin", cfg.AgentBin, "agent_max_procs", cfg.AgentMaxProcs)
+	}
+	logger.Info("cursor2api listening", attrs...)
 
-	if interval := cfg.ModelCheck.Duration(); interval > 0 {
+	if interval := cfg.ModelCheck.Duration(); interval > 0 && gw.Web != nil {
 		go webchat.WatchModels(ctx, gw.Web, gw.Catalog, interval, logger)
+	}
+	if gw.Background != nil {
+		go gw.Background(ctx)
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -93,6 +93,26 @@ type Config struct {
 	ResponsesStoreMax   int     `env:"RESPONSES_STORE_MAX" envDefault:"1000"`
 	ResponsesStoreBytes int64   `env:"RESPONSES_STORE_BYTES" envDefault:"268435456"`
 	ResponsesStoreTTL   Seconds `env:"RESPONSES_STORE_TTL" envDefault:"3600"`
+	// Backend is the back door: web (Cursor's web chat) or agent (the
+	// Cursor Agent CLI).
+	Backend string `env:"BACKEND" envDefault:"web"`
+	// AgentBin is the Cursor Agent CLI to run on the agent backend.
+	AgentBin          string  `env:"AGENT_BIN" envDefault:"agent"`
+	AgentMaxProcs     int     `env:"AGENT_MAX_PROCS" envDefault:"4"`
+	AgentQueueTimeout Seconds `env:"AGENT_QUEUE_TIMEOUT" envDefault:"30"`
+	AgentModelsTTL    Seconds `env:"AGENT_MODELS_TTL" envDefault:"600"`
+	// AgentWorkDir is where per-request workspaces are made ("": the
+	// system's temporary directory).
+	AgentWorkDir string `env:"AGENT_WORKDIR"`
+	// CursorAPIKey authenticates the agent CLI (passed to it, never logged).
+	CursorAPIKey string `env:"CURSOR_API_KEY"`
+	// AgentEnv is the environment the agent CLI runs with: CURSOR_API_KEY
+	// and the basics a program needs (PATH, HOME, locale, XDG
+	// directories), taken from the environment FromMap is given.
+	AgentEnv []string `env:"-"`
+	// ModelsSet is true when MODELS was given rather than defaulted; on
+	// the agent backend it then restricts the CLI's model list.
+	ModelsSet bool `env:"-"`
 
 	ShutdownTimeout Seconds `env:"SHUTDOWN_TIMEOUT" envDefault:"30"`
 	LogLevel        string  `env:"LOG_LEVEL" envDefault:"info"`
@@ -143,7 +163,26 @@ func FromMap(environ map[string]string) (*Config, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("configuration: %w", err)
 	}
+	_, cfg.ModelsSet = environ["MODELS"]
+	cfg.AgentEnv = agentEnv(environ)
 	return &cfg, nil
+}
+
+// agentPassEnv are the variables of the gateway's environment the agent
+// CLI gets: what any program needs to find itself, its home and its
+// login. Nothing else of the gateway's (API_KEY, CURSOR_COOKIE, proxies)
+// reaches the child.
+var agentPassEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ", "TMPDIR",
+	"XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR", "CURSOR_API_KEY"}
+
+func agentEnv(environ map[string]string) []string {
+	var out []string
+	for _, k := range agentPassEnv {
+		if v, ok := environ[k]; ok && v != "" {
+			out = append(out, k+"="+v)
+		}
+	}
+	return out
 }
 
 // nameVariables rewrites the parse errors of caarlos0/env, which name the
@@ -227,6 +266,23 @@ func (c *Config) validate() error {
 	}
 	if c.ResponsesStoreTTL.Duration() < time.Second {
 		bad("RESPONSES_STORE_TTL=%s: must be at least 1 second", c.ResponsesStoreTTL.Duration())
+	}
+	switch c.Backend {
+	case "web", "agent":
+	default:
+		bad("BACKEND=%q: use web (Cursor's web chat) or agent (the Cursor Agent CLI)", c.Backend)
+	}
+	if strings.TrimSpace(c.AgentBin) == "" {
+		bad("AGENT_BIN is empty: name the Cursor Agent CLI, e.g. agent or /home/me/.local/bin/agent")
+	}
+	if c.AgentMaxProcs < 1 {
+		bad("AGENT_MAX_PROCS=%d: must be at least 1", c.AgentMaxProcs)
+	}
+	if c.AgentQueueTimeout.Duration() <= 0 {
+		bad("AGENT_QUEUE_TIMEOUT=%s: must be a positive number of seconds", c.AgentQueueTimeout.Duration())
+	}
+	if c.AgentModelsTTL.Duration() < time.Second {
+		bad("AGENT_MODELS_TTL=%s: must be at least 1 second", c.AgentModelsTTL.Duration())
 	}
 	if c.ShutdownTimeout.Duration() < 0 {
 		bad("SHUTDOWN_TIMEOUT must not be negative")

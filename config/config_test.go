@@ -62,6 +62,31 @@ func TestValues(t *testing.T) {
 	assert.Equal(t, []string{"claude-*=gemini-3-flash", "gpt-?=claude-sonnet-4.6"}, cfg.ModelAliases)
 }
 
+func TestAgentBackend(t *testing.T) {
+	cfg, err := FromMap(map[string]string{})
+	require.NoError(t, err)
+	assert.Equal(t, "web", cfg.Backend)
+	assert.Equal(t, "agent", cfg.AgentBin)
+	assert.Equal(t, 4, cfg.AgentMaxProcs)
+	assert.Equal(t, 30*time.Second, cfg.AgentQueueTimeout.Duration())
+	assert.False(t, cfg.ModelsSet, "MODELS defaulted")
+	assert.Empty(t, cfg.AgentEnv)
+
+	cfg, err = FromMap(map[string]string{
+		"BACKEND": "agent", "AGENT_BIN": "/opt/agent", "AGENT_MAX_PROCS": "2", "AGENT_QUEUE_TIMEOUT": "5",
+		"MODELS": "auto", "CURSOR_API_KEY": "key_abc", "PATH": "/usr/bin", "HOME": "/home/me",
+		"API_KEY": "sk-gateway", "CURSOR_COOKIE": "c=1", "HTTPS_PROXY": "http://proxy:3128", "SOMETHING_ELSE": "x",
+	})
+	require.NoError(t, err)
+	assert.Equal(t, "agent", cfg.Backend)
+	assert.Equal(t, "/opt/agent", cfg.AgentBin)
+	assert.Equal(t, 2, cfg.AgentMaxProcs)
+	assert.True(t, cfg.ModelsSet)
+	assert.Equal(t, "key_abc", cfg.CursorAPIKey)
+	assert.Equal(t, []string{"PATH=/usr/bin", "HOME=/home/me", "CURSOR_API_KEY=key_abc"}, cfg.AgentEnv,
+		"the CLI gets its key and the basics, nothing else of the gateway's")
+}
+
 func TestInvalidValues(t *testing.T) {
 	cases := map[string]map[string]string{
 		"PORT":                    {"PORT": "0"},
@@ -85,6 +110,11 @@ func TestInvalidValues(t *testing.T) {
 		"RESPONSES_STORE_BYTES":   {"RESPONSES_STORE_BYTES": "-5"},
 		"MODEL_ALIASES":           {"MODEL_ALIASES": "claude-*"},
 		"MODEL_ALIASES=[":         {"MODEL_ALIASES": "[=claude-sonnet-4.6"},
+		"BACKEND":                 {"BACKEND": "desktop"},
+		"AGENT_BIN":               {"AGENT_BIN": " "},
+		"AGENT_MAX_PROCS":         {"AGENT_MAX_PROCS": "0"},
+		"AGENT_QUEUE_TIMEOUT":     {"AGENT_QUEUE_TIMEOUT": "0"},
+		"AGENT_MODELS_TTL":        {"AGENT_MODELS_TTL": "0.1"},
 	}
 	for name, env := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -8,6 +8,7 @@
 package handlers
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -39,6 +40,9 @@ type Options struct {
 	// Responses keeps responses for previous_response_id (nil: a store
 	// with responses.DefaultStoreLimits).
 	Responses *responses.Store
+	// Ready, when set, checks that the back door can answer; GET /ready
+	// reports it (503 when it fails).
+	Ready func(context.Context) error
 }
 
 // server holds what the handlers share; it is built once and read-only.
@@ -63,6 +67,7 @@ func New(opts Options) http.Handler {
 	r.GET("/health", s.health)
 	// GET /v1/models answers in the format of the client's API.
 	r.GET("/v1/models", useDoorByRequest, auth(opts.APIKeys), s.listModels)
+	r.GET("/ready", s.ready)
 	v1 := r.Group("/v1", useDoor(openaiDoor), auth(opts.APIKeys))
 	v1.POST("/chat/completions", s.chatCompletions)
 	rv1 := r.Group("/v1/responses", useDoor(responsesDoor), auth(opts.APIKeys))
@@ -85,6 +90,23 @@ func New(opts Options) http.Handler {
 
 func (s *server) health(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"status": "ok", "version": s.Version})
+}
+
+// readyTimeout bounds a readiness check.
+const readyTimeout = 20 * time.Second
+
+// ready answers 200 when the back door can answer and 503 with the reason
+// when it cannot. A backend without a check is ready when it is up.
+func (s *server) ready(c *gin.Context) {
+	if s.Ready != nil {
+		ctx, cancel := context.WithTimeout(c.Request.Context(), readyTimeout)
+		defer cancel()
+		if err := s.Ready(ctx); err != nil {
+			c.JSON(http.StatusServiceUnavailable, gin.H{"status": "not_ready", "error": err.Error()})
+			return
+		}
+	}
+	c.JSON(http.StatusOK, gin.H{"status": "ready"})
 }
 
 func (s *server) listModels(c *gin.Context) {

@@ -3,6 +3,7 @@ package models
 import (
 	"fmt"
 	"strings"
+	"sync"
 )
 
 // ThinkingSuffix marks the public variant of a model that reasons in
@@ -18,8 +19,10 @@ type ResolvedModel struct {
 }
 
 // Catalog is the set of public models and their upstream ids. It is built
-// once from configuration and never changes.
+// from configuration; a back door that learns its models at run time
+// (the agent CLI) swaps in a fresh list with Replace.
 type Catalog struct {
+	mu       sync.RWMutex
 	names    []string
 	resolved map[string]ResolvedModel
 }
@@ -119,11 +122,68 @@ func NewCatalog(bases []string, modelMap map[string]string) (*Catalog, error) {
 	return c, nil
 }
 
+// NewUpstreamCatalog publishes the model ids an upstream offers under
+// their own names, each also as <id>-thinking. An id that the upstream
+// itself offers with the -thinking suffix keeps its own upstream id, so
+// that the upstream's native thinking model is used for it.
+func NewUpstreamCatalog(ids []string) (*Catalog, error) {
+	offered := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		offered[strings.TrimSpace(id)] = true
+	}
+	c := &Catalog{resolved: make(map[string]ResolvedModel)}
+	add := func(public, base, up string, thinking bool) {
+		if _, dup := c.resolved[public]; dup {
+			return
+		}
+		c.names = append(c.names, public)
+		c.resolved[public] = ResolvedModel{Public: public, Base: base, Upstream: up, Thinking: thinking}
+	}
+	for _, id := range ids {
+		id = strings.TrimSpace(id)
+		if id == "" {
+			continue
+		}
+		if base, ok := strings.CutSuffix(id, ThinkingSuffix); ok && base != "" {
+			add(id, base, id, true)
+			continue
+		}
+		add(id, id, id, false)
+		thinking := id + ThinkingSuffix
+		if offered[thinking] {
+			add(thinking, id, thinking, true)
+		} else {
+			add(thinking, id, id, true)
+		}
+	}
+	if len(c.names) == 0 {
+		return nil, fmt.Errorf("the upstream offers no model")
+	}
+	return c, nil
+}
+
+// Replace makes c publish what next publishes. Requests already resolved
+// keep the model they resolved.
+func (c *Catalog) Replace(next *Catalog) {
+	next.mu.RLock()
+	names, resolved := next.names, next.resolved
+	next.mu.RUnlock()
+	c.mu.Lock()
+	c.names, c.resolved = names, resolved
+	c.mu.Unlock()
+}
+
 // Names returns the public model names in publication order.
-func (c *Catalog) Names() []string { return append([]string(nil), c.names...) }
+func (c *Catalog) Names() []string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return append([]string(nil), c.names...)
+}
 
 // Resolve looks up a public model name.
 func (c *Catalog) Resolve(public string) (ResolvedModel, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	m, ok := c.resolved[public]
 	return m, ok
 }
@@ -131,6 +191,8 @@ func (c *Catalog) Resolve(public string) (ResolvedModel, bool) {
 // Upstreams returns each upstream id the catalog uses with the public
 // names that map to it.
 func (c *Catalog) Upstreams() map[string][]string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	out := make(map[string][]string)
 	for _, name := range c.names {
 		m := c.resolved[name]

@@ -46,3 +46,34 @@ func TestCatalog(t *testing.T) {
 	_, err = NewCatalog([]string{" ", ""}, nil)
 	assert.Error(t, err)
 }
+
+func TestUpstreamCatalog(t *testing.T) {
+	c, err := NewUpstreamCatalog([]string{"auto", " sonnet-4.5 ", "sonnet-4.5-thinking", "gpt-5", "auto", ""})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"auto", "auto-thinking", "sonnet-4.5", "sonnet-4.5-thinking", "gpt-5", "gpt-5-thinking"}, c.Names())
+	for _, tc := range []struct {
+		public, base, upstream string
+		thinking               bool
+	}{
+		{"auto", "auto", "auto", false},
+		{"auto-thinking", "auto", "auto", true},
+		{"sonnet-4.5-thinking", "sonnet-4.5", "sonnet-4.5-thinking", true}, // the upstream's own thinking model
+		{"gpt-5-thinking", "gpt-5", "gpt-5", true},
+	} {
+		m, ok := c.Resolve(tc.public)
+		require.True(t, ok, tc.public)
+		assert.Equal(t, ResolvedModel{Public: tc.public, Base: tc.base, Upstream: tc.upstream, Thinking: tc.thinking}, m)
+	}
+	_, err = NewUpstreamCatalog([]string{" ", ""})
+	assert.Error(t, err)
+
+	next, err := NewUpstreamCatalog([]string{"opus-4.6"})
+	require.NoError(t, err)
+	c.Replace(next)
+	assert.Equal(t, []string{"opus-4.6", "opus-4.6-thinking"}, c.Names())
+	_, ok := c.Resolve("auto")
+	assert.False(t, ok, "a replaced catalog forgets the old models")
+	m, ok := c.Resolve("opus-4.6")
+	require.True(t, ok)
+	assert.Equal(t, "opus-4.6", m.Upstream)
+}
