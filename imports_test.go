@@ -30,6 +30,8 @@ var importRules = map[string][]string{
 	// The HTTP surface reaches back doors only through the core.
 	"handlers": {"models", "utils", "utils/toolproto", "services/upstream", "services/chat", "handlers/sse", "handlers/openai"},
 	"":         nil, // main: anything
+	// The Docker smoke test's fake upstream command.
+	"scripts/fakeupstream": {"services/cursortest"},
 }
 
 func TestImportRules(t *testing.T) {

@@ -26,6 +26,20 @@ import (
 var version = "dev"
 
 func main() {
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "--version", "-version", "version":
+			fmt.Println("cursor2api", version)
+			return
+		case "healthcheck":
+			// The image's HEALTHCHECK: scratch has no shell or curl.
+			if err := healthcheck(os.Getenv("HOST"), os.Getenv("PORT")); err != nil {
+				fmt.Fprintln(os.Stderr, "cursor2api healthcheck:", err)
+				os.Exit(1)
+			}
+			return
+		}
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "cursor2api:", err)
 		os.Exit(1)
