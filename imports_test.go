@@ -23,12 +23,15 @@ var importRules = map[string][]string{
 	"services/human":      {"utils"},
 	"services/webchat":    {"models", "utils", "services/upstream", "services/human"},
 	"services/cursortest": nil,
+	// Metrics and readiness see the back door only through its contract.
+	"services/metrics":   {"models", "services/upstream"},
+	"services/readiness": {"models", "utils", "services/upstream"},
 	// The wiring is the one place that reads config and knows every part.
-	"services":        {"config", "models", "utils", "utils/toolproto", "services/upstream", "services/chat", "services/human", "services/webchat"},
+	"services":        {"config", "models", "utils", "utils/toolproto", "services/upstream", "services/chat", "services/human", "services/webchat", "services/metrics", "services/readiness"},
 	"handlers/sse":    nil,
 	"handlers/openai": {"models", "utils", "handlers/sse"},
 	// The HTTP surface reaches back doors only through the core.
-	"handlers": {"models", "utils", "utils/toolproto", "services/upstream", "services/chat", "handlers/sse", "handlers/openai"},
+	"handlers": {"models", "utils", "utils/toolproto", "services/upstream", "services/chat", "handlers/sse", "handlers/openai", "services/metrics", "services/readiness"},
 	"":         nil, // main: anything
 	// The Docker smoke test's fake upstream command.
 	"scripts/fakeupstream": {"services/cursortest"},

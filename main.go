@@ -52,7 +52,7 @@ func run() error {
 		return err
 	}
 	level, _ := cfg.SlogLevel()
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	logger := newLogger(cfg, os.Stderr, level)
 	gin.SetMode(gin.ReleaseMode)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -74,6 +74,7 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, ln net.
 	handler := handlers.New(handlers.Options{
 		Chat: gw.Chat, Catalog: gw.Catalog, APIKeys: cfg.APIKeys,
 		MaxBodyBytes: cfg.MaxBodyBytes, PingInterval: cfg.PingInterval.Duration(), Version: version, Logger: logger,
+		Metrics: gw.Metrics, Readiness: gw.Readiness, TrustedProxies: cfg.TrustedProxies,
 	})
 	srv := &http.Server{
 		Handler:           handler,
@@ -83,8 +84,12 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, ln net.
 	if !cfg.Loopback() && len(cfg.APIKeys) == 0 {
 		logger.Warn("listening beyond loopback with no API_KEY: anyone who can reach this port can use the gateway", "addr", ln.Addr().String())
 	}
-	logger.Info("cursor2api listening", "addr", ln.Addr().String(), "version", version, "models", gw.Catalog.Names(),
-		"upstream", cfg.CursorAPIURL, "x_is_human", cfg.XIsHumanMode, "tls_fingerprint", cfg.Fingerprint)
+	logger.Info("cursor2api listening", append([]any{"addr", ln.Addr().String(), "version", version}, banner(cfg, gw.Catalog.Names())...)...)
+	stopMetrics, err := serveMetrics(cfg.MetricsAddr, gw.Metrics.Handler(), logger)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
 
 	if interval := cfg.ModelCheck.Duration(); interval > 0 {
 		go webchat.WatchModels(ctx, gw.Web, gw.Catalog, interval, logger)
@@ -96,6 +101,7 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, ln net.
 		return fmt.Errorf("serving on %s: %w", ln.Addr(), err)
 	case <-ctx.Done():
 	}
+	gw.Readiness.SetDraining()
 	logger.Info("shutting down: draining in-flight requests", "timeout", cfg.ShutdownTimeout.Duration())
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout.Duration())
 	defer cancel()

@@ -17,6 +17,8 @@ import (
 	"cursor2api/handlers/openai"
 	"cursor2api/models"
 	"cursor2api/services/chat"
+	"cursor2api/services/metrics"
+	"cursor2api/services/readiness"
 )
 
 // Options configure the HTTP surface.
@@ -30,6 +32,13 @@ type Options struct {
 	PingInterval time.Duration
 	Version      string
 	Logger       *slog.Logger
+	// Metrics, when not nil, are served at /metrics and count requests.
+	Metrics *metrics.Metrics
+	// Readiness answers /ready; nil: always ready.
+	Readiness *readiness.Tracker
+	// TrustedProxies are the addresses or CIDRs of reverse proxies whose
+	// X-Forwarded-For / X-Real-IP name the client; nil trusts none.
+	TrustedProxies []string
 }
 
 // server holds what the handlers share; it is built once and read-only.
@@ -43,12 +52,22 @@ func New(opts Options) http.Handler {
 	s := &server{Options: opts, started: time.Now().Unix()}
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
+	if err := r.SetTrustedProxies(opts.TrustedProxies); err != nil {
+		// config validated them; this is a programming error
+		panic(fmt.Sprintf("trusted proxies: %v", err))
+	}
 	r.Use(requestID, accessLog(opts.Logger), gin.CustomRecovery(func(c *gin.Context, rec any) {
 		opts.Logger.Error("panic", "request_id", c.GetString(keyRequestID), "panic", fmt.Sprint(rec))
 		abortWithError(c, &models.Error{Status: http.StatusInternalServerError, Kind: models.KindAPI, Message: "internal error; the gateway's log has the details"})
 	}))
 	r.GET("/health", s.health)
-	v1 := r.Group("/v1", useDoor(openaiDoor), auth(opts.APIKeys))
+	r.GET("/ready", s.ready)
+	counted := []gin.HandlerFunc{useDoor(openaiDoor)}
+	if opts.Metrics != nil {
+		r.GET("/metrics", gin.WrapH(opts.Metrics.Handler()))
+		counted = append(counted, s.countRequests)
+	}
+	v1 := r.Group("/v1", append(counted, auth(opts.APIKeys))...)
 	v1.GET("/models", s.listModels)
 	v1.POST("/chat/completions", s.chatCompletions)
 	r.NoRoute(useDoor(openaiDoor), func(c *gin.Context) {

@@ -5,16 +5,20 @@
 package services
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"time"
 
 	"cursor2api/config"
 	"cursor2api/models"
 	"cursor2api/services/chat"
 	"cursor2api/services/human"
+	"cursor2api/services/metrics"
+	"cursor2api/services/readiness"
 	"cursor2api/services/webchat"
 )
 
@@ -25,6 +29,12 @@ type Gateway struct {
 	// Web is the web-chat back door, for the model watch (and for tests,
 	// which replace its x-is-human provider).
 	Web *webchat.Client
+	// Metrics are the gateway's Prometheus metrics, on their own registry.
+	Metrics *metrics.Metrics
+	// Readiness answers /ready.
+	Readiness *readiness.Tracker
+	// Egress is the pool of PROXY_URL's proxies; nil without proxies.
+	Egress *webchat.EgressPool
 }
 
 // FromConfig builds the gateway the configuration describes.
@@ -33,16 +43,34 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (*Gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("configuration: MODELS: %w", err)
 	}
-	var proxy *url.URL
-	if cfg.ProxyURL != "" {
-		if proxy, err = url.Parse(cfg.ProxyURL); err != nil {
-			return nil, fmt.Errorf("PROXY_URL: %w", err)
+	m := metrics.New()
+	ready := &readiness.Tracker{}
+	var pool *webchat.EgressPool
+	var proxyFunc func(*http.Request) (*url.URL, error)
+	if proxies := cfg.ProxyURLs(); len(proxies) > 0 {
+		urls := make([]*url.URL, len(proxies))
+		for i, p := range proxies {
+			if urls[i], err = url.Parse(p); err != nil {
+				return nil, fmt.Errorf("PROXY_URL: %w", err)
+			}
 		}
+		pool = webchat.NewEgressPool(urls, cfg.ProxyCooldown.Duration(), logger)
+		pool.OnFailure = m.EgressFailure
+		for _, u := range urls {
+			label := webchat.ProxyLabel(u)
+			m.EgressProxy(label, func() bool { return pool.Available(label) })
+		}
+		ready.Egress = func() []readiness.Proxy { return egressReport(pool.State()) }
+		proxyFunc = pool.Proxy
 	}
-	transport, err := webchat.NewTransport(cfg.Fingerprint, proxy, nil)
+	transport, err := webchat.NewTransportFunc(cfg.Fingerprint, proxyFunc, nil)
 	if err != nil {
 		return nil, err
 	}
+	if pool != nil {
+		transport = pool.Transport(transport)
+	}
+	transport = m.Transport(transport)
 	jar, err := cookiejar.New(nil)
 	if err != nil {
 		return nil, fmt.Errorf("cookie jar: %w", err)
@@ -50,6 +78,24 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (*Gateway, error) {
 	httpClient := &http.Client{Transport: transport, Jar: jar}
 	browser := human.DefaultBrowser
 	browser.UserAgent = cfg.UserAgent
+	fetch := human.HTTPFetcher(httpClient, webchat.BrowserHeaders(cfg.UserAgent))
+	countedFetch := func(ctx context.Context, url string) (string, error) {
+		body, err := fetch(ctx, url)
+		if err != nil && ctx.Err() == nil {
+			m.HumanFailure()
+		}
+		return body, err
+	}
+	provider := human.NewProvider(human.Options{
+		Mode:      human.Mode{Kind: cfg.XIsHuman.Kind, Static: cfg.XIsHuman.Static},
+		ScriptURL: cfg.ScriptURL, Browser: browser, TTL: cfg.XIsHumanTTL.Duration(),
+		Fetch: countedFetch, Logger: logger,
+	})
+	failing := func() bool { return time.Now().Before(provider.FailingUntil()) }
+	m.HumanEvaluations(provider.Evaluations, failing)
+	ready.Human = func() readiness.Human {
+		return readiness.Human{Mode: cfg.XIsHuman.Kind, Evaluations: provider.Evaluations(), Failing: failing()}
+	}
 	web := &webchat.Client{
 		HTTP:        httpClient,
 		URL:         cfg.CursorAPIURL,
@@ -57,12 +103,8 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (*Gateway, error) {
 		IdleTimeout: cfg.Timeout.Duration(),
 		MaxDuration: cfg.MaxDuration.Duration(),
 		Cookie:      cfg.Cookie,
-		Human: human.NewProvider(human.Options{
-			Mode:      human.Mode{Kind: cfg.XIsHuman.Kind, Static: cfg.XIsHuman.Static},
-			ScriptURL: cfg.ScriptURL, Browser: browser, TTL: cfg.XIsHumanTTL.Duration(),
-			Fetch: human.HTTPFetcher(httpClient, webchat.BrowserHeaders(cfg.UserAgent)), Logger: logger,
-		}),
-		Logger: logger,
+		Human:       provider,
+		Logger:      logger,
 	}
 	refusals, err := chat.CompileRefusals(cfg.RefusalPatterns)
 	if err != nil {
@@ -76,6 +118,19 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (*Gateway, error) {
 		ToolLoopMaxRepeat: cfg.ToolLoopMax,
 		ExposeThinking:    cfg.ExposeThinking,
 		Refusals:          refusals,
-	}, web, logger)
-	return &Gateway{Catalog: catalog, Chat: core, Web: web}, nil
+		Observer:          m,
+	}, ready.Upstream(m.Upstream(web)), logger)
+	return &Gateway{Catalog: catalog, Chat: core, Web: web, Metrics: m, Readiness: ready, Egress: pool}, nil
+}
+
+// egressReport is the pool's state as /ready shows it.
+func egressReport(states []webchat.EgressState) []readiness.Proxy {
+	out := make([]readiness.Proxy, len(states))
+	for i, s := range states {
+		out[i] = readiness.Proxy{Proxy: s.Label, Active: s.Active, Available: s.Available, LastError: s.LastError}
+		if s.CoolingFor > 0 {
+			out[i].CoolingFor = s.CoolingFor.Round(time.Second).String()
+		}
+	}
+	return out
 }
