@@ -117,13 +117,17 @@ smoke() {
   grep -q '"content":"Hello ' <<<"$out" || fail "$image: the stream lacks the fake upstream's text: $out"
   grep -q '^data: \[DONE\]' <<<"$out" || fail "$image: the stream does not end with [DONE]: $out"
   echo "   /v1/chat/completions (stream): $(grep -c '^data: ' <<<"$out") events, ends with [DONE]"
+  out=$(curl -fsS "$base/ready") || fail "$image: /ready after a turn"
+  grep -q '"last_success"' <<<"$out" || fail "$image: /ready does not show the upstream success: $out"
+  echo "   /ready after the turn: upstream last_success $(sed -n 's/.*"last_success_age":"\([^"]*\)".*/\1/p' <<<"$out") ago"
 
   local pid uid
   pid=$(docker inspect -f '{{.State.Pid}}' "$name")
   uid=$(awk '/^Uid:/ {print $2}' "/proc/$pid/status")
   [ "$uid" != 0 ] || fail "$image: the gateway runs as root"
   echo "   runs as uid $uid (user $(docker inspect -f '{{.Config.User}}' "$image"))"
-  echo "   image size: $(docker image inspect -f '{{.Size}}' "$image" | awk '{printf "%.1f MB (%d bytes)", $1/1e6, $1}')"
+  echo "   image size: $(docker image inspect -f '{{.Size}}' "$image" | awk '{printf "%.1f MB (%d bytes)", $1/1e6, $1}')," \
+    "$(docker save "$image" | gzip -c | wc -c | awk '{printf "%.1f MB", $1/1e6}') gzipped"
   docker rm -f "$name" >/dev/null
 }
 
