@@ -101,7 +101,6 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, ln net.
 		return fmt.Errorf("serving on %s: %w", ln.Addr(), err)
 	case <-ctx.Done():
 	}
-	gw.Readiness.SetDraining()
 	logger.Info("shutting down: draining in-flight requests", "timeout", cfg.ShutdownTimeout.Duration())
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout.Duration())
 	defer cancel()

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"cursor2api/models"
@@ -52,8 +51,6 @@ type Tracker struct {
 	// Now is the clock (tests set it); nil means time.Now.
 	Now func() time.Time
 
-	draining atomic.Bool
-
 	mu            sync.Mutex
 	lastSuccess   time.Time
 	lastFailure   time.Time
@@ -87,11 +84,6 @@ func (t *Tracker) now() time.Time {
 	}
 	return time.Now()
 }
-
-// SetDraining marks the gateway as shutting down: it is no longer ready,
-// so that a load balancer stops sending new requests while the in-flight
-// ones finish.
-func (t *Tracker) SetDraining() { t.draining.Store(true) }
 
 // Succeeded records an upstream turn that answered.
 func (t *Tracker) Succeeded() {
@@ -134,9 +126,6 @@ func (u tracked) Stream(ctx context.Context, req upstream.Request, fn func(upstr
 func (t *Tracker) Report() Report {
 	now := t.now()
 	r := Report{Config: "valid"} // an invalid configuration stops the gateway at start
-	if t.draining.Load() {
-		r.Reasons = append(r.Reasons, "shutting down: draining in-flight requests")
-	}
 
 	t.mu.Lock()
 	u := UpstreamState{LastError: t.lastError, FailuresInRow: t.failuresInRow}

@@ -25,13 +25,12 @@ func (f *fakeUpstream) Stream(ctx context.Context, _ upstream.Request, _ func(up
 func TestReport(t *testing.T) {
 	boom := &models.Error{Status: 502, Message: "upstream status 500"}
 	cases := []struct {
-		name     string
-		turns    []error
-		after    time.Duration // since the last turn
-		draining bool
-		egress   []Proxy
-		ready    bool
-		reason   string
+		name   string
+		turns  []error
+		after  time.Duration // since the last turn
+		egress []Proxy
+		ready  bool
+		reason string
 	}{
 		{name: "fresh", ready: true},
 		{name: "two failures", turns: []error{boom, boom}, ready: true},
@@ -39,7 +38,6 @@ func TestReport(t *testing.T) {
 		{name: "three failures, long ago", turns: []error{boom, boom, boom}, after: FailureWindow, ready: true},
 		{name: "a success resets", turns: []error{boom, boom, boom, nil}, ready: true},
 		{name: "client gone is no failure", turns: []error{boom, boom, context.Canceled}, ready: true},
-		{name: "draining", draining: true, ready: false, reason: "shutting down"},
 		{name: "one proxy left", egress: []Proxy{{Proxy: "http://a:1"}, {Proxy: "http://b:1", Available: true, Active: true}}, ready: true},
 		{name: "every proxy cooling", egress: []Proxy{{Proxy: "http://a:1"}, {Proxy: "http://b:1"}}, ready: false, reason: "all 2 egress proxies are cooling down"},
 	}
@@ -54,9 +52,6 @@ func TestReport(t *testing.T) {
 			for _, err := range c.turns {
 				_, got := up.Stream(context.Background(), upstream.Request{}, nil)
 				require.Equal(t, err, got, "the decorator passes the outcome on")
-			}
-			if c.draining {
-				tr.SetDraining()
 			}
 			now = now.Add(c.after)
 			r := tr.Report()

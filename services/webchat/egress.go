@@ -3,7 +3,6 @@ package webchat
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -162,8 +161,6 @@ func (p *EgressPool) Available(label string) bool {
 	}
 	return false
 }
-
-func (p *EgressPool) String() string { return fmt.Sprintf("egress pool of %d proxies", len(p.proxies)) }
 
 type roundTripperFunc func(*http.Request) (*http.Response, error)
 
