@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -71,4 +74,49 @@ func TestOperationsSettingsAreValidated(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"10.0.0.0/8", "127.0.0.1"}, cfg.TrustedProxies)
 	assert.Equal(t, []string{"http://a:1", "socks5://b:2"}, cfg.ProxyURLs())
+}
+
+func TestMetricsAddrServesMetricsToo(t *testing.T) {
+	up := cursortest.NewServer(t, cursortest.Always(cursortest.Text(nil, "ok")))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	ln.Close()
+	gw, shutdown, done := startGateway(t, map[string]string{"CURSOR_API_URL": up.URL, "TLS_FINGERPRINT": "off", "METRICS_ADDR": addr})
+	require.NoError(t, healthcheck("127.0.0.1", strings.TrimPrefix(gw, "http://127.0.0.1:")), "the gateway is up")
+
+	resp, err := http.Get("http://" + addr + "/metrics")
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.True(t, strings.Contains(string(body), "\ncursor2api_active_streams 0\n"), "the gateway's metrics")
+
+	resp, err = http.Get("http://" + addr + "/v1/models")
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "the metrics listener serves nothing else")
+
+	shutdown()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not return")
+	}
+	_, err = http.Get("http://" + addr + "/metrics")
+	assert.Error(t, err, "the metrics listener closes with the gateway")
+}
+
+func TestMetricsAddrInUseFailsAtStart(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer busy.Close()
+	_, _, done := startGateway(t, map[string]string{"TLS_FINGERPRINT": "off", "METRICS_ADDR": busy.Addr().String()})
+	select {
+	case err := <-done:
+		assert.ErrorContains(t, err, "METRICS_ADDR")
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not fail")
+	}
 }
