@@ -101,7 +101,9 @@ func (t *Tracker) Failed(err error) {
 }
 
 // Upstream records the outcome of every turn of up. A turn the client
-// abandoned says nothing about the upstream and is not recorded.
+// abandoned, or one the upstream refused for the request's own sake (a
+// 4xx other than 401, 403 and 429, e.g. a model it does not serve), says
+// nothing about the upstream's health and is not recorded.
 func (t *Tracker) Upstream(up upstream.Upstream) upstream.Upstream { return tracked{up, t} }
 
 type tracked struct {
@@ -116,10 +118,24 @@ func (u tracked) Stream(ctx context.Context, req upstream.Request, fn func(upstr
 		u.t.Succeeded()
 	case ctx.Err() != nil || errors.Is(err, context.Canceled):
 		// the client left
-	default:
+	case upstreamFault(err):
 		u.t.Failed(err)
 	}
 	return usage, err
+}
+
+// upstreamFault reports whether err is the upstream's (or the way to it)
+// rather than the request's.
+func upstreamFault(err error) bool {
+	var e *models.Error
+	if !errors.As(err, &e) {
+		return true
+	}
+	switch e.Status {
+	case 401, 403, 429:
+		return true
+	}
+	return e.Status >= 500
 }
 
 // Report says whether the gateway is ready and why not.

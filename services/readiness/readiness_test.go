@@ -38,6 +38,9 @@ func TestReport(t *testing.T) {
 		{name: "three failures, long ago", turns: []error{boom, boom, boom}, after: FailureWindow, ready: true},
 		{name: "a success resets", turns: []error{boom, boom, boom, nil}, ready: true},
 		{name: "client gone is no failure", turns: []error{boom, boom, context.Canceled}, ready: true},
+		{name: "the request's own fault is no failure", turns: []error{boom, boom, &models.Error{Status: 400, Message: "model not allowed"}}, ready: true},
+		{name: "blocked", turns: []error{boom, boom, &models.Error{Status: 403, Message: "forbidden"}}, ready: false, reason: "the last 3 upstream turns failed"},
+		{name: "connection error", turns: []error{boom, boom, errors.New("dial tcp: connection refused")}, ready: false, reason: "connection refused"},
 		{name: "one proxy left", egress: []Proxy{{Proxy: "http://a:1"}, {Proxy: "http://b:1", Available: true, Active: true}}, ready: true},
 		{name: "every proxy cooling", egress: []Proxy{{Proxy: "http://a:1"}, {Proxy: "http://b:1"}}, ready: false, reason: "all 2 egress proxies are cooling down"},
 	}
