@@ -26,8 +26,11 @@ var importRules = map[string][]string{
 	// The Cursor Agent CLI back door, and its fake for tests.
 	"services/agentcli":              {"models", "utils", "services/upstream"},
 	"services/agentcli/agentclitest": nil,
+	// Metrics and readiness see the back door only through its contract.
+	"services/metrics":   {"models", "services/upstream"},
+	"services/readiness": {"models", "utils", "services/upstream"},
 	// The wiring is the one place that reads config and knows every part.
-	"services":           {"config", "models", "utils", "utils/toolproto", "services/upstream", "services/chat", "services/human", "services/webchat", "services/agentcli"},
+	"services":           {"config", "models", "utils", "utils/toolproto", "services/upstream", "services/chat", "services/human", "services/webchat", "services/agentcli", "services/metrics", "services/readiness"},
 	"handlers/sse":       nil,
 	"handlers/openai":    {"models", "utils", "handlers/sse"},
 	"handlers/anthropic": {"models", "utils", "handlers/sse"},
@@ -35,8 +38,10 @@ var importRules = map[string][]string{
 	// error body.
 	"handlers/responses": {"models", "utils", "handlers/sse", "handlers/openai"},
 	// The HTTP surface reaches back doors only through the core.
-	"handlers": {"models", "utils", "utils/toolproto", "services/upstream", "services/chat", "handlers/sse", "handlers/openai", "handlers/responses", "handlers/anthropic"},
+	"handlers": {"models", "utils", "utils/toolproto", "services/upstream", "services/chat", "handlers/sse", "handlers/openai", "handlers/responses", "handlers/anthropic", "services/metrics", "services/readiness"},
 	"":         nil, // main: anything
+	// The Docker smoke test's fake upstream command.
+	"scripts/fakeupstream": {"services/cursortest"},
 }
 
 func TestImportRules(t *testing.T) {

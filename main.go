@@ -27,6 +27,20 @@ import (
 var version = "dev"
 
 func main() {
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "--version", "-version", "version":
+			fmt.Println("cursor2api", version)
+			return
+		case "healthcheck":
+			// The image's HEALTHCHECK: scratch has no shell or curl.
+			if err := healthcheck(os.Getenv("HOST"), os.Getenv("PORT")); err != nil {
+				fmt.Fprintln(os.Stderr, "cursor2api healthcheck:", err)
+				os.Exit(1)
+			}
+			return
+		}
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "cursor2api:", err)
 		os.Exit(1)
@@ -39,7 +53,7 @@ func run() error {
 		return err
 	}
 	level, _ := cfg.SlogLevel()
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	logger := newLogger(cfg, os.Stderr, level)
 	gin.SetMode(gin.ReleaseMode)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -64,7 +78,7 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, ln net.
 		Responses: responses.NewStore(responses.StoreLimits{
 			Max: cfg.ResponsesStoreMax, MaxBytes: cfg.ResponsesStoreBytes, TTL: cfg.ResponsesStoreTTL.Duration(),
 		}),
-		Ready: gw.Ready,
+		Metrics: gw.Metrics, Readiness: gw.Readiness, TrustedProxies: cfg.TrustedProxies,
 	})
 	srv := &http.Server{
 		Handler:           handler,
@@ -74,13 +88,12 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, ln net.
 	if !cfg.Loopback() && len(cfg.APIKeys) == 0 {
 		logger.Warn("listening beyond loopback with no API_KEY: anyone who can reach this port can use the gateway", "addr", ln.Addr().String())
 	}
-	attrs := []any{"addr", ln.Addr().String(), "version", version, "backend", cfg.Backend, "models", gw.Catalog.Names()}
-	if gw.Web != nil {
-		attrs = append(attrs, "upstream", cfg.CursorAPIURL, "x_is_human", cfg.XIsHumanMode, "tls_fingerprint", cfg.Fingerprint)
-	} else {
-		attrs = append(attrs, "agent_bin", cfg.AgentBin, "agent_max_procs", cfg.AgentMaxProcs)
+	logger.Info("cursor2api listening", append([]any{"addr", ln.Addr().String(), "version", version}, banner(cfg, gw.Catalog.Names())...)...)
+	stopMetrics, err := serveMetrics(cfg.MetricsAddr, gw.Metrics.Handler(), logger)
+	if err != nil {
+		return err
 	}
-	logger.Info("cursor2api listening", attrs...)
+	defer stopMetrics()
 
 	if interval := cfg.ModelCheck.Duration(); interval > 0 && gw.Web != nil {
 		go webchat.WatchModels(ctx, gw.Web, gw.Catalog, interval, logger)

@@ -116,6 +116,28 @@ type Config struct {
 
 	ShutdownTimeout Seconds `env:"SHUTDOWN_TIMEOUT" envDefault:"30"`
 	LogLevel        string  `env:"LOG_LEVEL" envDefault:"info"`
+
+	// LogFormat is text (logfmt-like) or json.
+	LogFormat string `env:"LOG_FORMAT" envDefault:"text"`
+	// TrustedProxies are the reverse proxies (addresses or CIDRs) whose
+	// X-Forwarded-For / X-Real-IP name the client. Empty: trust none.
+	TrustedProxies []string `env:"TRUSTED_PROXIES" envSeparator:","`
+	// MetricsAddr, when set, serves /metrics on a listener of its own too.
+	MetricsAddr string `env:"METRICS_ADDR"`
+	// ProxyCooldown is how long an egress proxy rests after a failure
+	// before it may be used again.
+	ProxyCooldown Seconds `env:"PROXY_COOLDOWN" envDefault:"300"`
+}
+
+// ProxyURLs is PROXY_URL split into its comma-separated proxies.
+func (c *Config) ProxyURLs() []string {
+	var out []string
+	for _, p := range strings.Split(c.ProxyURL, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // XIsHuman is how the x-is-human header is obtained.
@@ -233,10 +255,33 @@ func (c *Config) validate() error {
 	if c.ProxyURL == "" {
 		c.ProxyURL = c.HTTPSProxy
 	}
-	if c.ProxyURL != "" {
-		p, err := url.Parse(c.ProxyURL)
+	for _, proxy := range c.ProxyURLs() {
+		p, err := url.Parse(proxy)
 		if err != nil || p.Host == "" || (p.Scheme != "http" && p.Scheme != "https" && p.Scheme != "socks5") {
-			bad("PROXY_URL=%q: use http://host:port, https://host:port or socks5://host:port", c.ProxyURL)
+			bad("PROXY_URL: %q: use http://host:port, https://host:port or socks5://host:port, several separated by commas", redactProxy(proxy))
+		}
+	}
+	if c.ProxyCooldown.Duration() <= 0 {
+		bad("PROXY_COOLDOWN=%s: must be a positive number of seconds", c.ProxyCooldown.Duration())
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		bad("LOG_FORMAT=%q: use text or json", c.LogFormat)
+	}
+	proxies := c.TrustedProxies[:0]
+	for _, p := range c.TrustedProxies {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		_, _, cidrErr := net.ParseCIDR(p)
+		if net.ParseIP(p) == nil && cidrErr != nil {
+			bad("TRUSTED_PROXIES: %q is neither an IP address nor a CIDR such as 10.0.0.0/8", p)
+		}
+		proxies = append(proxies, p)
+	}
+	c.TrustedProxies = proxies
+	if c.MetricsAddr != "" {
+		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
+			bad("METRICS_ADDR=%q: use host:port, e.g. 127.0.0.1:9090", c.MetricsAddr)
 		}
 	}
 	if c.Fingerprint != "chrome" && c.Fingerprint != "off" {
@@ -374,4 +419,12 @@ func (c *Config) Loopback() bool {
 	}
 	ip := net.ParseIP(c.Host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// redactProxy hides the password of a proxy URL in error messages.
+func redactProxy(proxy string) string {
+	if u, err := url.Parse(proxy); err == nil && u.User != nil {
+		return u.Redacted()
+	}
+	return proxy
 }

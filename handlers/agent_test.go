@@ -68,7 +68,8 @@ func newAgentStack(t *testing.T, bin string, env map[string]string, prepare func
 	require.Nil(t, gw.Web, "no web back door on the agent backend")
 	handler := New(Options{
 		Chat: gw.Chat, Catalog: gw.Catalog, APIKeys: cfg.APIKeys, MaxBodyBytes: cfg.MaxBodyBytes,
-		PingInterval: cfg.PingInterval.Duration(), Version: "test-version", Logger: logger, Ready: gw.Ready,
+		PingInterval: cfg.PingInterval.Duration(), Version: "test-version", Logger: logger,
+		Aliases: gw.Aliases, Metrics: gw.Metrics, Readiness: gw.Readiness,
 	})
 	srv := httptest.NewServer(handler)
 	s := &agentStack{stack: &stack{Server: srv, cfg: cfg, logs: logs}, home: home, work: work}
@@ -305,12 +306,14 @@ func TestAgentBackend(t *testing.T) {
 		s := newAgentStack(t, bin, nil, nil)
 		r := s.do(t, http.MethodGet, "/ready", "")
 		assert.Equal(t, http.StatusOK, r.status, r.body)
-		assert.Equal(t, "ready", gjson.Get(r.body, "status").String())
+		assert.True(t, gjson.Get(r.body, "ready").Bool(), r.body)
+		assert.True(t, gjson.Get(r.body, "backend.ready").Bool(), "the CLI's own check ran: %s", r.body)
 
 		out := newAgentStack(t, bin, nil, func(h agentclitest.Home) { h.SetLoggedOut(t) })
 		r = out.do(t, http.MethodGet, "/ready", "")
 		assert.Equal(t, http.StatusServiceUnavailable, r.status, r.body)
-		assert.Contains(t, gjson.Get(r.body, "error").String(), "CURSOR_API_KEY")
+		assert.Contains(t, gjson.Get(r.body, "backend.error").String(), "CURSOR_API_KEY")
+		assert.Contains(t, gjson.Get(r.body, "reasons.0").String(), "CURSOR_API_KEY", "the reason says what to fix")
 		r = out.do(t, http.MethodGet, "/v1/models", "")
 		assert.Equal(t, []any{"auto", "auto-thinking"}, gjson.Get(r.body, "data.#.id").Value(), "the fallback list when the CLI cannot list models")
 		a := agentDoors[0].ask(t, out.stack, "auto", "SCENARIO:hello", false, false)
@@ -320,7 +323,7 @@ func TestAgentBackend(t *testing.T) {
 		missing := newAgentStack(t, "/nonexistent/agent", nil, nil)
 		r = missing.do(t, http.MethodGet, "/ready", "")
 		assert.Equal(t, http.StatusServiceUnavailable, r.status, r.body)
-		assert.Contains(t, gjson.Get(r.body, "error").String(), "AGENT_BIN")
+		assert.Contains(t, gjson.Get(r.body, "backend.error").String(), "AGENT_BIN")
 		a = agentDoors[0].ask(t, missing.stack, "auto", "hi", false, false)
 		assert.Equal(t, http.StatusBadGateway, a.status)
 		assert.Contains(t, a.errMsg, "install it")

@@ -8,7 +8,6 @@
 package handlers
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -21,6 +20,8 @@ import (
 	"cursor2api/handlers/responses"
 	"cursor2api/models"
 	"cursor2api/services/chat"
+	"cursor2api/services/metrics"
+	"cursor2api/services/readiness"
 )
 
 // Options configure the HTTP surface.
@@ -40,9 +41,13 @@ type Options struct {
 	// Responses keeps responses for previous_response_id (nil: a store
 	// with responses.DefaultStoreLimits).
 	Responses *responses.Store
-	// Ready, when set, checks that the back door can answer; GET /ready
-	// reports it (503 when it fails).
-	Ready func(context.Context) error
+	// Metrics, when not nil, are served at /metrics and count requests.
+	Metrics *metrics.Metrics
+	// Readiness answers /ready; nil: always ready.
+	Readiness *readiness.Tracker
+	// TrustedProxies are the addresses or CIDRs of reverse proxies whose
+	// X-Forwarded-For / X-Real-IP name the client; nil trusts none.
+	TrustedProxies []string
 }
 
 // server holds what the handlers share; it is built once and read-only.
@@ -60,21 +65,37 @@ func New(opts Options) http.Handler {
 	s := &server{Options: opts, started: time.Now().Unix(), tokens: &anthropic.TokenCounter{}}
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
+	if err := r.SetTrustedProxies(opts.TrustedProxies); err != nil {
+		// config validated them; this is a programming error
+		panic(fmt.Sprintf("trusted proxies: %v", err))
+	}
 	r.Use(requestID, accessLog(opts.Logger), gin.CustomRecovery(func(c *gin.Context, rec any) {
 		opts.Logger.Error("panic", "request_id", c.GetString(keyRequestID), "panic", fmt.Sprint(rec))
 		abortWithError(c, &models.Error{Status: http.StatusInternalServerError, Kind: models.KindAPI, Message: "internal error; the gateway's log has the details"})
 	}))
 	r.GET("/health", s.health)
-	// GET /v1/models answers in the format of the client's API.
-	r.GET("/v1/models", useDoorByRequest, auth(opts.APIKeys), s.listModels)
 	r.GET("/ready", s.ready)
-	v1 := r.Group("/v1", useDoor(openaiDoor), auth(opts.APIKeys))
+	if opts.Metrics != nil {
+		r.GET("/metrics", gin.WrapH(opts.Metrics.Handler()))
+	}
+	// entry is what runs first on every route of a door: marking the
+	// door (for its error shape and the log), counting, then auth.
+	entry := func(mark gin.HandlerFunc) []gin.HandlerFunc {
+		hs := []gin.HandlerFunc{mark}
+		if opts.Metrics != nil {
+			hs = append(hs, s.countRequests)
+		}
+		return append(hs, auth(opts.APIKeys))
+	}
+	// GET /v1/models answers in the format of the client's API.
+	r.GET("/v1/models", append(entry(useDoorByRequest), s.listModels)...)
+	v1 := r.Group("/v1", entry(useDoor(openaiDoor))...)
 	v1.POST("/chat/completions", s.chatCompletions)
-	rv1 := r.Group("/v1/responses", useDoor(responsesDoor), auth(opts.APIKeys))
+	rv1 := r.Group("/v1/responses", entry(useDoor(responsesDoor))...)
 	rv1.POST("", s.createResponse)
 	rv1.GET("/:id", s.getResponse)
 	rv1.DELETE("/:id", s.deleteResponse)
-	msgs := r.Group("/v1/messages", useDoor(anthropicDoor), auth(opts.APIKeys))
+	msgs := r.Group("/v1/messages", entry(useDoor(anthropicDoor))...)
 	msgs.POST("", s.messages)
 	msgs.POST("/count_tokens", s.countTokens)
 	r.NoRoute(useDoorByRequest, func(c *gin.Context) {
@@ -90,23 +111,6 @@ func New(opts Options) http.Handler {
 
 func (s *server) health(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"status": "ok", "version": s.Version})
-}
-
-// readyTimeout bounds a readiness check.
-const readyTimeout = 20 * time.Second
-
-// ready answers 200 when the back door can answer and 503 with the reason
-// when it cannot. A backend without a check is ready when it is up.
-func (s *server) ready(c *gin.Context) {
-	if s.Ready != nil {
-		ctx, cancel := context.WithTimeout(c.Request.Context(), readyTimeout)
-		defer cancel()
-		if err := s.Ready(ctx); err != nil {
-			c.JSON(http.StatusServiceUnavailable, gin.H{"status": "not_ready", "error": err.Error()})
-			return
-		}
-	}
-	c.JSON(http.StatusOK, gin.H{"status": "ready"})
 }
 
 func (s *server) listModels(c *gin.Context) {

@@ -67,7 +67,7 @@ func newStack(t testing.TB, env map[string]string, reply func(int, cursortest.Re
 	handler := New(Options{
 		Chat: gw.Chat, Catalog: gw.Catalog, Aliases: gw.Aliases, APIKeys: cfg.APIKeys,
 		MaxBodyBytes: cfg.MaxBodyBytes, PingInterval: cfg.PingInterval.Duration(), Version: "test-version", Logger: logger,
-		Responses: store,
+		Responses: store, Metrics: gw.Metrics, Readiness: gw.Readiness,
 	})
 	srv := httptest.NewServer(handler)
 	t.Cleanup(func() {

@@ -55,6 +55,7 @@ func accessLog(logger *slog.Logger) gin.HandlerFunc {
 		attrs := []any{
 			"request_id", c.GetString(keyRequestID),
 			"door", doorOf(c).name,
+			"client", c.ClientIP(),
 			"method", c.Request.Method,
 			"path", c.Request.URL.Path,
 			"model", c.GetString(keyModel),

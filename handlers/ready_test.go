@@ -11,7 +11,8 @@ import (
 func TestReadyWithoutACheck(t *testing.T) {
 	s := newStack(t, nil, script(t, []string{"unused"}))
 	r := s.do(t, http.MethodGet, "/ready", "")
-	assert.Equal(t, http.StatusOK, r.status, "the web backend has no readiness check: ready when up")
-	assert.Equal(t, "ready", gjson.Get(r.body, "status").String())
+	assert.Equal(t, http.StatusOK, r.status, "the web backend is ready until its upstream fails")
+	assert.True(t, gjson.Get(r.body, "ready").Bool(), r.body)
+	assert.False(t, gjson.Get(r.body, "backend").Exists(), "the web backend has no check of its own: %s", r.body)
 	assert.Empty(t, s.up.Requests(), "no upstream call")
 }

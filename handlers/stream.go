@@ -20,6 +20,8 @@ import (
 // stream answers a prepared request through a door's encoder, with
 // keepalive pings while the upstream is silent.
 func (s *server) stream(c *gin.Context, p *chat.Prepared, w answerStream) {
+	w, done := s.observeStream(c, w)
+	defer done()
 	stopPings := s.keepAlive(c.Request.Context(), w)
 	err := s.Chat.Stream(c.Request.Context(), p, w)
 	stopPings()

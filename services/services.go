@@ -1,8 +1,9 @@
 // Package services wires the gateway's parts from its configuration: the
-// model catalog, the back door (the web chat with its transport, cookie
-// jar and x-is-human provider, or the Cursor Agent CLI), and the core chat
-// service on top of it. It is the only package that reads config;
-// everything it builds takes plain values.
+// model catalog and aliases, the back door (the web chat with its
+// transport, egress pool, cookie jar and x-is-human provider, or the Cursor
+// Agent CLI), the metrics and readiness that watch it, and the core chat
+// service on top. It is the only package that reads config; everything it
+// builds takes plain values.
 package services
 
 import (
@@ -12,12 +13,15 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"time"
 
 	"cursor2api/config"
 	"cursor2api/models"
 	"cursor2api/services/agentcli"
 	"cursor2api/services/chat"
 	"cursor2api/services/human"
+	"cursor2api/services/metrics"
+	"cursor2api/services/readiness"
 	"cursor2api/services/upstream"
 	"cursor2api/services/webchat"
 )
@@ -34,12 +38,15 @@ type Gateway struct {
 	Web *webchat.Client
 	// Agent is the Cursor Agent CLI back door; nil on the web backend.
 	Agent *agentcli.CLI
-	// Ready checks that the back door can answer, without a model call;
-	// nil when the backend has no such check.
-	Ready func(context.Context) error
 	// Background runs what the backend keeps up to date (the agent
 	// backend's model list) until ctx ends; nil when there is nothing.
 	Background func(ctx context.Context)
+	// Metrics are the gateway's Prometheus metrics, on their own registry.
+	Metrics *metrics.Metrics
+	// Readiness answers /ready.
+	Readiness *readiness.Tracker
+	// Egress is the pool of PROXY_URL's proxies; nil without proxies.
+	Egress *webchat.EgressPool
 }
 
 // FromConfig builds the gateway the configuration describes.
@@ -48,38 +55,53 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (*Gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("configuration: MODEL_ALIASES: %w", err)
 	}
-	gw, err := backdoor(cfg, logger)
+	m := metrics.New()
+	ready := &readiness.Tracker{}
+	var gw *Gateway
+	if cfg.Backend == "agent" {
+		gw, err = agentGateway(cfg, m, ready, logger)
+	} else {
+		gw, err = webGateway(cfg, m, ready, logger)
+	}
 	if err != nil {
 		return nil, err
 	}
-	gw.Aliases = aliases
+	gw.Aliases, gw.Metrics, gw.Readiness = aliases, m, ready
 	return gw, nil
 }
 
-// backdoor builds the gateway on the configured back door.
-func backdoor(cfg *config.Config, logger *slog.Logger) (*Gateway, error) {
-	if cfg.Backend == "agent" {
-		return agentGateway(cfg, logger)
-	}
-	return webGateway(cfg, logger)
-}
-
 // webGateway builds the gateway on Cursor's web chat.
-func webGateway(cfg *config.Config, logger *slog.Logger) (*Gateway, error) {
+func webGateway(cfg *config.Config, m *metrics.Metrics, ready *readiness.Tracker, logger *slog.Logger) (*Gateway, error) {
 	catalog, err := models.NewCatalog(cfg.Models, cfg.ModelMap)
 	if err != nil {
 		return nil, fmt.Errorf("configuration: MODELS: %w", err)
 	}
-	var proxy *url.URL
-	if cfg.ProxyURL != "" {
-		if proxy, err = url.Parse(cfg.ProxyURL); err != nil {
-			return nil, fmt.Errorf("PROXY_URL: %w", err)
+	var pool *webchat.EgressPool
+	var proxyFunc func(*http.Request) (*url.URL, error)
+	if proxies := cfg.ProxyURLs(); len(proxies) > 0 {
+		urls := make([]*url.URL, len(proxies))
+		for i, p := range proxies {
+			if urls[i], err = url.Parse(p); err != nil {
+				return nil, fmt.Errorf("PROXY_URL: %w", err)
+			}
 		}
+		pool = webchat.NewEgressPool(urls, cfg.ProxyCooldown.Duration(), logger)
+		pool.OnFailure = m.EgressFailure
+		for _, u := range urls {
+			label := webchat.ProxyLabel(u)
+			m.EgressProxy(label, func() bool { return pool.Available(label) })
+		}
+		ready.Egress = func() []readiness.Proxy { return egressReport(pool.State()) }
+		proxyFunc = pool.Proxy
 	}
-	transport, err := webchat.NewTransport(cfg.Fingerprint, proxy, nil)
+	transport, err := webchat.NewTransportFunc(cfg.Fingerprint, proxyFunc, nil)
 	if err != nil {
 		return nil, err
 	}
+	if pool != nil {
+		transport = pool.Transport(transport)
+	}
+	transport = m.Transport(transport)
 	jar, err := cookiejar.New(nil)
 	if err != nil {
 		return nil, fmt.Errorf("cookie jar: %w", err)
@@ -87,6 +109,24 @@ func webGateway(cfg *config.Config, logger *slog.Logger) (*Gateway, error) {
 	httpClient := &http.Client{Transport: transport, Jar: jar}
 	browser := human.DefaultBrowser
 	browser.UserAgent = cfg.UserAgent
+	fetch := human.HTTPFetcher(httpClient, webchat.BrowserHeaders(cfg.UserAgent))
+	countedFetch := func(ctx context.Context, url string) (string, error) {
+		body, err := fetch(ctx, url)
+		if err != nil && ctx.Err() == nil {
+			m.HumanFailure()
+		}
+		return body, err
+	}
+	provider := human.NewProvider(human.Options{
+		Mode:      human.Mode{Kind: cfg.XIsHuman.Kind, Static: cfg.XIsHuman.Static},
+		ScriptURL: cfg.ScriptURL, Browser: browser, TTL: cfg.XIsHumanTTL.Duration(),
+		Fetch: countedFetch, Logger: logger,
+	})
+	failing := func() bool { return time.Now().Before(provider.FailingUntil()) }
+	m.HumanEvaluations(provider.Evaluations, failing)
+	ready.Human = func() readiness.Human {
+		return readiness.Human{Mode: cfg.XIsHuman.Kind, Evaluations: provider.Evaluations(), Failing: failing()}
+	}
 	web := &webchat.Client{
 		HTTP:        httpClient,
 		URL:         cfg.CursorAPIURL,
@@ -94,38 +134,14 @@ func webGateway(cfg *config.Config, logger *slog.Logger) (*Gateway, error) {
 		IdleTimeout: cfg.Timeout.Duration(),
 		MaxDuration: cfg.MaxDuration.Duration(),
 		Cookie:      cfg.Cookie,
-		Human: human.NewProvider(human.Options{
-			Mode:      human.Mode{Kind: cfg.XIsHuman.Kind, Static: cfg.XIsHuman.Static},
-			ScriptURL: cfg.ScriptURL, Browser: browser, TTL: cfg.XIsHumanTTL.Duration(),
-			Fetch: human.HTTPFetcher(httpClient, webchat.BrowserHeaders(cfg.UserAgent)), Logger: logger,
-		}),
-		Logger: logger,
+		Human:       provider,
+		Logger:      logger,
 	}
-	core, err := newCore(cfg, catalog, web, logger)
+	core, err := newCore(cfg, catalog, ready.Upstream(m.Upstream(web)), m, logger)
 	if err != nil {
 		return nil, err
 	}
-	return &Gateway{Catalog: catalog, Chat: core, Web: web}, nil
-}
-
-// newCore builds the core on a back door.
-func newCore(cfg *config.Config, catalog *models.Catalog, up upstream.Upstream, logger *slog.Logger) (*chat.Service, error) {
-	refusals, err := chat.CompileRefusals(cfg.RefusalPatterns)
-	if err != nil {
-		return nil, err
-	}
-	return chat.New(chat.Settings{
-		Catalog:           catalog,
-		MaxInputLength:    cfg.MaxInputLength,
-		MaxToolCallBytes:  cfg.MaxToolCallBytes,
-		Strict:            map[string]chat.StrictMode{"auto": chat.StrictAuto, "true": chat.StrictOn, "false": chat.StrictOff}[cfg.KiloToolStrict],
-		StrictAgents:      cfg.StrictAgents,
-		TurnEndingTools:   cfg.TurnEndingTools,
-		StreamArgsAfter:   cfg.StreamArgsAfter,
-		ToolLoopMaxRepeat: cfg.ToolLoopMax,
-		ExposeThinking:    cfg.ExposeThinking,
-		Refusals:          refusals,
-	}, up, logger), nil
+	return &Gateway{Catalog: catalog, Chat: core, Web: web, Egress: pool}, nil
 }
 
 // agentGateway builds the gateway on the Cursor Agent CLI. Its models are
@@ -134,7 +150,7 @@ func newCore(cfg *config.Config, catalog *models.Catalog, up upstream.Upstream, 
 // When the CLI cannot list them at start (not installed, not logged in)
 // the gateway still starts, publishing MODELS when set and else "auto",
 // and the refresh fixes the list once the CLI works.
-func agentGateway(cfg *config.Config, logger *slog.Logger) (*Gateway, error) {
+func agentGateway(cfg *config.Config, m *metrics.Metrics, ready *readiness.Tracker, logger *slog.Logger) (*Gateway, error) {
 	cli := agentcli.New(agentcli.Options{
 		Bin:          cfg.AgentBin,
 		Env:          cfg.AgentEnv,
@@ -163,15 +179,48 @@ func agentGateway(cfg *config.Config, logger *slog.Logger) (*Gateway, error) {
 			return nil, fmt.Errorf("configuration: MODELS: %w", err)
 		}
 	}
-	core, err := newCore(cfg, catalog, cli, logger)
+	ready.Check = func(ctx context.Context) error { _, err := cli.Ready(ctx); return err }
+	core, err := newCore(cfg, catalog, ready.Upstream(m.Upstream(cli)), m, logger)
 	if err != nil {
 		return nil, err
 	}
 	return &Gateway{
 		Catalog: catalog, Chat: core, Agent: cli,
-		Ready: func(ctx context.Context) error { _, err := cli.Ready(ctx); return err },
 		Background: func(ctx context.Context) {
 			cli.WatchModels(ctx, catalog, allowed, cfg.AgentModelsTTL.Duration())
 		},
 	}, nil
+}
+
+// newCore builds the core on a back door.
+func newCore(cfg *config.Config, catalog *models.Catalog, up upstream.Upstream, observer chat.Observer, logger *slog.Logger) (*chat.Service, error) {
+	refusals, err := chat.CompileRefusals(cfg.RefusalPatterns)
+	if err != nil {
+		return nil, err
+	}
+	return chat.New(chat.Settings{
+		Catalog:           catalog,
+		MaxInputLength:    cfg.MaxInputLength,
+		MaxToolCallBytes:  cfg.MaxToolCallBytes,
+		Strict:            map[string]chat.StrictMode{"auto": chat.StrictAuto, "true": chat.StrictOn, "false": chat.StrictOff}[cfg.KiloToolStrict],
+		StrictAgents:      cfg.StrictAgents,
+		TurnEndingTools:   cfg.TurnEndingTools,
+		StreamArgsAfter:   cfg.StreamArgsAfter,
+		ToolLoopMaxRepeat: cfg.ToolLoopMax,
+		ExposeThinking:    cfg.ExposeThinking,
+		Refusals:          refusals,
+		Observer:          observer,
+	}, up, logger), nil
+}
+
+// egressReport is the pool's state as /ready shows it.
+func egressReport(states []webchat.EgressState) []readiness.Proxy {
+	out := make([]readiness.Proxy, len(states))
+	for i, s := range states {
+		out[i] = readiness.Proxy{Proxy: s.Label, Active: s.Active, Available: s.Available, LastError: s.LastError}
+		if s.CoolingFor > 0 {
+			out[i].CoolingFor = s.CoolingFor.Round(time.Second).String()
+		}
+	}
+	return out
 }

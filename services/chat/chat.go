@@ -54,6 +54,9 @@ type Settings struct {
 	// before they stream (0: stream at once). A call that completes
 	// within it is checked, coerced or asked again whole.
 	StreamArgsAfter int
+	// Observer, when not nil, is told of tool calls, held turns, retries
+	// and bad calls (metrics).
+	Observer Observer
 }
 
 // StrictMode says when a tool call is required.
@@ -250,6 +253,9 @@ func (s *Service) Stream(ctx context.Context, p *Prepared, sink Sink) error {
 	if err != nil {
 		return err
 	}
+	for range out.calls {
+		s.observer().ToolCall()
+	}
 	return out.Finish(out.reason(), usage)
 }
 
@@ -267,6 +273,9 @@ func (s *Service) Complete(ctx context.Context, p *Prepared) (*models.Answer, er
 		return nil, err
 	}
 	out := &models.Answer{Text: ans.text.String(), ToolCalls: ans.calls, Usage: usage, Finish: models.FinishStop}
+	for range out.ToolCalls {
+		s.observer().ToolCall()
+	}
 	if len(out.ToolCalls) > 0 {
 		out.Text = strings.TrimSpace(out.Text)
 		out.Finish = models.FinishToolCalls
@@ -282,17 +291,23 @@ func (s *Service) Complete(ctx context.Context, p *Prepared) (*models.Answer, er
 // that it can still be discarded and asked again.
 func (s *Service) run(ctx context.Context, p *Prepared, sink Sink, hold, holdAll bool) (models.Usage, error) {
 	first := &turnSink{sink: sink, released: !hold, holdAll: holdAll, streamAfter: s.settings.StreamArgsAfter}
+	if hold {
+		s.observer().HeldTurn()
+	}
 	usage, err := s.turn(ctx, p, p.Messages, first)
 	if err != nil {
 		return usage, err
 	}
+	s.observeBadCalls(first)
 	note := s.retryNote(p, first)
 	if note == "" {
 		return usage, first.finish()
 	}
 	s.logger.Warn("retrying once", "request_id", p.RequestID, "model", p.Model.Public, "reason", utils.Clip(note, 300))
+	s.observer().Retry(retryReason(p, first))
 	second := &turnSink{sink: sink, holdAll: holdAll, streamAfter: s.settings.StreamArgsAfter}
 	retryUsage, err := s.turn(ctx, p, withNote(p.Messages, note), second)
+	s.observeBadCalls(second)
 	if err != nil {
 		if ctx.Err() != nil || second.released {
 			return usage, err

@@ -130,6 +130,14 @@ func NewProvider(opts Options) *Provider {
 	return &Provider{opts: opts}
 }
 
+// FailingUntil is when the fallback used after a failed refresh ends
+// (zero: no refresh failed), for /ready and metrics.
+func (p *Provider) FailingUntil() time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.failedUntil
+}
+
 // Evaluations counts the script evaluations started, for tests and metrics.
 func (p *Provider) Evaluations() int64 { return p.evaluations.Load() }
 

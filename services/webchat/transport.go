@@ -22,12 +22,20 @@ const (
 // be nil; tlsConfig, when not nil, adds to the TLS settings (tests use it
 // to trust their own certificate).
 func NewTransport(fingerprint string, proxy *url.URL, tlsConfig *tls.Config) (http.RoundTripper, error) {
-	proxyFunc := func(*http.Request) (*url.URL, error) { return proxy, nil }
+	if proxy == nil {
+		return NewTransportFunc(fingerprint, nil, tlsConfig)
+	}
+	return NewTransportFunc(fingerprint, http.ProxyURL(proxy), tlsConfig)
+}
+
+// NewTransportFunc is NewTransport with a proxy function (nil: no proxy),
+// such as an EgressPool's Proxy.
+func NewTransportFunc(fingerprint string, proxyFunc func(*http.Request) (*url.URL, error), tlsConfig *tls.Config) (http.RoundTripper, error) {
 	switch fingerprint {
 	case FingerprintOff:
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.Proxy = nil
-		if proxy != nil {
+		if proxyFunc != nil {
 			t.Proxy = proxyFunc
 		}
 		if tlsConfig != nil {
@@ -40,7 +48,7 @@ func NewTransport(fingerprint string, proxy *url.URL, tlsConfig *tls.Config) (ht
 		// library's defaults would contradict it.
 		c.Headers = http.Header{}
 		c.SetProxy(nil)
-		if proxy != nil {
+		if proxyFunc != nil {
 			c.SetProxy(proxyFunc)
 		}
 		if tlsConfig != nil {
