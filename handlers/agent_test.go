@@ -110,21 +110,68 @@ type doorCall struct{ name, args string }
 // door of the gateway adds an entry; the tests run every case on each.
 type agentDoor struct {
 	name string
-	// ask sends prompt as the one user message of a request for model,
-	// with the get_weather tool when tools is set.
+	// request is the door's request with prompt as the one user message,
+	// after the system prompt "Be brief.", for model, with the get_weather
+	// tool when tools is set.
+	request func(model, prompt string, stream, tools bool) doorRequest
+	// ask sends that request through the gateway and reads the answer,
+	// checking the framing of a stream.
 	ask func(t *testing.T, s *stack, model, prompt string, stream, tools bool) doorAnswer
 	// toolStop and stop are the door's finish reasons.
 	stop, toolStop string
+	// asksReasoning says that request asks to see the reasoning; the
+	// other doors show it only with EXPOSE_THINKING.
+	asksReasoning bool
 }
 
+// doorRequest is a door's request: where it goes, its body and its
+// headers as name, value pairs.
+type doorRequest struct {
+	path, body string
+	header     []string
+}
+
+// send posts the request with ctx, for a test that reads the answer as it
+// comes (the caller closes the body).
+func (r doorRequest) send(t *testing.T, ctx context.Context, s *stack) *http.Response {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL+r.path, strings.NewReader(r.body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i < len(r.header); i += 2 {
+		req.Header.Set(r.header[i], r.header[i+1])
+	}
+	resp, err := s.Client().Do(req)
+	require.NoError(t, err)
+	return resp
+}
+
+// agentDoors are the gateway's front doors. Each says "stopped" and
+// "stopped to call tools" in its own terms: the Responses API has no stop
+// reason, so its finish is the response's status and the type of its last
+// output item.
 var agentDoors = []agentDoor{
-	{name: "openai", ask: askOpenAI, stop: "stop", toolStop: "tool_calls"},
+	{name: "openai", request: openAIRequest, ask: askOpenAI, stop: "stop", toolStop: "tool_calls"},
+	{name: "anthropic", request: anthropicRequest, ask: askAnthropic, stop: "end_turn", toolStop: "tool_use"},
+	{name: "responses", request: responsesRequest, ask: askResponses, stop: "completed:message", toolStop: "completed:function_call", asksReasoning: true},
 }
 
 const weatherTool = `{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}}`
 
-func askOpenAI(t *testing.T, s *stack, model, prompt string, stream, tools bool) doorAnswer {
-	t.Helper()
+// weatherParams is the schema of the weather tool's parameters, which
+// every door's tool carries.
+var weatherParams = json.RawMessage(gjson.Get(weatherTool, "function.parameters").Raw)
+
+// mustJSON encodes a request body built by the test itself.
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+func openAIRequest(model, prompt string, stream, tools bool) doorRequest {
 	body := map[string]any{"model": model, "stream": stream,
 		"messages": []map[string]any{{"role": "system", "content": "Be brief."}, {"role": "user", "content": prompt}}}
 	if stream {
@@ -133,9 +180,12 @@ func askOpenAI(t *testing.T, s *stack, model, prompt string, stream, tools bool)
 	if tools {
 		body["tools"] = []json.RawMessage{json.RawMessage(weatherTool)}
 	}
-	b, err := json.Marshal(body)
-	require.NoError(t, err)
-	r := s.chat(t, string(b))
+	return doorRequest{path: "/v1/chat/completions", body: mustJSON(body)}
+}
+
+func askOpenAI(t *testing.T, s *stack, model, prompt string, stream, tools bool) doorAnswer {
+	t.Helper()
+	r := s.chat(t, openAIRequest(model, prompt, stream, tools).body)
 	out := doorAnswer{status: r.status, header: r.header}
 	if r.status != http.StatusOK {
 		out.errType, out.errMsg = gjson.Get(r.body, "error.type").String(), gjson.Get(r.body, "error.message").String()
@@ -167,6 +217,252 @@ func askOpenAI(t *testing.T, s *stack, model, prompt string, stream, tools bool)
 	return out
 }
 
+// anthropicRequest sends no thinking config, which would turn thinking on
+// whatever the model: the model alone decides, and EXPOSE_THINKING alone
+// shows the thinking.
+func anthropicRequest(model, prompt string, stream, tools bool) doorRequest {
+	body := map[string]any{"model": model, "max_tokens": 1024, "stream": stream, "system": "Be brief.",
+		"messages": []map[string]any{{"role": "user", "content": prompt}}}
+	if tools {
+		body["tools"] = []map[string]any{{"name": "get_weather", "input_schema": weatherParams}}
+	}
+	return doorRequest{path: "/v1/messages", body: mustJSON(body), header: []string{"anthropic-version", "2023-06-01"}}
+}
+
+func askAnthropic(t *testing.T, s *stack, model, prompt string, stream, tools bool) doorAnswer {
+	t.Helper()
+	req := anthropicRequest(model, prompt, stream, tools)
+	r := s.do(t, http.MethodPost, req.path, req.body, req.header...)
+	out := doorAnswer{status: r.status, header: r.header}
+	if r.status != http.StatusOK {
+		require.Equal(t, "error", gjson.Get(r.body, "type").String(), "an Anthropic error body: %s", r.body)
+		out.errType, out.errMsg = gjson.Get(r.body, "error.type").String(), gjson.Get(r.body, "error.message").String()
+		return out
+	}
+	if stream {
+		readClaudeStream(t, claudeEvents(t, r), model, &out)
+	} else {
+		res := gjson.Parse(r.body)
+		assert.Equal(t, "message", res.Get("type").String(), r.body)
+		assert.Equal(t, model, res.Get("model").String(), "the model echoed")
+		for _, b := range res.Get("content").Array() {
+			switch b.Get("type").String() {
+			case "text":
+				out.text += b.Get("text").String()
+			case "thinking":
+				out.reasoning += b.Get("thinking").String()
+				assert.NotEmpty(t, b.Get("signature").String(), "a thinking block is signed")
+			case "tool_use":
+				assert.Regexp(t, `^toolu_[A-Za-z0-9]+$`, b.Get("id").String())
+				out.calls = append(out.calls, doorCall{b.Get("name").String(), b.Get("input").Raw})
+			default:
+				t.Errorf("unexpected content block %s", b.Raw)
+			}
+		}
+		out.finish = res.Get("stop_reason").String()
+		out.usageIn, out.usageOut = res.Get("usage.input_tokens").Int(), res.Get("usage.output_tokens").Int()
+	}
+	for _, mark := range protocolMarkup {
+		assert.NotContains(t, out.text, mark, "protocol markup in the content")
+	}
+	return out
+}
+
+// readClaudeStream reassembles a Messages stream into out, checking the
+// exact fields of every event (trace) and their order: message_start
+// first, blocks at indexes 0, 1, 2… one at a time, each delta of its
+// block's type, then message_delta and message_stop; or an error event,
+// last.
+func readClaudeStream(t *testing.T, events []claudeEvent, model string, out *doorAnswer) {
+	t.Helper()
+	require.NotEmpty(t, events)
+	trace(t, events, model)
+	started, stopped := false, false
+	open, next, kind := -1, 0, ""
+	for i, ev := range events {
+		d := ev.Data
+		if ev.Name == "error" {
+			require.Equal(t, len(events)-1, i, "an error event ends the stream")
+			out.streamErr = true
+			out.errType, out.errMsg = d.Get("error.type").String(), d.Get("error.message").String()
+			continue
+		}
+		require.False(t, stopped && ev.Name != "message_stop", "nothing after message_delta but message_stop: %s", d.Raw)
+		if ev.Name == "message_start" {
+			require.Zero(t, i, "message_start opens the stream")
+			started = true
+			continue
+		}
+		require.True(t, started, "%s before message_start", ev.Name)
+		switch ev.Name {
+		case "content_block_start":
+			require.Equal(t, -1, open, "one block at a time: %s", d.Raw)
+			require.EqualValues(t, next, d.Get("index").Int(), "blocks go 0, 1, 2…")
+			open, kind = next, d.Get("content_block.type").String()
+			if kind == "tool_use" {
+				out.calls = append(out.calls, doorCall{name: d.Get("content_block.name").String()})
+			}
+		case "content_block_delta":
+			require.EqualValues(t, open, d.Get("index").Int(), "a delta of the open block: %s", d.Raw)
+			want := map[string]string{"text_delta": "text", "thinking_delta": "thinking", "signature_delta": "thinking", "input_json_delta": "tool_use"}
+			typ := d.Get("delta.type").String()
+			require.Equal(t, want[typ], kind, "a %s in a %s block", typ, kind)
+			switch typ {
+			case "text_delta":
+				out.text += d.Get("delta.text").String()
+			case "thinking_delta":
+				out.reasoning += d.Get("delta.thinking").String()
+			case "input_json_delta":
+				out.calls[len(out.calls)-1].args += d.Get("delta.partial_json").String()
+			}
+		case "content_block_stop":
+			require.EqualValues(t, open, d.Get("index").Int(), "the open block stops: %s", d.Raw)
+			open = -1
+			next++
+		case "message_delta":
+			require.Equal(t, -1, open, "every block stopped before message_delta")
+			stopped = true
+			out.finish = d.Get("delta.stop_reason").String()
+			out.usageIn, out.usageOut = d.Get("usage.input_tokens").Int(), d.Get("usage.output_tokens").Int()
+		}
+	}
+	if !out.streamErr {
+		require.GreaterOrEqual(t, len(events), 3)
+		assert.Equal(t, []string{"message_delta", "message_stop"}, []string{events[len(events)-2].Name, events[len(events)-1].Name}, "the stream ends with message_delta and message_stop")
+	}
+}
+
+// responsesRequest asks for the reasoning summary, as Codex CLI does:
+// that alone shows the thinking of a thinking model on this door.
+func responsesRequest(model, prompt string, stream, tools bool) doorRequest {
+	body := map[string]any{"model": model, "stream": stream, "instructions": "Be brief.", "input": prompt,
+		"reasoning": map[string]any{"summary": "auto"}}
+	if tools {
+		body["tools"] = []map[string]any{{"type": "function", "name": "get_weather", "parameters": weatherParams}}
+	}
+	return doorRequest{path: "/v1/responses", body: mustJSON(body)}
+}
+
+func askResponses(t *testing.T, s *stack, model, prompt string, stream, tools bool) doorAnswer {
+	t.Helper()
+	req := responsesRequest(model, prompt, stream, tools)
+	r := s.do(t, http.MethodPost, req.path, req.body, req.header...)
+	out := doorAnswer{status: r.status, header: r.header}
+	if r.status != http.StatusOK {
+		out.errType, out.errMsg = gjson.Get(r.body, "error.type").String(), gjson.Get(r.body, "error.message").String()
+		return out
+	}
+	resp := gjson.Parse(r.body)
+	if stream {
+		resp = readResponsesStream(t, respEvents(t, r), &out)
+	}
+	assert.True(t, strings.HasPrefix(resp.Get("id").String(), "resp_"), resp.Get("id").String())
+	assert.Equal(t, model, resp.Get("model").String(), "the model echoed")
+	var text, reasoning string
+	var calls []doorCall
+	output := resp.Get("output").Array()
+	for _, it := range output {
+		switch it.Get("type").String() {
+		case "message":
+			for _, p := range it.Get("content").Array() {
+				text += p.Get("text").String()
+			}
+		case "reasoning":
+			for _, p := range it.Get("summary").Array() {
+				reasoning += p.Get("text").String()
+			}
+		case "function_call":
+			assert.Regexp(t, `^call_[A-Za-z0-9]+$`, it.Get("call_id").String())
+			calls = append(calls, doorCall{it.Get("name").String(), it.Get("arguments").String()})
+		default:
+			t.Errorf("unexpected output item %s", it.Raw)
+		}
+	}
+	if stream {
+		// The output is what the deltas said.
+		assert.Equal(t, out.text, text, "the streamed text is the output's")
+		assert.Equal(t, out.reasoning, reasoning, "the streamed summary is the output's")
+		assert.Equal(t, out.calls, calls, "the streamed calls are the output's")
+	}
+	out.text, out.reasoning, out.calls = text, reasoning, calls
+	out.finish = resp.Get("status").String()
+	if len(output) > 0 {
+		out.finish += ":" + output[len(output)-1].Get("type").String()
+	}
+	if u := resp.Get("usage"); u.IsObject() {
+		out.usageIn, out.usageOut = u.Get("input_tokens").Int(), u.Get("output_tokens").Int()
+	}
+	for _, mark := range protocolMarkup {
+		assert.NotContains(t, out.text, mark, "protocol markup in the content")
+	}
+	return out
+}
+
+// readResponsesStream reassembles a Responses stream into out from its
+// deltas, checking the order of its events (checkItems checks the
+// items'): response.created and response.in_progress first, then
+// response.completed last, or an error event then response.failed. It
+// returns the response of the last event.
+func readResponsesStream(t *testing.T, evs []respEvent, out *doorAnswer) gjson.Result {
+	t.Helper()
+	require.GreaterOrEqual(t, len(evs), 3, "%s", eventNames(evs))
+	assert.Equal(t, []string{"response.created", "response.in_progress"}, eventNames(evs[:2]))
+	checkItems(t, evs)
+	last := evs[len(evs)-1]
+	resp := last.Data.Get("response")
+	switch last.Name {
+	case "response.completed":
+		assert.Equal(t, "completed", resp.Get("status").String())
+	case "response.failed":
+		require.Equal(t, "error", evs[len(evs)-2].Name, "an error event, then response.failed: %s", eventNames(evs))
+		assert.Equal(t, "failed", resp.Get("status").String())
+		out.streamErr = true
+		// The error event has no type: the failed response's code names
+		// the failure.
+		out.errType, out.errMsg = resp.Get("error.code").String(), evs[len(evs)-2].Data.Get("message").String()
+		assert.NotEmpty(t, out.errType, "a failed response has an error code")
+	default:
+		t.Fatalf("the stream ends with %q", last.Name)
+	}
+	middle := evs[2 : len(evs)-1]
+	if out.streamErr {
+		middle = evs[2 : len(evs)-2]
+	}
+	for _, e := range middle {
+		switch e.Name {
+		case "response.created", "response.in_progress", "response.completed", "response.failed", "error":
+			t.Errorf("%s amid the output: %s", e.Name, eventNames(evs))
+		}
+	}
+	// checkItems checked that every delta names the open item; its type is
+	// checked here.
+	open := ""
+	inItem := func(typ string, d gjson.Result) {
+		t.Helper()
+		require.Equal(t, typ, open, "a delta of a %s item: %s", typ, d.Raw)
+	}
+	for _, e := range evs {
+		d := e.Data
+		switch e.Name {
+		case "response.output_item.added":
+			open = d.Get("item.type").String()
+			if open == "function_call" {
+				out.calls = append(out.calls, doorCall{name: d.Get("item.name").String()})
+			}
+		case "response.output_text.delta":
+			inItem("message", d)
+			out.text += d.Get("delta").String()
+		case "response.reasoning_summary_text.delta":
+			inItem("reasoning", d)
+			out.reasoning += d.Get("delta").String()
+		case "response.function_call_arguments.delta":
+			inItem("function_call", d)
+			out.calls[len(out.calls)-1].args += d.Get("delta").String()
+		}
+	}
+	return resp
+}
+
 // forEachDoor runs fn on every door, streamed and not.
 func forEachDoor(t *testing.T, fn func(t *testing.T, door agentDoor, stream bool)) {
 	for _, door := range agentDoors {
@@ -180,6 +476,7 @@ func TestAgentBackend(t *testing.T) {
 	bin := agentclitest.Build(t) // once for every subtest
 
 	t.Run("text", func(t *testing.T) {
+		// EXPOSE_THINKING shows the reasoning on every door.
 		s := newAgentStack(t, bin, map[string]string{"EXPOSE_THINKING": "true"}, nil)
 		forEachDoor(t, func(t *testing.T, door agentDoor, stream bool) {
 			for _, tc := range []struct{ model, scenario, text, reasoning string }{
@@ -214,6 +511,20 @@ func TestAgentBackend(t *testing.T) {
 			sawThinkingModel = sawThinkingModel || argAfter(c.Args, "--model") == "sonnet-4.5-thinking"
 		}
 		assert.True(t, sawThinkingModel, "a -thinking model the CLI offers runs as itself")
+	})
+
+	t.Run("reasoning only when shown", func(t *testing.T) {
+		s := newAgentStack(t, bin, nil, nil)
+		forEachDoor(t, func(t *testing.T, door agentDoor, stream bool) {
+			a := door.ask(t, s.stack, "sonnet-4.5-thinking", "SCENARIO:thinking", stream, false)
+			require.Equal(t, http.StatusOK, a.status, a.errMsg)
+			assert.Equal(t, "Forty-two.", a.text)
+			if door.asksReasoning {
+				assert.Equal(t, "Let me think.", a.reasoning, "the request asked for it")
+			} else {
+				assert.Empty(t, a.reasoning, "neither the request nor EXPOSE_THINKING asked for it")
+			}
+		})
 	})
 
 	t.Run("tool calls", func(t *testing.T) {
@@ -278,9 +589,11 @@ func TestAgentBackend(t *testing.T) {
 
 	t.Run("no output within TIMEOUT", func(t *testing.T) {
 		s := newAgentStack(t, bin, map[string]string{"TIMEOUT": "1"}, nil)
-		a := agentDoors[0].ask(t, s.stack, "auto", "SCENARIO:silent", false, false)
-		assert.Equal(t, http.StatusGatewayTimeout, a.status)
-		assert.Contains(t, a.errMsg, "TIMEOUT")
+		forEachDoor(t, func(t *testing.T, door agentDoor, stream bool) {
+			a := door.ask(t, s.stack, "auto", "SCENARIO:silent", stream, false)
+			assert.Equal(t, http.StatusGatewayTimeout, a.status, "nothing was written, so the status says it")
+			assert.Contains(t, a.errMsg, "TIMEOUT")
+		})
 	})
 
 	t.Run("models", func(t *testing.T) {
@@ -293,9 +606,11 @@ func TestAgentBackend(t *testing.T) {
 		}
 		assert.Equal(t, []string{"auto", "auto-thinking", "sonnet-4.5", "sonnet-4.5-thinking", "gpt-5", "gpt-5-thinking"}, ids, "what `agent models` lists")
 
-		a := agentDoors[0].ask(t, s.stack, "claude-sonnet-4.6", "hi", false, false)
-		assert.Equal(t, http.StatusNotFound, a.status, "a model the CLI does not list")
-		assert.Contains(t, a.errMsg, "auto, auto-thinking, sonnet-4.5")
+		for _, door := range agentDoors {
+			a := door.ask(t, s.stack, "claude-sonnet-4.6", "hi", false, false)
+			assert.Equal(t, http.StatusNotFound, a.status, "%s: a model the CLI does not list", door.name)
+			assert.Contains(t, a.errMsg, "auto, auto-thinking, sonnet-4.5", door.name)
+		}
 
 		restricted := newAgentStack(t, bin, map[string]string{"MODELS": "gpt-5"}, nil)
 		r = restricted.do(t, http.MethodGet, "/v1/models", "")
@@ -316,54 +631,54 @@ func TestAgentBackend(t *testing.T) {
 		assert.Contains(t, gjson.Get(r.body, "reasons.0").String(), "CURSOR_API_KEY", "the reason says what to fix")
 		r = out.do(t, http.MethodGet, "/v1/models", "")
 		assert.Equal(t, []any{"auto", "auto-thinking"}, gjson.Get(r.body, "data.#.id").Value(), "the fallback list when the CLI cannot list models")
-		a := agentDoors[0].ask(t, out.stack, "auto", "SCENARIO:hello", false, false)
-		assert.Equal(t, http.StatusUnauthorized, a.status)
-		assert.Contains(t, a.errMsg, "CURSOR_API_KEY")
+		for _, door := range agentDoors {
+			a := door.ask(t, out.stack, "auto", "SCENARIO:hello", false, false)
+			assert.Equal(t, http.StatusUnauthorized, a.status, door.name)
+			assert.Contains(t, a.errMsg, "CURSOR_API_KEY", door.name)
+		}
 
 		missing := newAgentStack(t, "/nonexistent/agent", nil, nil)
 		r = missing.do(t, http.MethodGet, "/ready", "")
 		assert.Equal(t, http.StatusServiceUnavailable, r.status, r.body)
 		assert.Contains(t, gjson.Get(r.body, "backend.error").String(), "AGENT_BIN")
-		a = agentDoors[0].ask(t, missing.stack, "auto", "hi", false, false)
-		assert.Equal(t, http.StatusBadGateway, a.status)
-		assert.Contains(t, a.errMsg, "install it")
+		for _, door := range agentDoors {
+			a := door.ask(t, missing.stack, "auto", "hi", false, false)
+			assert.Equal(t, http.StatusBadGateway, a.status, door.name)
+			assert.Contains(t, a.errMsg, "install it", door.name)
+		}
 	})
 
 	t.Run("client disconnect kills the CLI", func(t *testing.T) {
-		s := newAgentStack(t, bin, nil, nil)
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL+"/v1/chat/completions",
-			strings.NewReader(`{"model":"auto","stream":true,"messages":[{"role":"user","content":"SCENARIO:hang"}]}`))
-		require.NoError(t, err)
-		resp, err := s.Client().Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		require.Equal(t, http.StatusOK, resp.StatusCode)
-		rd := bufio.NewReader(resp.Body)
-		for {
-			line, err := rd.ReadString('\n')
-			require.NoError(t, err, "the stream ended before the first content")
-			if strings.Contains(line, "Thinking about it") {
-				break
-			}
+		for _, door := range agentDoors {
+			t.Run(door.name, func(t *testing.T) {
+				s := newAgentStack(t, bin, nil, nil)
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				resp := door.request("auto", "SCENARIO:hang", true, false).send(t, ctx, s.stack)
+				defer resp.Body.Close()
+				require.Equal(t, http.StatusOK, resp.StatusCode)
+				rd := bufio.NewReader(resp.Body)
+				for {
+					line, err := rd.ReadString('\n')
+					require.NoError(t, err, "the stream ended before the first content")
+					if strings.Contains(line, "Thinking about it") {
+						break
+					}
+				}
+				pids, children := s.home.PIDs()
+				require.Len(t, pids, 1)
+				require.Len(t, children, 1, "the CLI's own child, in its process group")
+				cancel() // the client leaves
+				s.home.WaitGone(t, 30*time.Second)
+			})
 		}
-		pids, children := s.home.PIDs()
-		require.Len(t, pids, 1)
-		require.Len(t, children, 1, "the CLI's own child, in its process group")
-		cancel() // the client leaves
-		s.home.WaitGone(t, 30*time.Second)
 	})
 
 	t.Run("queue is bounded", func(t *testing.T) {
 		s := newAgentStack(t, bin, map[string]string{"AGENT_MAX_PROCS": "1", "AGENT_QUEUE_TIMEOUT": "1"}, nil)
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL+"/v1/chat/completions",
-			strings.NewReader(`{"model":"auto","stream":true,"messages":[{"role":"user","content":"SCENARIO:hang"}]}`))
-		require.NoError(t, err)
-		resp, err := s.Client().Do(req)
-		require.NoError(t, err)
+		resp := openAIRequest("auto", "SCENARIO:hang", true, false).send(t, ctx, s.stack)
 		defer resp.Body.Close()
 		rd := bufio.NewReader(resp.Body)
 		for {
@@ -376,6 +691,13 @@ func TestAgentBackend(t *testing.T) {
 		r := s.chat(t, `{"model":"auto","messages":[{"role":"user","content":"SCENARIO:hello"}]}`)
 		assertAPIError(t, r, http.StatusTooManyRequests, "rate_limit_error", "", "agent_busy", "AGENT_MAX_PROCS")
 		assert.Equal(t, "1", r.header.Get("Retry-After"))
+		forEachDoor(t, func(t *testing.T, door agentDoor, stream bool) {
+			a := door.ask(t, s.stack, "auto", "SCENARIO:hello", stream, false)
+			require.Equal(t, http.StatusTooManyRequests, a.status, a.errMsg)
+			assert.Equal(t, "rate_limit_error", a.errType)
+			assert.Contains(t, a.errMsg, "AGENT_MAX_PROCS")
+			assert.Equal(t, "1", a.header.Get("Retry-After"))
+		})
 		cancel()
 	})
 
@@ -386,7 +708,8 @@ func TestAgentBackend(t *testing.T) {
 		answers := make([]doorAnswer, n)
 		for i := range n {
 			wg.Go(func() {
-				answers[i] = agentDoors[0].ask(t, s.stack, "auto", "SCENARIO:slow", i%2 == 0, false)
+				// Every door, streamed and not (50 covers each pair 8 times).
+				answers[i] = agentDoors[i%len(agentDoors)].ask(t, s.stack, "auto", "SCENARIO:slow", i%2 == 0, false)
 			})
 		}
 		wg.Wait()
