@@ -80,6 +80,19 @@ type Config struct {
 
 	ShutdownTimeout Seconds `env:"SHUTDOWN_TIMEOUT" envDefault:"30"`
 	LogLevel        string  `env:"LOG_LEVEL" envDefault:"info"`
+
+	// Limits against slow or hostile clients and cross-site requests.
+	//
+	// MaxConnections caps the connections served at once; more wait in
+	// the kernel's backlog. BodyReadTimeout bounds reading one request
+	// body. AllowedHosts are the Host names accepted (empty: any; by
+	// default the loopback names when HOST is loopback, against DNS
+	// rebinding). AllowedOrigins are the browser origins allowed to call
+	// the gateway, preflight included ("*": any).
+	MaxConnections  int      `env:"MAX_CONNECTIONS" envDefault:"4096"`
+	BodyReadTimeout Seconds  `env:"BODY_READ_TIMEOUT" envDefault:"30"`
+	AllowedHosts    []string `env:"ALLOWED_HOSTS" envSeparator:","`
+	AllowedOrigins  []string `env:"ALLOWED_ORIGINS" envSeparator:","`
 }
 
 // XIsHuman is how the x-is-human header is obtained.
@@ -247,7 +260,45 @@ func (c *Config) validate() error {
 	if len(c.Models) == 0 {
 		bad("MODELS lists no model: name at least one, e.g. MODELS=claude-sonnet-4.6")
 	}
+	errs = append(errs, c.validateLimits()...)
 	return errors.Join(errs...)
+}
+
+// validateLimits checks the limits block and fills in the loopback
+// default of ALLOWED_HOSTS.
+func (c *Config) validateLimits() []error {
+	var errs []error
+	if c.MaxConnections < 1 {
+		errs = append(errs, fmt.Errorf("MAX_CONNECTIONS=%d: must be at least 1", c.MaxConnections))
+	}
+	if c.BodyReadTimeout.Duration() <= 0 {
+		errs = append(errs, fmt.Errorf("BODY_READ_TIMEOUT=%s: must be a positive number of seconds", c.BodyReadTimeout.Duration()))
+	}
+	c.AllowedHosts = trimList(c.AllowedHosts)
+	if len(c.AllowedHosts) == 0 && c.Loopback() {
+		c.AllowedHosts = []string{"localhost", "127.0.0.1", "::1"}
+	}
+	c.AllowedOrigins = trimList(c.AllowedOrigins)
+	for _, o := range c.AllowedOrigins {
+		if o == "*" {
+			continue
+		}
+		if u, err := url.Parse(o); err != nil || u.Scheme == "" || u.Host == "" || (u.Path != "" && u.Path != "/") {
+			errs = append(errs, fmt.Errorf("ALLOWED_ORIGINS entry %q: write an origin like http://localhost:3000, or *", o))
+		}
+	}
+	return errs
+}
+
+// trimList drops empty entries and the white space around the others.
+func trimList(list []string) []string {
+	out := list[:0]
+	for _, v := range list {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // SlogLevel parses LOG_LEVEL.

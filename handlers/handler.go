@@ -7,6 +7,7 @@
 package handlers
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 	"cursor2api/handlers/openai"
 	"cursor2api/models"
 	"cursor2api/services/chat"
+	"cursor2api/utils"
 )
 
 // Options configure the HTTP surface.
@@ -30,6 +32,16 @@ type Options struct {
 	PingInterval time.Duration
 	Version      string
 	Logger       *slog.Logger
+
+	// Limits against slow or hostile clients and cross-site requests
+	// (see guard). AllowedHosts empty: any Host; AllowedOrigins empty:
+	// no cross-origin browser request; BodyReadTimeout zero: no bound.
+	AllowedHosts    []string
+	AllowedOrigins  []string
+	BodyReadTimeout time.Duration
+	// Drain, when it ends, ends the answers still in flight with the
+	// door's error event (the server's drain time is up). Nil: never.
+	Drain context.Context
 }
 
 // server holds what the handlers share; it is built once and read-only.
@@ -38,28 +50,30 @@ type server struct {
 	started int64 // "created" of the model list
 }
 
-// New returns the gateway's HTTP handler.
+// New returns the gateway's HTTP handler. A path with a trailing slash is
+// served as the path without it.
 func New(opts Options) http.Handler {
 	s := &server{Options: opts, started: time.Now().Unix()}
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
+	r.RedirectTrailingSlash = false // stripTrailingSlash serves them instead
 	r.Use(requestID, accessLog(opts.Logger), gin.CustomRecovery(func(c *gin.Context, rec any) {
 		opts.Logger.Error("panic", "request_id", c.GetString(keyRequestID), "panic", fmt.Sprint(rec))
 		abortWithError(c, &models.Error{Status: http.StatusInternalServerError, Kind: models.KindAPI, Message: "internal error; the gateway's log has the details"})
-	}))
+	}), guard(opts.AllowedHosts, opts.AllowedOrigins, opts.BodyReadTimeout))
 	r.GET("/health", s.health)
 	v1 := r.Group("/v1", useDoor(openaiDoor), auth(opts.APIKeys))
 	v1.GET("/models", s.listModels)
 	v1.POST("/chat/completions", s.chatCompletions)
 	r.NoRoute(useDoor(openaiDoor), func(c *gin.Context) {
 		writeError(c, &models.Error{Status: http.StatusNotFound, Kind: models.KindNotFound, Code: "not_found",
-			Message: fmt.Sprintf("no route %s %s: this gateway serves GET /v1/models and POST /v1/chat/completions", c.Request.Method, c.Request.URL.Path)})
+			Message: fmt.Sprintf("no route %s %s: this gateway serves GET /v1/models and POST /v1/chat/completions", utils.Clip(c.Request.Method, clipLen), utils.Clip(c.Request.URL.Path, clipLen))})
 	})
 	r.NoMethod(useDoor(openaiDoor), func(c *gin.Context) {
 		writeError(c, &models.Error{Status: http.StatusMethodNotAllowed, Kind: models.KindInvalidRequest, Code: "method_not_allowed",
-			Message: fmt.Sprintf("%s is not allowed on %s", c.Request.Method, c.Request.URL.Path)})
+			Message: fmt.Sprintf("%s is not allowed on %s", utils.Clip(c.Request.Method, clipLen), utils.Clip(c.Request.URL.Path, clipLen))})
 	})
-	return r
+	return stripTrailingSlash(r)
 }
 
 func (s *server) health(c *gin.Context) {

@@ -99,7 +99,7 @@ func TestHandlerAuth(t *testing.T) {
 				{"lower-case scheme", []string{"Authorization", "bearer key-two"}, ""},
 				{"x-api-key", []string{"X-Api-Key", "key-one"}, ""},
 				{"x-api-key beside another scheme", []string{"Authorization", "Basic dXNlcg==", "X-Api-Key", "key-two"}, ""},
-				{"other scheme alone", []string{"Authorization", "Basic key-one"}, "missing_api_key"},
+				{"other scheme alone", []string{"Authorization", "Basic key-one"}, "unsupported_auth_scheme"},
 			}
 			for _, tc := range cases {
 				t.Run(tc.name, func(t *testing.T) {
@@ -556,6 +556,7 @@ func TestHandlerClientDisconnect(t *testing.T) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL+"/v1/chat/completions",
 			strings.NewReader(`{"model":"claude-sonnet-4.6","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
 		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
 		resp, err := s.Client().Do(req)
 		require.NoError(t, err)
 		defer resp.Body.Close()
@@ -582,6 +583,7 @@ func TestHandlerClientDisconnect(t *testing.T) {
 		defer cancel()
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL+"/v1/chat/completions", strings.NewReader(userHi))
 		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
 		errc := make(chan error, 1)
 		go func() {
 			resp, err := s.Client().Do(req)

@@ -61,6 +61,7 @@ func newStack(t testing.TB, env map[string]string, reply func(int, cursortest.Re
 	handler := New(Options{
 		Chat: gw.Chat, Catalog: gw.Catalog, APIKeys: cfg.APIKeys,
 		MaxBodyBytes: cfg.MaxBodyBytes, PingInterval: cfg.PingInterval.Duration(), Version: "test-version", Logger: logger,
+		AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins, BodyReadTimeout: cfg.BodyReadTimeout.Duration(),
 	})
 	srv := httptest.NewServer(handler)
 	t.Cleanup(func() {

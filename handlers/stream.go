@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"reflect"
 	"time"
 
@@ -20,8 +21,10 @@ import (
 // stream answers a prepared request through a door's encoder, with
 // keepalive pings while the upstream is silent.
 func (s *server) stream(c *gin.Context, p *chat.Prepared, w answerStream) {
-	stopPings := s.keepAlive(c.Request.Context(), w)
-	err := s.Chat.Stream(c.Request.Context(), p, w)
+	ctx, stop := s.answerContext(c)
+	defer stop()
+	stopPings := s.keepAlive(ctx, w)
+	err := shutdownError(ctx, s.Chat.Stream(ctx, p, w))
 	stopPings()
 	if err != nil {
 		s.fail(c, err, w)
@@ -98,6 +101,10 @@ func (s *server) readJSON(c *gin.Context, v any) *models.Error {
 			return &models.Error{Status: http.StatusRequestEntityTooLarge, Kind: models.KindTooLarge, Code: "request_too_large",
 				Message: fmt.Sprintf("request body is over %d bytes (MAX_BODY_BYTES); send less history or raise the limit", s.MaxBodyBytes)}
 		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return &models.Error{Status: http.StatusRequestTimeout, Kind: models.KindInvalidRequest, Code: "request_timeout",
+				Message: fmt.Sprintf("the request body did not arrive within %s (BODY_READ_TIMEOUT); send it at once", s.BodyReadTimeout)}
+		}
 		return models.InvalidRequest("", "could not read the request body: %v", err)
 	}
 	if err := json.Unmarshal(body, v); err != nil {
@@ -107,11 +114,13 @@ func (s *server) readJSON(c *gin.Context, v any) *models.Error {
 		case errors.As(err, &typeErr) && typeErr.Field == "":
 			return models.InvalidRequest("", "the request body must be a JSON object, not a JSON %s", typeErr.Value)
 		case errors.As(err, &typeErr):
-			return models.InvalidRequest(typeErr.Field, "invalid type for %s: got a JSON %s, expected %s", typeErr.Field, typeErr.Value, jsonKind(typeErr.Type))
+			path := errorPath(body, reflect.TypeOf(v), typeErr.Field)
+			return models.InvalidRequest(path, "invalid type for %s: got a JSON %s, expected %s", path, typeErr.Value, jsonKind(typeErr.Type))
 		case errors.As(err, &syntaxErr):
 			return models.InvalidRequest("", "the request body is not valid JSON (at byte %d): %v", syntaxErr.Offset, err)
 		default:
-			return models.InvalidRequest("messages", "invalid request: %v", err)
+			path := errorPath(body, reflect.TypeOf(v), "")
+			return models.InvalidRequest(path, "invalid %s: %v", path, err)
 		}
 	}
 	return nil
