@@ -450,11 +450,30 @@ func TestHandlerStreamToolCalls(t *testing.T) {
 
 func TestHandlerStreamsToolArguments(t *testing.T) {
 	t.Run("pieces as the upstream sends them", func(t *testing.T) {
-		s := newStack(t, nil, script(t, []string{"Reading.\n", "TRIGGER\n<invoke name=\"read_file\">{\"path\":", " \"/very/long/", "path/to/file.go\"", "\n}", "</invoke>"}))
+		// Paced, so that the pieces arrive apart: pieces that arrive
+		// together are merged into one (one event per read).
+		answer := script(t, []string{"Reading.\n", "TRIGGER\n<invoke name=\"read_file\">{\"path\":", " \"/very/long/", "path/to/file.go\"", "\n}", "</invoke>"})
+		s := newStack(t, nil, func(n int, req cursortest.Request) cursortest.Response {
+			r := answer(n, req)
+			r.Delay = 40 * time.Millisecond
+			return r
+		})
 		out := checkStream(t, s.chat(t, withTools(`"stream":true`)), sonnet)
 		require.Len(t, out.Calls, 1)
 		assert.Equal(t, `{"path":"/very/long/path/to/file.go"}`, out.Calls[0].Arguments)
-		assert.Equal(t, []string{`{"path":`, `"/very/long/`, `path/to/file.go"`, `}`}, out.Calls[0].Fragments)
+		assert.Greater(t, len(out.Calls[0].Fragments), 1, "the arguments stream in pieces")
+		// Every fragment ends where an upstream piece ended.
+		ends := map[int]bool{}
+		at := 0
+		for _, piece := range []string{`{"path":`, `"/very/long/`, `path/to/file.go"`, `}`} {
+			at += len(piece)
+			ends[at] = true
+		}
+		at = 0
+		for _, f := range out.Calls[0].Fragments {
+			at += len(f)
+			assert.True(t, ends[at], "fragment %q ends inside an upstream piece", f)
+		}
 		assert.Equal(t, "tool_calls", out.Finish)
 	})
 	t.Run("strict mode holds the call and sends it whole", func(t *testing.T) {
