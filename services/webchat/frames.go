@@ -5,10 +5,12 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"strings"
 
 	"cursor2api/services/upstream"
 )
+
+// maxKeptPending bounds the merge buffer a stream keeps between reads.
+const maxKeptPending = 64 << 10
 
 // errFrameTooLong is a line of the event stream over maxFrame.
 var errFrameTooLong = errors.New("upstream frame too long")
@@ -21,7 +23,7 @@ type frameReader struct {
 	r       *bufio.Reader
 	long    []byte // a line longer than the buffer, being assembled
 	kind    upstream.DeltaKind
-	pending strings.Builder
+	pending []byte // reused from read to read
 	carry   []upstream.Delta // earlier runs of another kind, in order
 }
 
@@ -70,19 +72,22 @@ func (f *frameReader) add(kind upstream.DeltaKind, text string) {
 	if text == "" {
 		return
 	}
-	if f.pending.Len() > 0 && f.kind != kind {
-		f.carry = append(f.carry, upstream.Delta{Kind: f.kind, Text: f.pending.String()})
-		f.pending.Reset()
+	if len(f.pending) > 0 && f.kind != kind {
+		f.carry = append(f.carry, upstream.Delta{Kind: f.kind, Text: string(f.pending)})
+		f.pending = f.pending[:0]
 	}
 	f.kind = kind
-	f.pending.WriteString(text)
+	f.pending = append(f.pending, text...)
 }
 
 // flush delivers the pending runs, in order.
 func (f *frameReader) flush(fn func(upstream.Delta) error) error {
-	if f.pending.Len() > 0 {
-		f.carry = append(f.carry, upstream.Delta{Kind: f.kind, Text: f.pending.String()})
-		f.pending.Reset()
+	if len(f.pending) > 0 {
+		f.carry = append(f.carry, upstream.Delta{Kind: f.kind, Text: string(f.pending)})
+		f.pending = f.pending[:0]
+		if cap(f.pending) > maxKeptPending {
+			f.pending = nil // a rare huge burst: do not keep its memory for the whole stream
+		}
 	}
 	for i, d := range f.carry {
 		if err := fn(d); err != nil {
