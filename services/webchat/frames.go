@@ -23,7 +23,7 @@ type frameReader struct {
 	r       *bufio.Reader
 	long    []byte // a line longer than the buffer, being assembled
 	kind    upstream.DeltaKind
-	pending []byte // reused from read to read
+	pending []byte           // reused from read to read
 	carry   []upstream.Delta // earlier runs of another kind, in order
 }
 
