@@ -12,6 +12,7 @@ require (
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/stretchr/testify v1.12.1
 	github.com/tidwall/gjson v1.20.1
+	go.uber.org/goleak v1.3.0
 	golang.org/x/net v0.60.0
 )
 
