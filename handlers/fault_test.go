@@ -45,7 +45,9 @@ func TestFaultsLeaveNothingBehind(t *testing.T) {
 		func() cursortest.Response { // an error frame mid-answer
 			return cursortest.Response{Events: []string{`{"type":"text-delta","id":"t","delta":"half "}`, `{"type":"error","errorText":"overloaded"}`}}
 		},
-		func() cursortest.Response { return cursortest.Response{Status: http.StatusServiceUnavailable, Body: "busy"} },
+		func() cursortest.Response {
+			return cursortest.Response{Status: http.StatusServiceUnavailable, Body: "busy"}
+		},
 		func() cursortest.Response { // slow but complete
 			r := cursortest.Text(&defaultUsage, words...)
 			r.Delay = 2 * time.Millisecond
@@ -155,5 +157,3 @@ func wellFormed(resp *http.Response, body string) string {
 	}
 	return ""
 }
-
-
