@@ -98,6 +98,14 @@ func (s *StreamWriter) textChunk(field, text string) error {
 	return s.EventJSON("", b)
 }
 
+// plainASCII marks the ASCII bytes a JSON string holds as they are.
+var plainASCII = func() (t [utf8.RuneSelf]bool) {
+	for c := range t {
+		t[c] = c >= 0x20 && c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // appendString appends s as a JSON string as encoding/json writes it with
 // HTML escaping off: invalid UTF-8 becomes U+FFFD, and U+2028 and U+2029
 // are escaped.
@@ -107,7 +115,7 @@ func appendString(b []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
+			if plainASCII[c] {
 				i++
 				continue
 			}
