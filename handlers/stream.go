@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"reflect"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -46,30 +47,35 @@ func (s *server) eventStream(c *gin.Context, ping []byte) *sse.Writer {
 }
 
 // keepAlive pings the stream while it is silent, until the returned stop
-// function is called; stop returns once the pinging goroutine has ended.
+// function is called; once stop returns no ping is being written or will
+// be. A timer rather than a goroutine per stream: an idle stream costs no
+// stack while it waits.
 func (s *server) keepAlive(ctx context.Context, w answerStream) (stop func()) {
 	if s.PingInterval <= 0 {
 		return func() {}
 	}
-	quit, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(s.PingInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-t.C:
-				if w.PingIfIdle(s.PingInterval) != nil {
-					return // the client is gone; the request context ends too
-				}
-			case <-quit:
-				return
-			case <-ctx.Done():
-				return
-			}
+	var mu sync.Mutex
+	stopped := false
+	var t *time.Timer
+	mu.Lock() // the callback reads t
+	defer mu.Unlock()
+	t = time.AfterFunc(s.PingInterval, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped || ctx.Err() != nil {
+			return
 		}
-	}()
-	return func() { close(quit); <-done }
+		if w.PingIfIdle(s.PingInterval) != nil {
+			return // the client is gone; the request context ends too
+		}
+		t.Reset(s.PingInterval)
+	})
+	return func() {
+		mu.Lock()
+		stopped = true
+		t.Stop()
+		mu.Unlock()
+	}
 }
 
 // fail answers an error: with its status before the first byte, as the
