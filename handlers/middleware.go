@@ -56,7 +56,7 @@ func accessLog(logger *slog.Logger) gin.HandlerFunc {
 		attrs := []any{
 			"request_id", c.GetString(keyRequestID),
 			"door", doorOf(c).name,
-			"method", c.Request.Method,
+			"method", utils.Clip(c.Request.Method, clipLen),
 			"path", utils.Clip(c.Request.URL.Path, clipLen),
 			"model", utils.Clip(c.GetString(keyModel), clipLen),
 			"status", status,

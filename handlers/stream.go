@@ -125,8 +125,10 @@ func (s *server) readJSON(c *gin.Context, v any) *models.Error {
 		case errors.As(err, &syntaxErr):
 			return models.InvalidRequest("", "the request body is not valid JSON (at byte %d): %v", syntaxErr.Offset, err)
 		default:
-			path := errorPath(body, reflect.TypeOf(v), "")
-			return models.InvalidRequest(path, "invalid %s: %v", path, err)
+			if path := errorPath(body, reflect.TypeOf(v), ""); path != "" {
+				return models.InvalidRequest(path, "invalid %s: %v", path, err)
+			}
+			return models.InvalidRequest("", "invalid request: %v", err)
 		}
 	}
 	return nil
