@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"golang.org/x/net/netutil"
 
 	"cursor2api/config"
 	"cursor2api/handlers"
@@ -65,6 +66,10 @@ func run() error {
 	return serve(ctx, cfg, logger, ln)
 }
 
+// lastWordsTimeout bounds the wait, after SHUTDOWN_TIMEOUT, for the answers
+// still open to write their error event and end.
+const lastWordsTimeout = 2 * time.Second
+
 // serve answers on ln until ctx ends, then drains in-flight requests for
 // at most SHUTDOWN_TIMEOUT before closing what is left.
 func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, ln net.Listener) error {
@@ -72,6 +77,10 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, ln net.
 	if err != nil {
 		return err
 	}
+	// drain ends when the drain time is up: the answers still open then
+	// end with an error event instead of being cut mid-chunk.
+	drain, endDrain := context.WithCancel(context.Background())
+	defer endDrain()
 	handler := handlers.New(handlers.Options{
 		Chat: gw.Chat, Catalog: gw.Catalog, Aliases: gw.Aliases, APIKeys: cfg.APIKeys,
 		MaxBodyBytes: cfg.MaxBodyBytes, PingInterval: cfg.PingInterval.Duration(), Version: version, Logger: logger,
@@ -79,7 +88,10 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, ln net.
 			Max: cfg.ResponsesStoreMax, MaxBytes: cfg.ResponsesStoreBytes, TTL: cfg.ResponsesStoreTTL.Duration(),
 		}),
 		Metrics: gw.Metrics, Readiness: gw.Readiness, TrustedProxies: cfg.TrustedProxies,
+		AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins, BodyReadTimeout: cfg.BodyReadTimeout.Duration(), Drain: drain,
 	})
+	// Connections past MAX_CONNECTIONS wait in the kernel's backlog.
+	ln = netutil.LimitListener(ln, cfg.MaxConnections)
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -112,8 +124,14 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, ln net.
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout.Duration())
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil {
-		logger.Warn("drain timed out; closing the remaining connections", "error", err)
-		_ = srv.Close()
+		logger.Warn("drain timed out; ending the remaining answers", "error", err)
+		endDrain()
+		// The answers end at once; give their last events a moment to go out.
+		lastWords, cancelLast := context.WithTimeout(context.Background(), lastWordsTimeout)
+		defer cancelLast()
+		if err := srv.Shutdown(lastWords); err != nil {
+			_ = srv.Close()
+		}
 	}
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err

@@ -117,6 +117,19 @@ type Config struct {
 	ShutdownTimeout Seconds `env:"SHUTDOWN_TIMEOUT" envDefault:"30"`
 	LogLevel        string  `env:"LOG_LEVEL" envDefault:"info"`
 
+	// Limits against slow or hostile clients and cross-site requests.
+	//
+	// MaxConnections caps the connections served at once; more wait in
+	// the kernel's backlog. BodyReadTimeout bounds reading one request
+	// body. AllowedHosts are the Host names accepted (empty: any; by
+	// default the loopback names when HOST is loopback, against DNS
+	// rebinding). AllowedOrigins are the browser origins allowed to call
+	// the gateway, preflight included ("*": any).
+	MaxConnections  int      `env:"MAX_CONNECTIONS" envDefault:"4096"`
+	BodyReadTimeout Seconds  `env:"BODY_READ_TIMEOUT" envDefault:"30"`
+	AllowedHosts    []string `env:"ALLOWED_HOSTS" envSeparator:","`
+	AllowedOrigins  []string `env:"ALLOWED_ORIGINS" envSeparator:","`
+
 	// LogFormat is text (logfmt-like) or json.
 	LogFormat string `env:"LOG_FORMAT" envDefault:"text"`
 	// TrustedProxies are the reverse proxies (addresses or CIDRs) whose
@@ -387,7 +400,34 @@ func (c *Config) validate() error {
 	if len(c.Models) == 0 {
 		bad("MODELS lists no model: name at least one, e.g. MODELS=claude-sonnet-4.6")
 	}
+	errs = append(errs, c.validateLimits()...)
 	return errors.Join(errs...)
+}
+
+// validateLimits checks the limits block and fills in the loopback
+// default of ALLOWED_HOSTS.
+func (c *Config) validateLimits() []error {
+	var errs []error
+	if c.MaxConnections < 1 {
+		errs = append(errs, fmt.Errorf("MAX_CONNECTIONS=%d: must be at least 1", c.MaxConnections))
+	}
+	if c.BodyReadTimeout.Duration() <= 0 {
+		errs = append(errs, fmt.Errorf("BODY_READ_TIMEOUT=%s: must be a positive number of seconds", c.BodyReadTimeout.Duration()))
+	}
+	c.AllowedHosts = trimmed(c.AllowedHosts)
+	if len(c.AllowedHosts) == 0 && c.Loopback() {
+		c.AllowedHosts = []string{"localhost", "127.0.0.1", "::1"}
+	}
+	c.AllowedOrigins = trimmed(c.AllowedOrigins)
+	for _, o := range c.AllowedOrigins {
+		if o == "*" {
+			continue
+		}
+		if u, err := url.Parse(o); err != nil || u.Scheme == "" || u.Host == "" || (u.Path != "" && u.Path != "/") {
+			errs = append(errs, fmt.Errorf("ALLOWED_ORIGINS entry %q: write an origin like http://localhost:3000, or *", o))
+		}
+	}
+	return errs
 }
 
 // trimmed returns the list's entries with white space trimmed, empty ones

@@ -182,6 +182,7 @@ func TestClaudeWireStreams(t *testing.T) {
 				}
 				// The core streams arguments in pieces of its own choosing;
 				// a tool_use delta here names the pieces that were written.
+				// joinArgs joins consecutive pieces of one block.
 				got[i] = strings.Replace(got[i], "input_json@", "tool_use@", 1)
 			}
 			want := make([]string, len(tc.want))
@@ -206,13 +207,16 @@ func TestClaudeWireStreams(t *testing.T) {
 	})
 }
 
-// joinArgs merges the consecutive argument deltas of each tool_use block
-// into one, so that a trace compares the whole input and not how the
-// core cut it.
+// joinArgs merges the consecutive deltas of each text or tool_use block
+// into one, so that a trace compares the whole text and input, not how
+// the core and the upstream reader cut them.
 func joinArgs(trace []string) []string {
 	var out []string
 	for _, e := range trace {
-		if n := len(out); n > 0 && strings.HasPrefix(e, "tool_use@") && strings.HasPrefix(out[n-1], "tool_use@") {
+		// Deltas that reach the gateway together go out as one event, so
+		// the pieces of a text or of arguments are not part of the wire
+		// contract; their order and content are.
+		if n := len(out); n > 0 && (strings.HasPrefix(e, "tool_use@") || strings.HasPrefix(e, "text@")) && e[:3] == out[n-1][:3] {
 			prefix := e[:strings.Index(e, ":")+1]
 			if strings.HasPrefix(out[n-1], prefix) {
 				out[n-1] += e[len(prefix):]

@@ -37,8 +37,10 @@ func (s *server) chatCompletions(c *gin.Context) {
 		s.stream(c, prepared, openai.NewStreamWriter(s.eventStream(c, nil), id, req.Model, created, req.IncludeUsage))
 		return
 	}
-	ans, err := s.Chat.Complete(c.Request.Context(), prepared)
-	if err != nil {
+	ctx, stop := s.answerContext(c)
+	defer stop()
+	ans, err := s.Chat.Complete(ctx, prepared)
+	if err = shutdownError(ctx, err); err != nil {
 		s.fail(c, err, nil)
 		return
 	}

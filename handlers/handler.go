@@ -8,6 +8,7 @@
 package handlers
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -22,6 +23,7 @@ import (
 	"cursor2api/services/chat"
 	"cursor2api/services/metrics"
 	"cursor2api/services/readiness"
+	"cursor2api/utils"
 )
 
 // Options configure the HTTP surface.
@@ -48,6 +50,16 @@ type Options struct {
 	// TrustedProxies are the addresses or CIDRs of reverse proxies whose
 	// X-Forwarded-For / X-Real-IP name the client; nil trusts none.
 	TrustedProxies []string
+
+	// Limits against slow or hostile clients and cross-site requests
+	// (see guard). AllowedHosts empty: any Host; AllowedOrigins empty:
+	// no cross-origin browser request; BodyReadTimeout zero: no bound.
+	AllowedHosts    []string
+	AllowedOrigins  []string
+	BodyReadTimeout time.Duration
+	// Drain, when it ends, ends the answers still in flight with the
+	// door's error event (the server's drain time is up). Nil: never.
+	Drain context.Context
 }
 
 // server holds what the handlers share; it is built once and read-only.
@@ -57,7 +69,8 @@ type server struct {
 	tokens  *anthropic.TokenCounter
 }
 
-// New returns the gateway's HTTP handler.
+// New returns the gateway's HTTP handler. A path with a trailing slash is
+// served as the path without it.
 func New(opts Options) http.Handler {
 	if opts.Responses == nil {
 		opts.Responses = responses.NewStore(responses.DefaultStoreLimits)
@@ -69,10 +82,11 @@ func New(opts Options) http.Handler {
 		// config validated them; this is a programming error
 		panic(fmt.Sprintf("trusted proxies: %v", err))
 	}
+	r.RedirectTrailingSlash = false // stripTrailingSlash serves them instead
 	r.Use(requestID, accessLog(opts.Logger), gin.CustomRecovery(func(c *gin.Context, rec any) {
 		opts.Logger.Error("panic", "request_id", c.GetString(keyRequestID), "panic", fmt.Sprint(rec))
 		abortWithError(c, &models.Error{Status: http.StatusInternalServerError, Kind: models.KindAPI, Message: "internal error; the gateway's log has the details"})
-	}))
+	}), guard(opts.AllowedHosts, opts.AllowedOrigins, opts.BodyReadTimeout))
 	r.GET("/health", s.health)
 	r.GET("/ready", s.ready)
 	if opts.Metrics != nil {
@@ -100,13 +114,13 @@ func New(opts Options) http.Handler {
 	msgs.POST("/count_tokens", s.countTokens)
 	r.NoRoute(useDoorByRequest, func(c *gin.Context) {
 		writeError(c, &models.Error{Status: http.StatusNotFound, Kind: models.KindNotFound, Code: "not_found",
-			Message: fmt.Sprintf("no route %s %s: this gateway serves GET /v1/models, POST /v1/chat/completions, POST /v1/responses, POST /v1/messages and POST /v1/messages/count_tokens", c.Request.Method, c.Request.URL.Path)})
+			Message: fmt.Sprintf("no route %s %s: this gateway serves GET /v1/models, POST /v1/chat/completions, POST /v1/responses, POST /v1/messages and POST /v1/messages/count_tokens", utils.Clip(c.Request.Method, clipLen), utils.Clip(c.Request.URL.Path, clipLen))})
 	})
 	r.NoMethod(useDoorByRequest, func(c *gin.Context) {
 		writeError(c, &models.Error{Status: http.StatusMethodNotAllowed, Kind: models.KindInvalidRequest, Code: "method_not_allowed",
-			Message: fmt.Sprintf("%s is not allowed on %s", c.Request.Method, c.Request.URL.Path)})
+			Message: fmt.Sprintf("%s is not allowed on %s", utils.Clip(c.Request.Method, clipLen), utils.Clip(c.Request.URL.Path, clipLen))})
 	})
-	return r
+	return stripTrailingSlash(r)
 }
 
 func (s *server) health(c *gin.Context) {

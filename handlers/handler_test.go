@@ -99,7 +99,7 @@ func TestHandlerAuth(t *testing.T) {
 				{"lower-case scheme", []string{"Authorization", "bearer key-two"}, ""},
 				{"x-api-key", []string{"X-Api-Key", "key-one"}, ""},
 				{"x-api-key beside another scheme", []string{"Authorization", "Basic dXNlcg==", "X-Api-Key", "key-two"}, ""},
-				{"other scheme alone", []string{"Authorization", "Basic key-one"}, "missing_api_key"},
+				{"other scheme alone", []string{"Authorization", "Basic key-one"}, "unsupported_auth_scheme"},
 			}
 			for _, tc := range cases {
 				t.Run(tc.name, func(t *testing.T) {
@@ -452,11 +452,30 @@ func TestHandlerStreamsToolArguments(t *testing.T) {
 	// STREAM_ARGS_AFTER=0 streams every call at once, as large ones do.
 	streamAtOnce := map[string]string{"STREAM_ARGS_AFTER": "0"}
 	t.Run("pieces as the upstream sends them", func(t *testing.T) {
-		s := newStack(t, streamAtOnce, script(t, []string{"Reading.\n", "TRIGGER\n<invoke name=\"read_file\">{\"path\":", " \"/very/long/", "path/to/file.go\"", "\n}", "</invoke>"}))
+		// Paced, so that the pieces arrive apart: pieces that arrive
+		// together are merged into one (one event per read).
+		answer := script(t, []string{"Reading.\n", "TRIGGER\n<invoke name=\"read_file\">{\"path\":", " \"/very/long/", "path/to/file.go\"", "\n}", "</invoke>"})
+		s := newStack(t, streamAtOnce, func(n int, req cursortest.Request) cursortest.Response {
+			r := answer(n, req)
+			r.Delay = 40 * time.Millisecond
+			return r
+		})
 		out := checkStream(t, s.chat(t, withTools(`"stream":true`)), sonnet)
 		require.Len(t, out.Calls, 1)
 		assert.Equal(t, `{"path":"/very/long/path/to/file.go"}`, out.Calls[0].Arguments)
-		assert.Equal(t, []string{`{"path":`, `"/very/long/`, `path/to/file.go"`, `}`}, out.Calls[0].Fragments)
+		assert.Greater(t, len(out.Calls[0].Fragments), 1, "the arguments stream in pieces")
+		// Every fragment ends where an upstream piece ended.
+		ends := map[int]bool{}
+		at := 0
+		for _, piece := range []string{`{"path":`, `"/very/long/`, `path/to/file.go"`, `}`} {
+			at += len(piece)
+			ends[at] = true
+		}
+		at = 0
+		for _, f := range out.Calls[0].Fragments {
+			at += len(f)
+			assert.True(t, ends[at], "fragment %q ends inside an upstream piece", f)
+		}
 		assert.Equal(t, "tool_calls", out.Finish)
 	})
 	t.Run("strict mode holds the call and sends it whole", func(t *testing.T) {
@@ -558,6 +577,7 @@ func TestHandlerClientDisconnect(t *testing.T) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL+"/v1/chat/completions",
 			strings.NewReader(`{"model":"claude-sonnet-4.6","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
 		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
 		resp, err := s.Client().Do(req)
 		require.NoError(t, err)
 		defer resp.Body.Close()
@@ -584,6 +604,7 @@ func TestHandlerClientDisconnect(t *testing.T) {
 		defer cancel()
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL+"/v1/chat/completions", strings.NewReader(userHi))
 		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
 		errc := make(chan error, 1)
 		go func() {
 			resp, err := s.Client().Do(req)

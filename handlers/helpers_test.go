@@ -68,6 +68,7 @@ func newStack(t testing.TB, env map[string]string, reply func(int, cursortest.Re
 		Chat: gw.Chat, Catalog: gw.Catalog, Aliases: gw.Aliases, APIKeys: cfg.APIKeys,
 		MaxBodyBytes: cfg.MaxBodyBytes, PingInterval: cfg.PingInterval.Duration(), Version: "test-version", Logger: logger,
 		Responses: store, Metrics: gw.Metrics, Readiness: gw.Readiness,
+		AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins, BodyReadTimeout: cfg.BodyReadTimeout.Duration(),
 	})
 	srv := httptest.NewServer(handler)
 	t.Cleanup(func() {

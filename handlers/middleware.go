@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"crypto/subtle"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"regexp"
@@ -55,10 +56,10 @@ func accessLog(logger *slog.Logger) gin.HandlerFunc {
 		attrs := []any{
 			"request_id", c.GetString(keyRequestID),
 			"door", doorOf(c).name,
-			"client", c.ClientIP(),
-			"method", c.Request.Method,
-			"path", c.Request.URL.Path,
-			"model", c.GetString(keyModel),
+			"client", utils.Clip(c.ClientIP(), clipLen),
+			"method", utils.Clip(c.Request.Method, clipLen),
+			"path", utils.Clip(c.Request.URL.Path, clipLen),
+			"model", utils.Clip(c.GetString(keyModel), clipLen),
 			"status", status,
 			"duration_ms", time.Since(start).Milliseconds(),
 		}
@@ -86,16 +87,16 @@ func auth(keys []string) gin.HandlerFunc {
 			c.Next()
 			return
 		}
-		given := ""
-		if scheme, token, _ := strings.Cut(c.GetHeader("Authorization"), " "); strings.EqualFold(scheme, "Bearer") {
-			given = strings.TrimSpace(token)
-		}
+		given, authErr := bearerToken(c.GetHeader("Authorization"))
 		if given == "" {
 			given = strings.TrimSpace(c.GetHeader("X-Api-Key"))
 		}
 		if given == "" {
-			abortWithError(c, &models.Error{Status: http.StatusUnauthorized, Kind: models.KindAuthentication, Code: "missing_api_key",
-				Message: "missing API key: send the header Authorization: Bearer <your API_KEY>, or x-api-key: <your API_KEY>"})
+			if authErr == nil {
+				authErr = &models.Error{Status: http.StatusUnauthorized, Kind: models.KindAuthentication, Code: "missing_api_key",
+					Message: "missing API key: send the header Authorization: Bearer <your API_KEY>, or x-api-key: <your API_KEY>"}
+			}
+			abortWithError(c, authErr)
 			return
 		}
 		ok := 0
@@ -109,6 +110,34 @@ func auth(keys []string) gin.HandlerFunc {
 		}
 		c.Next()
 	}
+}
+
+// bearerToken reads an Authorization header of the Bearer scheme (any
+// case, separated from the key by spaces or tabs). Its error says what is
+// wrong with a header that is there but unusable; it never quotes the key.
+func bearerToken(header string) (string, *models.Error) {
+	header = strings.TrimSpace(header)
+	if header == "" {
+		return "", nil
+	}
+	scheme, token, found := header, "", false
+	if i := strings.IndexAny(header, " \t"); i >= 0 {
+		scheme, token, found = header[:i], strings.TrimSpace(header[i+1:]), true
+	}
+	bad := func(code, format string, args ...any) (string, *models.Error) {
+		return "", &models.Error{Status: http.StatusUnauthorized, Kind: models.KindAuthentication, Code: code, Message: fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case !found && strings.EqualFold(scheme, "Bearer"):
+		return bad("missing_api_key", "the Authorization header says Bearer but holds no key: send Authorization: Bearer <your API_KEY>")
+	case !found:
+		return bad("malformed_authorization", "the Authorization header has no scheme: send Authorization: Bearer <your API_KEY>, with the word Bearer and a space before the key")
+	case !strings.EqualFold(scheme, "Bearer"):
+		return bad("unsupported_auth_scheme", "the Authorization header uses the scheme %q, which this gateway does not take: send Authorization: Bearer <your API_KEY> (or the key alone in X-Api-Key)", utils.Clip(scheme, 20))
+	case token == "":
+		return bad("missing_api_key", "the Authorization header says Bearer but holds no key: send Authorization: Bearer <your API_KEY>")
+	}
+	return token, nil
 }
 
 // door is what the shared middleware needs to know of a front door: its

@@ -287,6 +287,7 @@ func TestResponsesClientDisconnect(t *testing.T) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL+"/v1/responses",
 		strings.NewReader(`{"model":"claude-sonnet-4.6","stream":true,"input":"hi"}`))
 	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := s.Client().Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"reflect"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -20,10 +22,12 @@ import (
 // stream answers a prepared request through a door's encoder, with
 // keepalive pings while the upstream is silent.
 func (s *server) stream(c *gin.Context, p *chat.Prepared, w answerStream) {
+	ctx, stop := s.answerContext(c)
+	defer stop()
 	w, done := s.observeStream(c, w)
 	defer done()
-	stopPings := s.keepAlive(c.Request.Context(), w)
-	err := s.Chat.Stream(c.Request.Context(), p, w)
+	stopPings := s.keepAlive(ctx, w)
+	err := shutdownError(ctx, s.Chat.Stream(ctx, p, w))
 	stopPings()
 	if err != nil {
 		s.fail(c, err, w)
@@ -45,30 +49,35 @@ func (s *server) eventStream(c *gin.Context, ping []byte) *sse.Writer {
 }
 
 // keepAlive pings the stream while it is silent, until the returned stop
-// function is called; stop returns once the pinging goroutine has ended.
+// function is called; once stop returns no ping is being written or will
+// be. A timer rather than a goroutine per stream: an idle stream costs no
+// stack while it waits.
 func (s *server) keepAlive(ctx context.Context, w answerStream) (stop func()) {
 	if s.PingInterval <= 0 {
 		return func() {}
 	}
-	quit, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(s.PingInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-t.C:
-				if w.PingIfIdle(s.PingInterval) != nil {
-					return // the client is gone; the request context ends too
-				}
-			case <-quit:
-				return
-			case <-ctx.Done():
-				return
-			}
+	var mu sync.Mutex
+	stopped := false
+	var t *time.Timer
+	mu.Lock() // the callback reads t
+	defer mu.Unlock()
+	t = time.AfterFunc(s.PingInterval, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped || ctx.Err() != nil {
+			return
 		}
-	}()
-	return func() { close(quit); <-done }
+		if w.PingIfIdle(s.PingInterval) != nil {
+			return // the client is gone; the request context ends too
+		}
+		t.Reset(s.PingInterval)
+	})
+	return func() {
+		mu.Lock()
+		stopped = true
+		t.Stop()
+		mu.Unlock()
+	}
 }
 
 // fail answers an error: with its status before the first byte, as the
@@ -100,6 +109,10 @@ func (s *server) readJSON(c *gin.Context, v any) *models.Error {
 			return &models.Error{Status: http.StatusRequestEntityTooLarge, Kind: models.KindTooLarge, Code: "request_too_large",
 				Message: fmt.Sprintf("request body is over %d bytes (MAX_BODY_BYTES); send less history or raise the limit", s.MaxBodyBytes)}
 		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return &models.Error{Status: http.StatusRequestTimeout, Kind: models.KindInvalidRequest, Code: "request_timeout",
+				Message: fmt.Sprintf("the request body did not arrive within %s (BODY_READ_TIMEOUT); send it at once", s.BodyReadTimeout)}
+		}
 		return models.InvalidRequest("", "could not read the request body: %v", err)
 	}
 	if err := json.Unmarshal(body, v); err != nil {
@@ -109,11 +122,15 @@ func (s *server) readJSON(c *gin.Context, v any) *models.Error {
 		case errors.As(err, &typeErr) && typeErr.Field == "":
 			return models.InvalidRequest("", "the request body must be a JSON object, not a JSON %s", typeErr.Value)
 		case errors.As(err, &typeErr):
-			return models.InvalidRequest(typeErr.Field, "invalid type for %s: got a JSON %s, expected %s", typeErr.Field, typeErr.Value, jsonKind(typeErr.Type))
+			path := errorPath(body, reflect.TypeOf(v), typeErr.Field)
+			return models.InvalidRequest(path, "invalid type for %s: got a JSON %s, expected %s", path, typeErr.Value, jsonKind(typeErr.Type))
 		case errors.As(err, &syntaxErr):
 			return models.InvalidRequest("", "the request body is not valid JSON (at byte %d): %v", syntaxErr.Offset, err)
 		default:
-			return models.InvalidRequest("messages", "invalid request: %v", err)
+			if path := errorPath(body, reflect.TypeOf(v), ""); path != "" {
+				return models.InvalidRequest(path, "invalid %s: %v", path, err)
+			}
+			return models.InvalidRequest("", "invalid request: %v", err)
 		}
 	}
 	return nil

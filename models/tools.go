@@ -20,10 +20,10 @@ func ValidateTools(tools []Tool, where func(i int, field string) string) error {
 		case t.Name == "":
 			return InvalidRequest(param, "%s is required", param)
 		case !toolNameRE.MatchString(t.Name):
-			return InvalidRequest(param, "%s %q is invalid: use 1 to 64 letters, digits, '_', '-' or '.'", param, t.Name)
+			return InvalidRequest(param, "%s %.100q is invalid: use 1 to 64 letters, digits, '_', '-' or '.'", param, t.Name)
 		}
 		if j, dup := seen[t.Name]; dup {
-			return InvalidRequest(param, "%s %q repeats tools[%d]: tool names must be unique", param, t.Name, j)
+			return InvalidRequest(param, "%s %.100q repeats tools[%d]: tool names must be unique", param, t.Name, j)
 		}
 		seen[t.Name] = i
 		if p := bytes.TrimSpace(t.Parameters); len(p) > 0 && !bytes.Equal(p, []byte("null")) && p[0] != '{' {

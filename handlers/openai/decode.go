@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"cursor2api/models"
+	"cursor2api/utils"
 )
 
 // ToRequest converts a chat-completions request into the core's request,
@@ -21,7 +22,7 @@ func ToRequest(req *ChatRequest) (*models.Request, error) {
 	}
 	for i, t := range req.Tools {
 		if t.Type != "function" && t.Type != "" {
-			return nil, models.InvalidRequest(fmt.Sprintf("tools[%d].type", i), "tools[%d].type is %q: only \"function\" tools are supported", i, t.Type)
+			return nil, models.InvalidRequest(fmt.Sprintf("tools[%d].type", i), "tools[%d].type is %q: only \"function\" tools are supported", i, utils.Clip(t.Type, 100))
 		}
 		out.Tools = append(out.Tools, models.Tool{Name: t.Function.Name, Description: t.Function.Description, Parameters: t.Function.Parameters})
 	}
@@ -37,7 +38,7 @@ func ToRequest(req *ChatRequest) (*models.Request, error) {
 	for i, m := range req.Messages {
 		msg, err := toMessage(m)
 		if err != nil {
-			return nil, models.InvalidRequest(fmt.Sprintf("messages[%d].role", i), "messages[%d].role %q is not supported: use system, developer, user, assistant or tool", i, m.Role)
+			return nil, models.InvalidRequest(fmt.Sprintf("messages[%d].role", i), "messages[%d].role %q is not supported: use system, developer, user, assistant or tool", i, utils.Clip(m.Role, 100))
 		}
 		out.Messages = append(out.Messages, msg)
 	}
@@ -100,7 +101,7 @@ func toToolChoice(raw json.RawMessage, tools []models.Tool) (models.ToolChoice, 
 			}
 			return models.ToolChoice{Mode: models.ChoiceRequired}, nil
 		}
-		return models.ToolChoice{}, models.InvalidRequest("tool_choice", "tool_choice %q is not supported: use \"auto\", \"none\", \"required\" or {\"type\":\"function\",\"function\":{\"name\":\"...\"}}", s)
+		return models.ToolChoice{}, models.InvalidRequest("tool_choice", "tool_choice %q is not supported: use \"auto\", \"none\", \"required\" or {\"type\":\"function\",\"function\":{\"name\":\"...\"}}", utils.Clip(s, 100))
 	}
 	var obj struct {
 		Type     string `json:"type"`
@@ -113,7 +114,7 @@ func toToolChoice(raw json.RawMessage, tools []models.Tool) (models.ToolChoice, 
 		return models.ToolChoice{}, models.InvalidRequest("tool_choice", "tool_choice must be a string or an object like {\"type\":\"function\",\"function\":{\"name\":\"...\"}}")
 	}
 	if obj.Type != "function" && obj.Type != "tool" {
-		return models.ToolChoice{}, models.InvalidRequest("tool_choice.type", "tool_choice.type %q is not supported: use \"function\"", obj.Type)
+		return models.ToolChoice{}, models.InvalidRequest("tool_choice.type", "tool_choice.type %q is not supported: use \"function\"", utils.Clip(obj.Type, 100))
 	}
 	name := obj.Function.Name
 	if name == "" {
@@ -123,7 +124,7 @@ func toToolChoice(raw json.RawMessage, tools []models.Tool) (models.ToolChoice, 
 		return models.ToolChoice{}, models.InvalidRequest("tool_choice.function.name", "tool_choice.function.name is required")
 	}
 	if !models.HasTool(tools, name) {
-		return models.ToolChoice{}, models.InvalidRequest("tool_choice.function.name", "tool_choice names function %q, which is not in tools", name)
+		return models.ToolChoice{}, models.InvalidRequest("tool_choice.function.name", "tool_choice names function %q, which is not in tools", utils.Clip(name, 100))
 	}
 	return models.ToolChoice{Mode: models.ChoiceFunction, Name: name}, nil
 }

@@ -2,7 +2,9 @@ package openai
 
 import (
 	"errors"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"cursor2api/handlers/sse"
 	"cursor2api/models"
@@ -31,12 +33,23 @@ type StreamWriter struct {
 
 	started   bool // the opening role chunk is written
 	toolCalls int
+
+	prefix []byte // a text chunk up to its delta's field name
+	buf    []byte // reused for every text chunk
 }
 
 // NewStreamWriter returns a writer for one response on w. With
 // includeUsage, a usage chunk follows the finish chunk.
 func NewStreamWriter(w *sse.Writer, id, model string, created int64, includeUsage bool) *StreamWriter {
-	return &StreamWriter{Writer: w, id: id, model: model, created: created, includeUsage: includeUsage}
+	s := &StreamWriter{Writer: w, id: id, model: model, created: created, includeUsage: includeUsage}
+	s.prefix = append(s.prefix, `{"id":`...)
+	s.prefix = appendString(s.prefix, id)
+	s.prefix = append(s.prefix, `,"object":"chat.completion.chunk","created":`...)
+	s.prefix = strconv.AppendInt(s.prefix, created, 10)
+	s.prefix = append(s.prefix, `,"model":`...)
+	s.prefix = appendString(s.prefix, model)
+	s.prefix = append(s.prefix, `,"choices":[{"index":0,"delta":{"`...)
+	return s
 }
 
 // open writes the opening role chunk once.
@@ -54,7 +67,7 @@ func (s *StreamWriter) Text(text string) error {
 	if text == "" {
 		return nil
 	}
-	return s.delta(Delta{Content: &text})
+	return s.textChunk("content", text)
 }
 
 // Reasoning writes a reasoning_content delta.
@@ -62,7 +75,88 @@ func (s *StreamWriter) Reasoning(text string) error {
 	if text == "" {
 		return nil
 	}
-	return s.delta(Delta{ReasoningContent: text})
+	return s.textChunk("reasoning_content", text)
+}
+
+// textChunk writes the chunk of a content or reasoning delta, the hot
+// path of a stream, by appending its fixed shape to a reused buffer: the
+// same bytes as encoding/json's (without HTML escaping), without
+// reflection or an allocation per delta.
+func (s *StreamWriter) textChunk(field, text string) error {
+	if err := s.open(); err != nil {
+		return err
+	}
+	b := append(s.buf[:0], s.prefix...)
+	b = append(b, field...)
+	b = append(b, `":`...)
+	b = appendString(b, text)
+	b = append(b, `},"finish_reason":null}]}`...)
+	s.buf = b
+	if cap(s.buf) > 64<<10 {
+		s.buf = nil // keep no huge buffer for the rest of the stream
+	}
+	return s.EventJSON("", b)
+}
+
+// plainASCII marks the ASCII bytes a JSON string holds as they are.
+var plainASCII = func() (t [utf8.RuneSelf]bool) {
+	for c := range t {
+		t[c] = c >= 0x20 && c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// appendString appends s as a JSON string as encoding/json writes it with
+// HTML escaping off: invalid UTF-8 becomes U+FFFD, and U+2028 and U+2029
+// are escaped.
+func appendString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if plainASCII[c] {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
 }
 
 // delta writes one delta chunk, opening the stream first if need be.

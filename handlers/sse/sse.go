@@ -75,6 +75,23 @@ func (s *Writer) Event(name string, v any) error {
 	return s.write(s.buf.Bytes())
 }
 
+// EventJSON writes one event whose data is json, already encoded on one
+// line, for doors that encode their hot events without reflection.
+func (s *Writer) EventJSON(name string, json []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.buf.Reset()
+	if name != "" {
+		s.buf.WriteString("event: ")
+		s.buf.WriteString(name)
+		s.buf.WriteByte('\n')
+	}
+	s.buf.WriteString("data: ")
+	s.buf.Write(json)
+	s.buf.WriteString("\n\n")
+	return s.write(s.buf.Bytes())
+}
+
 // Data writes one unnamed event whose data is the literal line, such as
 // OpenAI's [DONE].
 func (s *Writer) Data(line string) error {

@@ -6,7 +6,6 @@
 package webchat
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -139,31 +138,48 @@ func (c *Client) attempt(ctx context.Context, req upstream.Request, fn func(upst
 	}
 	idle.Reset(c.IdleTimeout)
 
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 0, 64<<10), maxFrame)
+	fr := newFrameReader(resp.Body)
 	var usage *models.Usage
-	for sc.Scan() {
+	for {
+		// Deliver what is merged before waiting for more: nothing that
+		// could already be sent is held back.
+		if !fr.complete() {
+			if err := fr.flush(fn); err != nil {
+				return usage, err
+			}
+		}
+		line, err := fr.line()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if ferr := fr.flush(fn); ferr != nil {
+				return usage, ferr
+			}
+			if errors.Is(err, errFrameTooLong) {
+				return usage, models.Upstream(http.StatusBadGateway, "upstream_frame_too_long", err, "the upstream sent a frame over %d bytes", maxFrame)
+			}
+			return usage, c.transportError(ctx, err)
+		}
 		idle.Reset(c.IdleTimeout)
-		line := sc.Bytes()
 		data, ok := bytes.CutPrefix(line, []byte("data:"))
 		if !ok {
 			continue // comments, event names, blank separators
 		}
 		data = bytes.TrimSpace(data)
 		if bytes.Equal(data, []byte("[DONE]")) {
-			return usage, nil
+			return usage, fr.flush(fn)
 		}
 		frame := gjson.ParseBytes(data)
 		switch frame.Get("type").String() {
 		case "text-delta":
-			if err := fn(upstream.Delta{Kind: upstream.DeltaText, Text: frame.Get("delta").String()}); err != nil {
-				return usage, err
-			}
+			fr.add(upstream.DeltaText, frame.Get("delta").String())
 		case "reasoning-delta":
-			if err := fn(upstream.Delta{Kind: upstream.DeltaReasoning, Text: frame.Get("delta").String()}); err != nil {
+			fr.add(upstream.DeltaReasoning, frame.Get("delta").String())
+		case "finish":
+			if err := fr.flush(fn); err != nil {
 				return usage, err
 			}
-		case "finish":
 			if u := frame.Get("messageMetadata.usage"); u.Exists() {
 				in, out := int(u.Get("inputTokens").Int()), int(u.Get("outputTokens").Int())
 				total := int(u.Get("totalTokens").Int())
@@ -175,16 +191,19 @@ func (c *Client) attempt(ctx context.Context, req upstream.Request, fn func(upst
 			// [DONE] normally follows; the reply is complete either way.
 			return usage, nil
 		case "error":
+			if err := fr.flush(fn); err != nil {
+				return usage, err
+			}
 			msg := frame.Get("errorText").String()
 			if msg == "" {
 				msg = frame.Get("error").String()
 			}
-			c.log(ctx, req, slog.LevelWarn, "upstream error frame", "error", msg)
+			c.log(ctx, req, slog.LevelWarn, "upstream error frame", "error", utils.Clip(msg, 300))
 			return usage, models.Upstream(http.StatusBadGateway, "upstream_error", nil, "the upstream reported an error: %s", utils.Clip(msg, 300))
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return usage, c.transportError(ctx, err)
+	if err := fr.flush(fn); err != nil {
+		return usage, err
 	}
 	if ctx.Err() != nil {
 		return usage, c.transportError(ctx, ctx.Err())

@@ -21,6 +21,10 @@ const (
 // fingerprint the connection see the browser the headers claim. proxy may
 // be nil; tlsConfig, when not nil, adds to the TLS settings (tests use it
 // to trust their own certificate).
+//
+// Plain http:// requests always go through Go's own transport: without a
+// TLS handshake there is nothing to fingerprint, and the impersonating
+// transport costs about a millisecond a request.
 func NewTransport(fingerprint string, proxy *url.URL, tlsConfig *tls.Config) (http.RoundTripper, error) {
 	if proxy == nil {
 		return NewTransportFunc(fingerprint, nil, tlsConfig)
@@ -31,19 +35,25 @@ func NewTransport(fingerprint string, proxy *url.URL, tlsConfig *tls.Config) (ht
 // NewTransportFunc is NewTransport with a proxy function (nil: no proxy),
 // such as an EgressPool's Proxy.
 func NewTransportFunc(fingerprint string, proxyFunc func(*http.Request) (*url.URL, error), tlsConfig *tls.Config) (http.RoundTripper, error) {
+	plain := http.DefaultTransport.(*http.Transport).Clone()
+	plain.Proxy = proxyFunc
+	if tlsConfig != nil {
+		plain.TLSClientConfig = tlsConfig
+	}
+	// Every request goes to one host: keep as many idle connections as
+	// requests run at once, instead of dialling anew past two.
+	plain.MaxIdleConns = maxIdleConns
+	plain.MaxIdleConnsPerHost = maxIdleConns
+	// Read what the upstream has sent in large pieces (the default is 4 KB).
+	plain.ReadBufferSize = readBufferSize
 	switch fingerprint {
 	case FingerprintOff:
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.Proxy = nil
-		if proxyFunc != nil {
-			t.Proxy = proxyFunc
-		}
-		if tlsConfig != nil {
-			t.TLSClientConfig = tlsConfig
-		}
-		return t, nil
+		return plain, nil
 	case FingerprintChrome:
 		c := req.C().ImpersonateChrome()
+		// The event stream is read as it is; sniffing its charset would
+		// wrap it in an HTML tokenizer.
+		c.DisableAutoDecode()
 		// The gateway sets its own browser profile on every request; the
 		// library's defaults would contradict it.
 		c.Headers = http.Header{}
@@ -54,7 +64,26 @@ func NewTransportFunc(fingerprint string, proxyFunc func(*http.Request) (*url.UR
 		if tlsConfig != nil {
 			c.SetTLSClientConfig(tlsConfig)
 		}
-		return c.GetTransport(), nil
+		return byScheme{plain: plain, tls: c.GetTransport()}, nil
 	}
 	return nil, fmt.Errorf("unknown TLS fingerprint %q: use %s or %s", fingerprint, FingerprintChrome, FingerprintOff)
+}
+
+// Sizes of the upstream connection pool and read buffer.
+const (
+	maxIdleConns   = 512
+	readBufferSize = 16 << 10
+)
+
+// byScheme sends https requests through the fingerprinting transport and
+// the rest through Go's own.
+type byScheme struct {
+	plain, tls http.RoundTripper
+}
+
+func (t byScheme) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.URL.Scheme == "https" {
+		return t.tls.RoundTrip(r)
+	}
+	return t.plain.RoundTrip(r)
 }

@@ -1,0 +1,193 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"cursor2api/models"
+	"cursor2api/utils"
+)
+
+// clipLen bounds a client-supplied string quoted in a log line or an
+// error message, so that a megabyte of model name costs a line, not a
+// megabyte of log and response.
+const clipLen = 100
+
+// guard is the first line against hostile input and cross-site requests,
+// for every route and door:
+//   - the Host must be allowed (against DNS rebinding: a page on an
+//     attacker's name that resolves to 127.0.0.1 sends its own Host);
+//   - a browser Origin must be the gateway's own or allowed, and a CORS
+//     preflight of an allowed origin is answered here;
+//   - a body must be JSON (application/json or a +json type), which no
+//     cross-site "simple" request can send without a preflight;
+//   - a body must arrive within timeout, so that a client trickling
+//     bytes cannot hold a goroutine and a connection forever.
+func guard(hosts, origins []string, timeout time.Duration) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		r := c.Request
+		if !hostAllowed(hosts, r.Host) {
+			abortWithError(c, &models.Error{Status: http.StatusForbidden, Kind: models.KindPermission, Code: "host_not_allowed",
+				Message: fmt.Sprintf("the Host %q is not allowed; add it to ALLOWED_HOSTS on the gateway", utils.Clip(r.Host, clipLen))})
+			return
+		}
+		if origin := r.Header.Get("Origin"); origin != "" && !sameOrigin(origin, r.Host) {
+			if !originAllowed(origins, origin) {
+				abortWithError(c, &models.Error{Status: http.StatusForbidden, Kind: models.KindPermission, Code: "origin_not_allowed",
+					Message: fmt.Sprintf("browser requests from %q are not allowed; add the origin to ALLOWED_ORIGINS on the gateway", utils.Clip(origin, clipLen))})
+				return
+			}
+			h := c.Writer.Header()
+			h.Set("Access-Control-Allow-Origin", origin)
+			h.Add("Vary", "Origin")
+			h.Set("Access-Control-Expose-Headers", RequestIDHeader+", Retry-After")
+			if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+				h.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
+				if want := r.Header.Get("Access-Control-Request-Headers"); want != "" {
+					h.Set("Access-Control-Allow-Headers", want)
+				}
+				h.Set("Access-Control-Max-Age", "600")
+				c.AbortWithStatus(http.StatusNoContent)
+				return
+			}
+		}
+		if r.ContentLength == 0 && len(r.TransferEncoding) == 0 {
+			c.Next()
+			return
+		}
+		if !isJSON(r.Header.Get("Content-Type")) {
+			abortWithError(c, &models.Error{Status: http.StatusUnsupportedMediaType, Kind: models.KindInvalidRequest, Code: "unsupported_media_type",
+				Message: fmt.Sprintf("the request body has Content-Type %q; send JSON with the header Content-Type: application/json", utils.Clip(r.Header.Get("Content-Type"), clipLen))})
+			return
+		}
+		if timeout > 0 {
+			rc := http.NewResponseController(c.Writer)
+			// A writer without deadlines (a test recorder) has nothing to protect.
+			if rc.SetReadDeadline(time.Now().Add(timeout)) == nil {
+				r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
+			}
+		}
+		c.Next()
+	}
+}
+
+// deadlineBody lifts the read deadline once the body has been read, so
+// that it never ends a long answer: the server keeps reading the
+// connection to notice a client that leaves.
+type deadlineBody struct {
+	io.ReadCloser
+	rc   *http.ResponseController
+	done bool
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if errors.Is(err, io.EOF) && !b.done {
+		b.done = true
+		_ = b.rc.SetReadDeadline(time.Time{})
+	}
+	return n, err
+}
+
+// hostAllowed matches the Host header, without its port, against the
+// list: exact names (case-insensitive), "*", or "*.domain" for the
+// domain's subdomains. An empty list allows every host.
+func hostAllowed(allowed []string, hostport string) bool {
+	if len(allowed) == 0 {
+		return true
+	}
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
+	for _, a := range allowed {
+		a = strings.ToLower(a)
+		switch {
+		case a == "*" || a == host:
+			return true
+		case strings.HasPrefix(a, "*.") && strings.HasSuffix(host, a[1:]):
+			return true
+		}
+	}
+	return false
+}
+
+// sameOrigin reports whether a browser's Origin is the gateway itself
+// (a page it served, or a tool on the same host and port).
+func sameOrigin(origin, host string) bool {
+	_, rest, ok := strings.Cut(origin, "://")
+	return ok && strings.EqualFold(rest, host)
+}
+
+// originAllowed matches an Origin exactly (scheme, host and port) against
+// the list, or "*".
+func originAllowed(allowed []string, origin string) bool {
+	for _, a := range allowed {
+		if a == "*" || strings.EqualFold(strings.TrimSuffix(a, "/"), origin) {
+			return true
+		}
+	}
+	return false
+}
+
+// isJSON accepts application/json and every +json type, with parameters.
+func isJSON(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return false
+	}
+	return mt == "application/json" || (strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))
+}
+
+// stripTrailingSlash serves "/v1/chat/completions/" as
+// "/v1/chat/completions": clients that join a base URL and a path often
+// leave a slash, and a redirect of a POST loses its body in some of them.
+func stripTrailingSlash(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p := r.URL.Path; len(p) > 1 && strings.HasSuffix(p, "/") {
+			r.URL.Path = strings.TrimRight(p, "/")
+			if r.URL.Path == "" {
+				r.URL.Path = "/"
+			}
+			r.URL.RawPath = ""
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// errShuttingDown ends the answers still open when the server stops
+// waiting for them.
+var errShuttingDown = errors.New("the gateway is shutting down")
+
+// answerContext is the context of an answer: the request's, also ended
+// when Options.Drain ends, so that every door closes its open streams
+// properly (an error event, then its end marker) instead of having the
+// connection cut under them. stop releases it.
+func (s *server) answerContext(c *gin.Context) (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancelCause(c.Request.Context())
+	if s.Drain == nil {
+		return ctx, func() { cancel(nil) }
+	}
+	unregister := context.AfterFunc(s.Drain, func() { cancel(errShuttingDown) })
+	return ctx, func() { unregister(); cancel(nil) }
+}
+
+// shutdownError replaces the error of an answer cut short by the
+// shutdown with one that tells the client to try again.
+func shutdownError(ctx context.Context, err error) error {
+	if err == nil || !errors.Is(context.Cause(ctx), errShuttingDown) {
+		return err
+	}
+	return &models.Error{Status: http.StatusServiceUnavailable, Kind: models.KindOverloaded, Code: "shutting_down", RetryAfter: 1,
+		Message: "the gateway is shutting down and ended this answer; send the request again", Err: err}
+}

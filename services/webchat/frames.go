@@ -1,0 +1,101 @@
+package webchat
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+
+	"cursor2api/services/upstream"
+)
+
+// maxKeptPending bounds the merge buffer a stream keeps between reads.
+const maxKeptPending = 64 << 10
+
+// errFrameTooLong is a line of the event stream over maxFrame.
+var errFrameTooLong = errors.New("upstream frame too long")
+
+// frameReader reads the upstream's event stream line by line with a large
+// buffer, and merges consecutive deltas of one kind that arrive together
+// into one, so that a burst of small deltas already in hand costs the
+// layers above one delta, one client event and one write.
+type frameReader struct {
+	r       *bufio.Reader
+	long    []byte // a line longer than the buffer, being assembled
+	kind    upstream.DeltaKind
+	pending []byte           // reused from read to read
+	carry   []upstream.Delta // earlier runs of another kind, in order
+}
+
+func newFrameReader(body io.Reader) *frameReader {
+	return &frameReader{r: bufio.NewReaderSize(body, readBufferSize)}
+}
+
+// line returns the next line without its end; it is valid until the
+// next call.
+func (f *frameReader) line() ([]byte, error) {
+	line, err := f.r.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		f.long = append(f.long[:0], line...)
+		for errors.Is(err, bufio.ErrBufferFull) {
+			if len(f.long) > maxFrame {
+				return nil, errFrameTooLong
+			}
+			line, err = f.r.ReadSlice('\n')
+			f.long = append(f.long, line...)
+		}
+		if len(f.long) > maxFrame {
+			return nil, errFrameTooLong
+		}
+		line = f.long
+	}
+	if err != nil && (len(line) == 0 || !errors.Is(err, io.EOF)) {
+		return nil, err
+	}
+	return bytes.TrimRight(line, "\r\n"), nil
+}
+
+// complete reports whether a whole line is already buffered, so that
+// reading it needs no wait on the network.
+func (f *frameReader) complete() bool {
+	n := f.r.Buffered()
+	if n == 0 {
+		return false
+	}
+	buf, _ := f.r.Peek(n)
+	return bytes.IndexByte(buf, '\n') >= 0
+}
+
+// add appends a delta to the pending run of its kind; a delta of the
+// other kind starts a new run after it.
+func (f *frameReader) add(kind upstream.DeltaKind, text string) {
+	if text == "" {
+		return
+	}
+	if len(f.pending) > 0 && f.kind != kind {
+		f.carry = append(f.carry, upstream.Delta{Kind: f.kind, Text: string(f.pending)})
+		f.pending = f.pending[:0]
+	}
+	f.kind = kind
+	f.pending = append(f.pending, text...)
+}
+
+// flush delivers the pending runs, in order.
+func (f *frameReader) flush(fn func(upstream.Delta) error) error {
+	if len(f.pending) > 0 {
+		f.carry = append(f.carry, upstream.Delta{Kind: f.kind, Text: string(f.pending)})
+		f.pending = f.pending[:0]
+		if cap(f.pending) > maxKeptPending {
+			f.pending = nil // a rare huge burst: do not keep its memory for the whole stream
+		}
+	}
+	for i, d := range f.carry {
+		if err := fn(d); err != nil {
+			f.carry = f.carry[:0]
+			return err
+		}
+		f.carry[i] = upstream.Delta{}
+	}
+	f.carry = f.carry[:0]
+	return nil
+}

@@ -1,0 +1,93 @@
+package webchat
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"cursor2api/models"
+	"cursor2api/services/upstream"
+)
+
+// bodyTransport answers every request with body, without a network.
+type bodyTransport []byte
+
+func (b bodyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"text/event-stream"}},
+		Body: io.NopCloser(bytes.NewReader(b)), Request: r}, nil
+}
+
+// referenceText is the text a stream carries, read the simplest way: line
+// by line, up to the first [DONE], finish or error frame (ended).
+func referenceText(body string) (text string, ended bool) {
+	var b strings.Builder
+	for _, line := range strings.Split(body, "\n") {
+		data, ok := strings.CutPrefix(strings.TrimRight(line, "\r"), "data:")
+		if !ok {
+			continue
+		}
+		data = strings.TrimSpace(data)
+		if data == "[DONE]" {
+			return b.String(), true
+		}
+		switch gjson.Get(data, "type").String() {
+		case "text-delta":
+			b.WriteString(gjson.Get(data, "delta").String())
+		case "finish", "error":
+			return b.String(), true
+		}
+	}
+	return b.String(), false
+}
+
+// FuzzFrameReader feeds any body to the upstream reader: it never panics,
+// its errors are *models.Error, and the text it delivers, however merged,
+// is the text a line-by-line reading finds.
+func FuzzFrameReader(f *testing.F) {
+	for _, seed := range []string{
+		"data: {\"type\":\"text-delta\",\"delta\":\"Hel\"}\n\ndata: {\"type\":\"text-delta\",\"delta\":\"lo\"}\n\ndata: {\"type\":\"finish\"}\n\ndata: [DONE]\n\n",
+		"data: {\"type\":\"reasoning-delta\",\"delta\":\"r\"}\r\n\r\ndata: {\"type\":\"text-delta\",\"delta\":\"t\"}\r\n\r\n: comment\n\ndata: [DONE]\n",
+		"data: {\"type\":\"error\",\"errorText\":\"boom\"}\n\n",
+		"data: {\"type\":\"text-delta\",\"delta\":\"cut",
+		"event: x\ndata:{\"type\":\"finish\",\"messageMetadata\":{\"usage\":{\"inputTokens\":3,\"outputTokens\":4}}}\n",
+		"", "\n\n\n", "data: not json\n\n",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		if len(body) > 1<<20 {
+			t.Skip()
+		}
+		c := &Client{HTTP: &http.Client{Transport: bodyTransport(body)}, URL: "http://upstream.invalid/api/chat",
+			IdleTimeout: time.Minute, Logger: slog.New(slog.DiscardHandler)}
+		var got strings.Builder
+		_, err := c.attempt(context.Background(), hiRequest, func(d upstream.Delta) error {
+			if d.Text == "" {
+				t.Fatal("an empty delta")
+			}
+			if d.Kind == upstream.DeltaText {
+				got.WriteString(d.Text)
+			}
+			return nil
+		})
+		var apiErr *models.Error
+		if err != nil && !errors.As(err, &apiErr) {
+			t.Fatalf("an error that is not a *models.Error: %v", err)
+		}
+		want, ended := referenceText(string(body))
+		if got.String() != want {
+			t.Fatalf("delivered %q, a line-by-line reading finds %q", got.String(), want)
+		}
+		if !ended && err == nil {
+			t.Fatal("a stream without an end is not an answer")
+		}
+	})
+}
