@@ -10,6 +10,7 @@ import (
 	"os"
 	"reflect"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -84,7 +85,7 @@ func (s *server) keepAlive(ctx context.Context, w answerStream) (stop func()) {
 // door's error event after it, and not at all when the client is gone.
 // It is the single sink of every failure of an answer.
 func (s *server) fail(c *gin.Context, err error, w answerStream) {
-	if c.Request.Context().Err() != nil && chat.IsClientGone(err) {
+	if c.Request.Context().Err() != nil && chat.IsClientGone(err) || connectionLost(err) {
 		c.Set(keyStatus, 499)
 		c.Set(keyError, "client disconnected")
 		return
@@ -97,6 +98,13 @@ func (s *server) fail(c *gin.Context, err error, w answerStream) {
 	c.Set(keyError, apiErr.Message)
 	c.Set(keyStatus, apiErr.Status)
 	_ = w.Error(apiErr)
+}
+
+// connectionLost reports whether err is a write to a client that has
+// closed its connection, which can come before the request's context
+// notices that it left.
+func connectionLost(err error) bool {
+	return errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)
 }
 
 // readJSON reads the body within the size limit and decodes it into v,
