@@ -24,7 +24,7 @@ const challenge = `
   var canvas = document.createElement("canvas");
   var gl = canvas.getContext("webgl");
   var dbg = gl.getExtension("WEBGL_debug_renderer_info");
-  var ctx = canvas.getContext("2d");
+  var ctx = document.createElement("canvas").getContext("2d");
   ctx.fillText("cursor", 2, 2);
   var iframe = document.createElement("iframe");
   document.body.appendChild(iframe);
@@ -37,8 +37,8 @@ const challenge = `
             b: btoa(String.fromCharCode.apply(null, new Uint8Array(buf))).length,
             v: document.currentScript.src,
             e: gl.getParameter(dbg.UNMASKED_RENDERER_WEBGL),
-            s: canvas.toDataURL().slice(0, 22),
-            d: rnd.length + (iframe.contentWindow === window ? 1 : 0),
+            s: ctx.canvas.toDataURL().slice(0, 22),
+            d: rnd.length + (iframe.contentWindow !== window && iframe.contentWindow.top === window ? 1 : 0),
             vr: navigator.userAgentData.brands[0].brand + "/" + location.hostname + "/" + screen.width,
             t: performance.now() >= 50
           });
