@@ -163,6 +163,18 @@ func (env *environment) run(ctx context.Context, script string, budget time.Dura
 		}
 	}()
 
+	// A Promise rejected with no handler is how async scripts fail
+	// silently; remember the last one to explain a Promise that never
+	// settles.
+	var unhandled *goja.Promise
+	vm.SetPromiseRejectionTracker(func(p *goja.Promise, op goja.PromiseRejectionOperation) {
+		switch {
+		case op == goja.PromiseRejectionReject:
+			unhandled = p
+		case p == unhandled:
+			unhandled = nil // handled after all
+		}
+	})
 	_, _ = env.setExecuting(goja.Undefined(), vm.ToValue(true))
 	_, err := vm.RunScript(env.scriptURL.String(), script)
 	_, _ = env.setExecuting(goja.Undefined(), vm.ToValue(false))
@@ -188,6 +200,9 @@ func (env *environment) run(ctx context.Context, script string, budget time.Dura
 		}
 		switch p.State() {
 		case goja.PromiseStatePending:
+			if unhandled != nil {
+				return "", fmt.Errorf("window.V_C[0]() returned a Promise that never settled; a Promise was rejected unhandled with %s", describe(vm, unhandled.Result()))
+			}
 			return "", errors.New("window.V_C[0]() returned a Promise that never settled")
 		case goja.PromiseStateRejected:
 			return "", fmt.Errorf("window.V_C[0]() rejected: %s", describe(vm, p.Result()))

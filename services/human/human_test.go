@@ -21,6 +21,7 @@ import (
 // Promise that settles after timers and a crypto.subtle digest.
 const challenge = `
 (function () {
+  var src = document.currentScript.src; // null once the script has run, as in Chrome
   var canvas = document.createElement("canvas");
   var gl = canvas.getContext("webgl");
   var dbg = gl.getExtension("WEBGL_debug_renderer_info");
@@ -35,7 +36,7 @@ const challenge = `
         crypto.subtle.digest("SHA-256", new TextEncoder().encode(navigator.userAgent)).then(function (buf) {
           resolve({
             b: btoa(String.fromCharCode.apply(null, new Uint8Array(buf))).length,
-            v: document.currentScript.src,
+            v: src,
             e: gl.getParameter(dbg.UNMASKED_RENDERER_WEBGL),
             s: ctx.canvas.toDataURL().slice(0, 22),
             d: rnd.length + (iframe.contentWindow !== window && iframe.contentWindow.top === window ? 1 : 0),

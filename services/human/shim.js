@@ -37,7 +37,11 @@
     return target;
   }
   function hidden(o, k, v) { defineProperty(o, k, { value: v, writable: true, configurable: true, enumerable: false }); }
-  function instance(C, slots) { var o = create(C.prototype); if (slots) hidden(o, "__s", slots); return o; }
+  // Internal slots live in a WeakMap, out of the script's sight, as
+  // Chrome's do.
+  var slotMap = new WeakMap();
+  function S(o) { return slotMap.get(o); }
+  function instance(C, slots) { var o = create(C.prototype); if (slots) slotMap.set(o, slots); return o; }
   function bytesOf(x) {
     if (x instanceof ArrayBuffer) return new Uint8Array(x);
     if (ArrayBuffer.isView(x)) return new Uint8Array(x.buffer, x.byteOffset, x.byteLength);
@@ -60,33 +64,34 @@
   g.DOMException = DOMException;
 
   // ---- window, timers, events ---------------------------------------
-  function EventTarget() { hidden(this, "__l", {}); }
+  var listenerMap = new WeakMap();
+  function listeners(o) { var l = listenerMap.get(o); if (!l) listenerMap.set(o, l = {}); return l; }
+  function EventTarget() {}
   define(EventTarget.prototype, {
-    addEventListener: function addEventListener(type, fn) { var l = this.__l || (hidden(this, "__l", {}), this.__l); (l[type] = l[type] || []).push(fn); },
-    removeEventListener: function removeEventListener(type, fn) { var l = this.__l && this.__l[type]; if (l) { var i = l.indexOf(fn); if (i >= 0) l.splice(i, 1); } },
+    addEventListener: function addEventListener(type, fn) { var l = listeners(this); (l[type] = l[type] || []).push(fn); },
+    removeEventListener: function removeEventListener(type, fn) { var l = listeners(this)[type]; if (l) { var i = l.indexOf(fn); if (i >= 0) l.splice(i, 1); } },
     dispatchEvent: function dispatchEvent(ev) {
-      var l = (this.__l && this.__l[ev.type]) || [], self = this;
+      var l = listeners(this)[ev.type] || [], self = this;
       l.slice().forEach(function (fn) { typeof fn === "function" ? fn.call(self, ev) : fn.handleEvent(ev); });
       return !ev.defaultPrevented;
     }
   });
   g.EventTarget = EventTarget;
   iface("Event", null, {
-    get type() { return this.__s.type; }, get bubbles() { return !!this.__s.bubbles; }, get defaultPrevented() { return !!this.__s.prevented; },
-    get timeStamp() { return this.__s.t; }, get isTrusted() { return false; },
-    preventDefault: function preventDefault() { this.__s.prevented = true; }, stopPropagation: function stopPropagation() {}
+    get type() { return S(this).type; }, get bubbles() { return !!S(this).bubbles; }, get defaultPrevented() { return !!S(this).prevented; },
+    get timeStamp() { return S(this).t; }, get isTrusted() { return false; },
+    preventDefault: function preventDefault() { S(this).prevented = true; }, stopPropagation: function stopPropagation() {}
   }, function Event(type, init) {
     if (!new.target) throw new TypeError("Failed to construct 'Event': Please use the 'new' operator");
-    hidden(this, "__s", { type: String(type), bubbles: init && init.bubbles, t: now() });
+    slotMap.set(this, { type: String(type), bubbles: init && init.bubbles, t: now() });
   });
-  iface("CustomEvent", g.Event, { get detail() { return this.__s.detail; } }, function CustomEvent(type, init) {
-    hidden(this, "__s", { type: String(type), detail: init ? init.detail : null, t: now() });
+  iface("CustomEvent", g.Event, { get detail() { return S(this).detail; } }, function CustomEvent(type, init) {
+    slotMap.set(this, { type: String(type), detail: init ? init.detail : null, t: now() });
   });
 
   var Window = iface("Window", null, {});
   Object.setPrototypeOf(Window.prototype, EventTarget.prototype);
   Object.setPrototypeOf(g, Window.prototype);
-  hidden(g, "__l", {});
   g.window = g; g.self = g; g.top = g; g.parent = g; g.frames = g; g.globalThis = g;
   g.frameElement = null; g.opener = null; g.closed = false; g.length = 0; g.name = ""; g.status = "";
   g.setTimeout = function setTimeout(fn, ms) { return timer(fn, +ms || 0, false, Array.prototype.slice.call(arguments, 2)); };
@@ -145,17 +150,17 @@
   });
   var uaData = instance(g.NavigatorUAData);
   var pluginNames = ["PDF Viewer", "Chrome PDF Viewer", "Chromium PDF Viewer", "Microsoft Edge PDF Viewer", "WebKit built-in PDF"];
-  iface("Plugin", null, { get name() { return this.__s; }, get filename() { return "internal-pdf-viewer"; },
+  iface("Plugin", null, { get name() { return S(this); }, get filename() { return "internal-pdf-viewer"; },
     get description() { return "Portable Document Format"; }, get length() { return 2; } });
   iface("PluginArray", null, {
-    get length() { return this.__s.length; },
-    item: function item(i) { return this.__s[i] || null; },
-    namedItem: function namedItem(n) { return this.__s.filter(function (p) { return p.name === n; })[0] || null; },
+    get length() { return S(this).length; },
+    item: function item(i) { return S(this)[i] || null; },
+    namedItem: function namedItem(n) { return S(this).filter(function (p) { return p.name === n; })[0] || null; },
     refresh: function refresh() {}
   });
   iface("MimeTypeArray", null, { get length() { return 2; }, item: function item() { return null; }, namedItem: function namedItem() { return null; } });
   var plugins = instance(g.PluginArray, pluginNames.map(function (n) { return instance(g.Plugin, n); }));
-  plugins.__s.forEach(function (p, i) { hidden(plugins, i, p); });
+  S(plugins).forEach(function (p, i) { hidden(plugins, i, p); });
   var mimeTypes = instance(g.MimeTypeArray);
   iface("Permissions", null, { query: function query(d) {
     var state = d && d.name === "notifications" ? "default" : "prompt";
@@ -206,18 +211,18 @@
   // The page that loads the challenge: the site's root on the script's host.
   hidden(g, "location", makeLocation(origin + "/"));
   iface("History", null, {
-    get length() { return 1; }, get state() { return this.__s.state; }, get scrollRestoration() { return "auto"; },
-    pushState: function pushState(s) { this.__s.state = s; }, replaceState: function replaceState(s) { this.__s.state = s; },
+    get length() { return 1; }, get state() { return S(this).state; }, get scrollRestoration() { return "auto"; },
+    pushState: function pushState(s) { S(this).state = s; }, replaceState: function replaceState(s) { S(this).state = s; },
     back: function back() {}, forward: function forward() {}, go: function go() {}
   });
   hidden(g, "history", instance(g.History, { state: null }));
   iface("Storage", null, {
-    get length() { return Object.keys(this.__s).length; },
-    key: function key(i) { var k = Object.keys(this.__s); return i < k.length ? k[i] : null; },
-    getItem: function getItem(k) { k = String(k); return Object.prototype.hasOwnProperty.call(this.__s, k) ? this.__s[k] : null; },
-    setItem: function setItem(k, v) { this.__s[String(k)] = String(v); },
-    removeItem: function removeItem(k) { delete this.__s[String(k)]; },
-    clear: function clear() { var s = this.__s; Object.keys(s).forEach(function (k) { delete s[k]; }); }
+    get length() { return Object.keys(S(this)).length; },
+    key: function key(i) { var k = Object.keys(S(this)); return i < k.length ? k[i] : null; },
+    getItem: function getItem(k) { k = String(k); return Object.prototype.hasOwnProperty.call(S(this), k) ? S(this)[k] : null; },
+    setItem: function setItem(k, v) { S(this)[String(k)] = String(v); },
+    removeItem: function removeItem(k) { delete S(this)[String(k)]; },
+    clear: function clear() { var s = S(this); Object.keys(s).forEach(function (k) { delete s[k]; }); }
   });
   hidden(g, "localStorage", instance(g.Storage, {}));
   hidden(g, "sessionStorage", instance(g.Storage, {}));
@@ -267,7 +272,7 @@
     encodeInto: function encodeInto(s, dst) { var b = new Uint8Array(utf8(String(s))); var n = Math.min(b.length, dst.length); dst.set(b.subarray(0, n)); return { read: String(s).length, written: n }; }
   }, function TextEncoder() { if (!new.target) throw new TypeError("Failed to construct 'TextEncoder': Please use the 'new' operator"); });
   iface("TextDecoder", null, {
-    get encoding() { return "utf-8"; }, get fatal() { return !!(this.__s && this.__s.fatal); }, get ignoreBOM() { return false; },
+    get encoding() { return "utf-8"; }, get fatal() { return !!(S(this) && S(this).fatal); }, get ignoreBOM() { return false; },
     decode: function decode(b) {
       if (b === undefined) return "";
       var s = fromUtf8(bytesOf(b).slice().buffer, this.fatal);
@@ -278,32 +283,34 @@
     label = label === undefined ? "utf-8" : String(label).trim().toLowerCase();
     if (label !== "utf-8" && label !== "utf8" && label !== "unicode-1-1-utf-8")
       throw new RangeError("Failed to construct 'TextDecoder': The encoding label provided ('" + label + "') is invalid.");
-    hidden(this, "__s", { fatal: !!(opts && opts.fatal) });
+    slotMap.set(this, { fatal: !!(opts && opts.fatal) });
   });
   g.btoa = function btoa(s) { return b64(String(s)); };
   g.atob = function atob(s) { return unb64(String(s)); };
 
+  var updaters = new WeakMap();
+  function changed(params) { var f = updaters.get(params); if (f) f(); }
   function formEncode(s) { return encodeURIComponent(s).replace(/%20/g, "+").replace(/[!'()~]/g, function (c) { return "%" + c.charCodeAt(0).toString(16).toUpperCase(); }); }
   function formDecode(s) { try { return decodeURIComponent(s.replace(/\+/g, " ")); } catch (e) { return s; } }
   iface("URLSearchParams", null, {
-    append: function append(k, v) { this.__s.push([String(k), String(v)]); this.__u && this.__u(); },
-    delete: function delete_(k) { k = String(k); this.__s.splice(0, this.__s.length, ...this.__s.filter(function (p) { return p[0] !== k; })); this.__u && this.__u(); },
-    get: function get(k) { k = String(k); var p = this.__s.filter(function (p) { return p[0] === k; })[0]; return p ? p[1] : null; },
-    getAll: function getAll(k) { k = String(k); return this.__s.filter(function (p) { return p[0] === k; }).map(function (p) { return p[1]; }); },
-    has: function has(k) { k = String(k); return this.__s.some(function (p) { return p[0] === k; }); },
+    append: function append(k, v) { S(this).push([String(k), String(v)]); changed(this); },
+    delete: function delete_(k) { k = String(k); S(this).splice(0, S(this).length, ...S(this).filter(function (p) { return p[0] !== k; })); changed(this); },
+    get: function get(k) { k = String(k); var p = S(this).filter(function (p) { return p[0] === k; })[0]; return p ? p[1] : null; },
+    getAll: function getAll(k) { k = String(k); return S(this).filter(function (p) { return p[0] === k; }).map(function (p) { return p[1]; }); },
+    has: function has(k) { k = String(k); return S(this).some(function (p) { return p[0] === k; }); },
     set: function set(k, v) {
       k = String(k); v = String(v); var done = false;
-      var next = this.__s.filter(function (p) { if (p[0] !== k) return true; if (done) return false; p[1] = v; done = true; return true; });
+      var next = S(this).filter(function (p) { if (p[0] !== k) return true; if (done) return false; p[1] = v; done = true; return true; });
       if (!done) next.push([k, v]);
-      this.__s.splice(0, this.__s.length, ...next); this.__u && this.__u();
+      S(this).splice(0, S(this).length, ...next); changed(this);
     },
-    sort: function sort() { this.__s.sort(function (a, b) { return a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0; }); this.__u && this.__u(); },
-    forEach: function forEach(fn, that) { var self = this; this.__s.slice().forEach(function (p) { fn.call(that, p[1], p[0], self); }); },
-    keys: function keys() { return this.__s.map(function (p) { return p[0]; })[Symbol.iterator](); },
-    values: function values() { return this.__s.map(function (p) { return p[1]; })[Symbol.iterator](); },
-    entries: function entries() { return this.__s.map(function (p) { return [p[0], p[1]]; })[Symbol.iterator](); },
-    get size() { return this.__s.length; },
-    toString: function toString() { return this.__s.map(function (p) { return formEncode(p[0]) + "=" + formEncode(p[1]); }).join("&"); }
+    sort: function sort() { S(this).sort(function (a, b) { return a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0; }); changed(this); },
+    forEach: function forEach(fn, that) { var self = this; S(this).slice().forEach(function (p) { fn.call(that, p[1], p[0], self); }); },
+    keys: function keys() { return S(this).map(function (p) { return p[0]; })[Symbol.iterator](); },
+    values: function values() { return S(this).map(function (p) { return p[1]; })[Symbol.iterator](); },
+    entries: function entries() { return S(this).map(function (p) { return [p[0], p[1]]; })[Symbol.iterator](); },
+    get size() { return S(this).length; },
+    toString: function toString() { return S(this).map(function (p) { return formEncode(p[0]) + "=" + formEncode(p[1]); }).join("&"); }
   }, function URLSearchParams(init) {
     if (!new.target) throw new TypeError("Failed to construct 'URLSearchParams': Please use the 'new' operator");
     var list = [];
@@ -317,28 +324,32 @@
         list.push(i < 0 ? [formDecode(part), ""] : [formDecode(part.slice(0, i)), formDecode(part.slice(i + 1))]);
       });
     }
-    hidden(this, "__s", list);
+    slotMap.set(this, list);
   });
   g.URLSearchParams.prototype[Symbol.iterator] = g.URLSearchParams.prototype.entries;
   iface("URL", null, {
-    get href() { return this.__s.href; }, get origin() { return this.__s.origin; }, get protocol() { return this.__s.protocol; },
-    get host() { return this.__s.host; }, get hostname() { return this.__s.hostname; }, get port() { return this.__s.port; },
-    get pathname() { return this.__s.pathname; }, get search() { return this.__s.search; }, get hash() { return this.__s.hash; },
-    get username() { return this.__s.username; }, get password() { return this.__s.password; },
+    get href() { return S(this).href; }, get origin() { return S(this).origin; }, get protocol() { return S(this).protocol; },
+    get host() { return S(this).host; }, get hostname() { return S(this).hostname; }, get port() { return S(this).port; },
+    get pathname() { return S(this).pathname; }, get search() { return S(this).search; }, get hash() { return S(this).hash; },
+    get username() { return S(this).username; }, get password() { return S(this).password; },
     get searchParams() {
-      var self = this;
-      if (!this.__p) {
-        hidden(this, "__p", new g.URLSearchParams(this.__s.search));
-        hidden(this.__p, "__u", function () { var q = self.__p.toString(); self.__s = parseURL(self.__s.href.replace(/[?#].*$/, "") + (q ? "?" + q : "") + self.__s.hash); });
+      var u = S(this);
+      if (!u.params) {
+        u.params = new g.URLSearchParams(u.search);
+        // Changes to the params rewrite the URL's query, as in Chrome.
+        updaters.set(u.params, function () {
+          var q = u.params.toString(), next = parseURL(u.href.replace(/[?#].*$/, "") + (q ? "?" + q : "") + u.hash);
+          Object.keys(next).forEach(function (k) { u[k] = next[k]; });
+        });
       }
-      return this.__p;
+      return u.params;
     },
-    toString: function toString() { return this.__s.href; }, toJSON: function toJSON() { return this.__s.href; }
+    toString: function toString() { return S(this).href; }, toJSON: function toJSON() { return S(this).href; }
   }, function URL(href, base) {
     if (!new.target) throw new TypeError("Failed to construct 'URL': Please use the 'new' operator");
     var u = parseURL(String(href), base === undefined ? undefined : String(base));
     if (!u) throw new TypeError("Failed to construct 'URL': Invalid URL");
-    hidden(this, "__s", u);
+    slotMap.set(this, Object.assign({}, u)); // a JS copy: Go's map cannot hold the params object
   });
   g.URL.canParse = function canParse(href, base) { return !!parseURL(String(href), base === undefined ? undefined : String(base)); };
   g.URL.createObjectURL = function createObjectURL() { return "blob:" + origin + "/" + uuid(); };
@@ -393,14 +404,14 @@
     if (!any) { ro.year = "numeric"; ro.month = "numeric"; ro.day = "numeric"; }
     fields.forEach(function (f) { if (opts[f] !== undefined) ro[f] = String(opts[f]); });
     if (ro.hour) { ro.hourCycle = /^en-(US|CA|AU|IN)|^en$/.test(ro.locale) ? "h12" : "h23"; ro.hour12 = ro.hourCycle === "h12"; }
-    hidden(this, "__s", ro);
+    slotMap.set(this, ro);
   }
   define(DateTimeFormat.prototype, {
-    resolvedOptions: function resolvedOptions() { return Object.assign({}, this.__s); },
+    resolvedOptions: function resolvedOptions() { return Object.assign({}, S(this)); },
     formatToParts: function formatToParts(d) {
       var t = d === undefined ? Date.now() : +d;
       if (isNaN(t)) throw new RangeError("Invalid time value");
-      var ro = this.__s, off = tzOffset(ro.timeZone, t), x = new Date(t + off * 60000);
+      var ro = S(this), off = tzOffset(ro.timeZone, t), x = new Date(t + off * 60000);
       var Y = x.getUTCFullYear(), M = x.getUTCMonth() + 1, D = x.getUTCDate(), h = x.getUTCHours(), mi = x.getUTCMinutes(), s = x.getUTCSeconds();
       var us = /^en-US|^en$/.test(ro.locale), parts = [];
       function lit(v) { parts.push({ type: "literal", value: v }); }
@@ -432,14 +443,14 @@
     if (style === "currency" && !opts.currency) throw new TypeError("Currency code is required with currency style.");
     var minF = opts.minimumFractionDigits !== undefined ? +opts.minimumFractionDigits : style === "currency" ? 2 : 0;
     var maxF = opts.maximumFractionDigits !== undefined ? +opts.maximumFractionDigits : Math.max(minF, style === "currency" ? 2 : style === "percent" ? 0 : 3);
-    hidden(this, "__s", { locale: locale(loc), numberingSystem: "latn", style: style, currency: opts.currency && String(opts.currency).toUpperCase(),
+    slotMap.set(this, { locale: locale(loc), numberingSystem: "latn", style: style, currency: opts.currency && String(opts.currency).toUpperCase(),
       minimumIntegerDigits: 1, minimumFractionDigits: minF, maximumFractionDigits: maxF, useGrouping: opts.useGrouping === false ? false : "auto",
       notation: "standard", signDisplay: "auto", roundingMode: "halfExpand" });
   }
   define(NumberFormat.prototype, {
-    resolvedOptions: function resolvedOptions() { var o = Object.assign({}, this.__s); if (!o.currency) delete o.currency; return o; },
+    resolvedOptions: function resolvedOptions() { var o = Object.assign({}, S(this)); if (!o.currency) delete o.currency; return o; },
     format: function format(n) {
-      var s = this.__s, v = Number(n);
+      var s = S(this), v = Number(n);
       if (s.style === "percent") v *= 100;
       var out = formatNumber(s.locale, v, s.minimumFractionDigits, s.maximumFractionDigits, s.useGrouping !== false);
       if (s.style === "percent") out += "%";
@@ -453,21 +464,21 @@
   function Collator(loc, opts) {
     if (!(this instanceof Collator)) return new Collator(loc, opts);
     opts = opts || {};
-    hidden(this, "__s", { locale: locale(loc), usage: opts.usage || "sort", sensitivity: opts.sensitivity || "variant", ignorePunctuation: false,
+    slotMap.set(this, { locale: locale(loc), usage: opts.usage || "sort", sensitivity: opts.sensitivity || "variant", ignorePunctuation: false,
       collation: "default", numeric: !!opts.numeric, caseFirst: "false" });
     var self = this;
-    hidden(this, "compare", function (a, b) { return collate(self.__s.locale, String(a), String(b), self.__s.sensitivity === "base"); });
+    hidden(this, "compare", function (a, b) { return collate(S(self).locale, String(a), String(b), S(self).sensitivity === "base"); });
   }
-  define(Collator.prototype, { resolvedOptions: function resolvedOptions() { return Object.assign({}, this.__s); } });
+  define(Collator.prototype, { resolvedOptions: function resolvedOptions() { return Object.assign({}, S(this)); } });
   Collator.supportedLocalesOf = DateTimeFormat.supportedLocalesOf;
   Intl.Collator = Collator;
   function PluralRules(loc, opts) {
     if (!new.target) throw new TypeError("Constructor Intl.PluralRules requires 'new'");
-    hidden(this, "__s", { locale: locale(loc), type: (opts && opts.type) || "cardinal" });
+    slotMap.set(this, { locale: locale(loc), type: (opts && opts.type) || "cardinal" });
   }
   define(PluralRules.prototype, {
-    select: function select(n) { return pluralOf(this.__s.locale, Number(n), this.__s.type === "ordinal"); },
-    resolvedOptions: function resolvedOptions() { return Object.assign({ minimumIntegerDigits: 1, minimumFractionDigits: 0, maximumFractionDigits: 3 }, this.__s); }
+    select: function select(n) { return pluralOf(S(this).locale, Number(n), S(this).type === "ordinal"); },
+    resolvedOptions: function resolvedOptions() { return Object.assign({ minimumIntegerDigits: 1, minimumFractionDigits: 0, maximumFractionDigits: 3 }, S(this)); }
   });
   PluralRules.supportedLocalesOf = DateTimeFormat.supportedLocalesOf;
   Intl.PluralRules = PluralRules;
@@ -491,7 +502,7 @@
     "WEBGL_debug_renderer_info", "WEBGL_debug_shaders", "WEBGL_depth_texture", "WEBGL_draw_buffers", "WEBGL_lose_context"];
   function glMembers(version) {
     return {
-      get canvas() { return this.__s.canvas; }, get drawingBufferWidth() { return this.__s.canvas.width; }, get drawingBufferHeight() { return this.__s.canvas.height; },
+      get canvas() { return S(this).canvas; }, get drawingBufferWidth() { return S(this).canvas.width; }, get drawingBufferHeight() { return S(this).canvas.height; },
       getExtension: function getExtension(n) { return n === "WEBGL_debug_renderer_info" ? debugInfo : glExtensions.indexOf(n) >= 0 ? {} : null; },
       getParameter: function getParameter(p) {
         if (p === 0x1F02) return version === 2 ? "WebGL 2.0 (OpenGL ES 3.0 Chromium)" : glParams[p];
@@ -517,13 +528,13 @@
   }
   iface("WebGLRenderingContext", null, glMembers(1));
   iface("WebGL2RenderingContext", null, glMembers(2));
-  iface("TextMetrics", null, { get width() { return this.__s.w; }, get actualBoundingBoxAscent() { return 7; }, get actualBoundingBoxDescent() { return 2; },
-    get actualBoundingBoxLeft() { return 0; }, get actualBoundingBoxRight() { return this.__s.w; }, get fontBoundingBoxAscent() { return 9; }, get fontBoundingBoxDescent() { return 2; } });
+  iface("TextMetrics", null, { get width() { return S(this).w; }, get actualBoundingBoxAscent() { return 7; }, get actualBoundingBoxDescent() { return 2; },
+    get actualBoundingBoxLeft() { return 0; }, get actualBoundingBoxRight() { return S(this).w; }, get fontBoundingBoxAscent() { return 9; }, get fontBoundingBoxDescent() { return 2; } });
   var ctx2dMembers = {
-    get canvas() { return this.__s.canvas; },
+    get canvas() { return S(this).canvas; },
     measureText: function measureText(t) { return instance(g.TextMetrics, { w: String(t).length * 5.5615234375 }); },
     getImageData: function getImageData(x, y, w, h) {
-      var data = new Uint8ClampedArray(w * h * 4), seed = hash(this.__s.ops.join(";"));
+      var data = new Uint8ClampedArray(w * h * 4), seed = hash(S(this).ops.join(";"));
       for (var i = 0; i < data.length; i++) data[i] = parseInt(seed.charAt(i % 64), 16) * 17;
       return { data: data, width: w, height: h, colorSpace: "srgb" };
     },
@@ -538,7 +549,7 @@
   ["fillText", "strokeText", "fillRect", "strokeRect", "clearRect", "beginPath", "closePath", "arc", "arcTo", "ellipse", "rect", "moveTo",
    "lineTo", "fill", "stroke", "clip", "save", "restore", "translate", "rotate", "scale", "transform", "setTransform", "resetTransform",
    "drawImage", "putImageData", "bezierCurveTo", "quadraticCurveTo"].forEach(function (m) {
-    ctx2dMembers[m] = { [m]: function () { this.__s.ops.push(m + ":" + Array.prototype.join.call(arguments, ",")); } }[m];
+    ctx2dMembers[m] = { [m]: function () { S(this).ops.push(m + ":" + Array.prototype.join.call(arguments, ",")); } }[m];
   });
   iface("CanvasRenderingContext2D", null, ctx2dMembers);
   var ctx2dState = ["fillStyle", "strokeStyle", "font", "textBaseline", "textAlign", "globalAlpha", "globalCompositeOperation", "lineWidth",
@@ -546,44 +557,44 @@
 
   // ---- DOM -----------------------------------------------------------
   iface("Node", null, {
-    get nodeName() { return this.__s.tag.toUpperCase(); }, get nodeType() { return 1; },
-    get parentNode() { return this.__s.parent || null; }, get parentElement() { return this.__s.parent || null; },
-    get childNodes() { return this.__s.children.slice(); }, get firstChild() { return this.__s.children[0] || null; },
-    get lastChild() { return this.__s.children[this.__s.children.length - 1] || null; },
-    get ownerDocument() { return g.document; }, get isConnected() { var n = this; while (n.__s.parent) n = n.__s.parent; return n === g.document; },
-    get textContent() { return this.__s.text || ""; }, set textContent(v) { this.__s.text = String(v); },
+    get nodeName() { return S(this).tag.toUpperCase(); }, get nodeType() { return 1; },
+    get parentNode() { return S(this).parent || null; }, get parentElement() { return S(this).parent || null; },
+    get childNodes() { return S(this).children.slice(); }, get firstChild() { return S(this).children[0] || null; },
+    get lastChild() { return S(this).children[S(this).children.length - 1] || null; },
+    get ownerDocument() { return g.document; }, get isConnected() { var n = this; while (S(n).parent) n = S(n).parent; return n === g.document; },
+    get textContent() { return S(this).text || ""; }, set textContent(v) { S(this).text = String(v); },
     appendChild: function appendChild(c) {
-      if (!c || !c.__s) throw new TypeError("Failed to execute 'appendChild' on 'Node': parameter 1 is not of type 'Node'.");
-      if (c.__s.parent) c.__s.parent.removeChild(c);
-      this.__s.children.push(c); c.__s.parent = this;
-      if (c.__s.tag === "iframe" && c.isConnected) attachFrame(c);
+      if (!c || !S(c)) throw new TypeError("Failed to execute 'appendChild' on 'Node': parameter 1 is not of type 'Node'.");
+      if (S(c).parent) S(c).parent.removeChild(c);
+      S(this).children.push(c); S(c).parent = this;
+      if (S(c).tag === "iframe" && c.isConnected) attachFrame(c);
       return c;
     },
     insertBefore: function insertBefore(c, ref) { this.appendChild(c); return c; },
     removeChild: function removeChild(c) {
-      var i = this.__s.children.indexOf(c);
+      var i = S(this).children.indexOf(c);
       if (i < 0) throw new DOMException("Failed to execute 'removeChild' on 'Node': The node to be removed is not a child of this node.", "NotFoundError");
-      this.__s.children.splice(i, 1); c.__s.parent = null;
-      if (c.__s.tag === "iframe") c.__s.frame = null;
+      S(this).children.splice(i, 1); S(c).parent = null;
+      if (S(c).tag === "iframe") S(c).frame = null;
       return c;
     },
-    contains: function contains(n) { while (n) { if (n === this) return true; n = n.__s && n.__s.parent; } return false; },
-    cloneNode: function cloneNode() { return g.document.createElement(this.__s.tag); }
+    contains: function contains(n) { while (n) { if (n === this) return true; n = S(n) && S(n).parent; } return false; },
+    cloneNode: function cloneNode() { return g.document.createElement(S(this).tag); }
   });
   Object.setPrototypeOf(g.Node.prototype, EventTarget.prototype);
   iface("Element", g.Node, {
-    get tagName() { return this.__s.tag.toUpperCase(); }, get localName() { return this.__s.tag; },
+    get tagName() { return S(this).tag.toUpperCase(); }, get localName() { return S(this).tag; },
     get id() { return this.getAttribute("id") || ""; }, set id(v) { this.setAttribute("id", v); },
     get className() { return this.getAttribute("class") || ""; }, set className(v) { this.setAttribute("class", v); },
-    get children() { return this.__s.children.slice(); }, get childElementCount() { return this.__s.children.length; },
-    get innerHTML() { return this.__s.html || ""; }, set innerHTML(v) { this.__s.html = String(v); },
-    get outerHTML() { return "<" + this.__s.tag + ">" + (this.__s.html || "") + "</" + this.__s.tag + ">"; },
-    get attributes() { var a = this.__s.attrs; return Object.keys(a).map(function (k) { return { name: k, value: a[k] }; }); },
-    setAttribute: function setAttribute(k, v) { this.__s.attrs[String(k).toLowerCase()] = String(v); },
-    getAttribute: function getAttribute(k) { k = String(k).toLowerCase(); return k in this.__s.attrs ? this.__s.attrs[k] : null; },
-    hasAttribute: function hasAttribute(k) { return String(k).toLowerCase() in this.__s.attrs; },
-    removeAttribute: function removeAttribute(k) { delete this.__s.attrs[String(k).toLowerCase()]; },
-    remove: function remove() { if (this.__s.parent) this.__s.parent.removeChild(this); },
+    get children() { return S(this).children.slice(); }, get childElementCount() { return S(this).children.length; },
+    get innerHTML() { return S(this).html || ""; }, set innerHTML(v) { S(this).html = String(v); },
+    get outerHTML() { return "<" + S(this).tag + ">" + (S(this).html || "") + "</" + S(this).tag + ">"; },
+    get attributes() { var a = S(this).attrs; return Object.keys(a).map(function (k) { return { name: k, value: a[k] }; }); },
+    setAttribute: function setAttribute(k, v) { S(this).attrs[String(k).toLowerCase()] = String(v); },
+    getAttribute: function getAttribute(k) { k = String(k).toLowerCase(); return k in S(this).attrs ? S(this).attrs[k] : null; },
+    hasAttribute: function hasAttribute(k) { return String(k).toLowerCase() in S(this).attrs; },
+    removeAttribute: function removeAttribute(k) { delete S(this).attrs[String(k).toLowerCase()]; },
+    remove: function remove() { if (S(this).parent) S(this).parent.removeChild(this); },
     getBoundingClientRect: function getBoundingClientRect() { return { x: 0, y: 0, top: 0, left: 0, right: 0, bottom: 0, width: 0, height: 0 }; },
     getElementsByTagName: function getElementsByTagName(t) { return findAll(this, String(t).toLowerCase()); },
     querySelector: function querySelector(s) { return findAll(this, String(s).toLowerCase())[0] || null; },
@@ -592,13 +603,13 @@
   });
   function findAll(root, tag) {
     var out = [];
-    (function walk(n) { n.__s.children.forEach(function (c) { if (c.__s && (tag === "*" || c.__s.tag === tag)) out.push(c); if (c.__s) walk(c); }); })(root);
+    (function walk(n) { S(n).children.forEach(function (c) { if (S(c) && (tag === "*" || S(c).tag === tag)) out.push(c); if (S(c)) walk(c); }); })(root);
     return out;
   }
   iface("HTMLElement", g.Element, {
-    get style() { return this.__s.style; }, get dataset() { return this.__s.dataset; }, get hidden() { return false; },
-    get offsetWidth() { return 0; }, get offsetHeight() { return 0; }, get innerText() { return this.__s.text || ""; },
-    set innerText(v) { this.__s.text = String(v); },
+    get style() { return S(this).style; }, get dataset() { return S(this).dataset; }, get hidden() { return false; },
+    get offsetWidth() { return 0; }, get offsetHeight() { return 0; }, get innerText() { return S(this).text || ""; },
+    set innerText(v) { S(this).text = String(v); },
     focus: function focus() {}, blur: function blur() {}, click: function click() {}
   });
   iface("HTMLHtmlElement", g.HTMLElement, {});
@@ -610,13 +621,13 @@
     get complete() { return true; }, get naturalWidth() { return 0; } });
   iface("HTMLScriptElement", g.HTMLElement, {
     get src() { var s = this.getAttribute("src"); return s ? new g.URL(s, g.location.href).href : ""; }, set src(v) { this.setAttribute("src", v); },
-    get async() { return !!this.__s.async; }, set async(v) { this.__s.async = !!v; }, get type() { return this.getAttribute("type") || ""; }
+    get async() { return !!S(this).async; }, set async(v) { S(this).async = !!v; }, get type() { return this.getAttribute("type") || ""; }
   });
   iface("HTMLCanvasElement", g.HTMLElement, {
-    get width() { return this.__s.w; }, set width(v) { this.__s.w = v >>> 0; },
-    get height() { return this.__s.h; }, set height(v) { this.__s.h = v >>> 0; },
+    get width() { return S(this).w; }, set width(v) { S(this).w = v >>> 0; },
+    get height() { return S(this).h; }, set height(v) { S(this).h = v >>> 0; },
     getContext: function getContext(kind) {
-      var s = this.__s;
+      var s = S(this);
       if (s.ctx) return s.ctxKind === kind ? s.ctx : null;
       if (kind === "2d") { s.ctx = instance(g.CanvasRenderingContext2D, { canvas: this, ops: [] }); var c = s.ctx;
         c.fillStyle = "#000000"; c.strokeStyle = "#000000"; c.font = "10px sans-serif"; c.textBaseline = "alphabetic"; c.textAlign = "start";
@@ -629,22 +640,21 @@
       return s.ctx;
     },
     toDataURL: function toDataURL(type) {
-      var s = this.__s, ops = s.ctx && s.ctxKind === "2d" ? s.ctx.__s.ops.concat(ctx2dState.map(function (k) { return k + "=" + s.ctx[k]; })) : [];
+      var s = S(this), ops = s.ctx && s.ctxKind === "2d" ? S(s.ctx).ops.concat(ctx2dState.map(function (k) { return k + "=" + s.ctx[k]; })) : [];
       return "data:" + (type === "image/jpeg" ? "image/jpeg" : "image/png") + ";base64," + b64(hash(E.glRenderer + "|" + ops.join(";") + "|" + s.w + "x" + s.h) + hash(ops.join(",")));
     },
     toBlob: function toBlob(cb) { var self = this; timer(function () { cb({ size: self.toDataURL().length, type: "image/png" }); }, 0, false, []); }
   });
   iface("HTMLIFrameElement", g.HTMLElement, {
     get src() { return this.getAttribute("src") || ""; }, set src(v) { this.setAttribute("src", v); },
-    get contentWindow() { return this.__s.frame || null; },
-    get contentDocument() { return this.__s.frame ? this.__s.frame.document : null; }
+    get contentWindow() { return S(this).frame || null; },
+    get contentDocument() { return S(this).frame ? S(this).frame.document : null; }
   });
   var tags = { html: g.HTMLHtmlElement, head: g.HTMLHeadElement, body: g.HTMLBodyElement, div: g.HTMLDivElement, span: g.HTMLSpanElement,
     img: g.HTMLImageElement, script: g.HTMLScriptElement, canvas: g.HTMLCanvasElement, iframe: g.HTMLIFrameElement };
   function element(tag) {
     tag = String(tag).toLowerCase();
     var el = instance(tags[tag] || g.HTMLElement, { tag: tag, attrs: {}, children: [], style: {}, dataset: {}, w: 300, h: 150 });
-    hidden(el, "__l", {});
     return el;
   }
   g.Image = function Image(w, h) { var el = element("img"); if (w !== undefined) el.setAttribute("width", w); return el; };
@@ -657,7 +667,7 @@
   var cookies = {};
   iface("Document", g.Node, {
     get documentElement() { return html; }, get head() { return head; }, get body() { return body; },
-    get currentScript() { return this.__s.executing ? current : null; },
+    get currentScript() { return S(this).executing ? current : null; },
     get readyState() { return "complete"; }, get visibilityState() { return "visible"; }, get hidden() { return false; },
     get referrer() { return ""; }, get title() { return "Cursor"; }, get URL() { return g.location.href; },
     get documentURI() { return g.location.href; }, get domain() { return E.hostname; }, get characterSet() { return "UTF-8"; },
@@ -672,7 +682,7 @@
     get scripts() { return [current]; }, get forms() { return []; }, get images() { return []; }, get links() { return []; },
     createElement: function createElement(t) { return element(t); },
     createElementNS: function createElementNS(ns, t) { return element(t); },
-    createTextNode: function createTextNode(t) { var n = element("#text"); n.__s.text = String(t); return n; },
+    createTextNode: function createTextNode(t) { var n = element("#text"); S(n).text = String(t); return n; },
     createEvent: function createEvent(t) { return new g.Event(""); },
     getElementById: function getElementById(id) { return findAll(html, "*").filter(function (e) { return e.id === String(id); })[0] || null; },
     getElementsByTagName: function getElementsByTagName(t) { t = String(t).toLowerCase(); return t === "html" ? [html] : findAll(html, t); },
@@ -683,8 +693,7 @@
   });
   iface("HTMLDocument", g.Document, {});
   var doc = instance(g.HTMLDocument, { tag: "#document", attrs: {}, children: [html], executing: true });
-  hidden(doc, "__l", {});
-  html.__s.parent = doc;
+  S(html).parent = doc;
   hidden(g, "document", doc);
 
   // ---- iframe realms -------------------------------------------------
@@ -708,18 +717,16 @@
   }
   function attachFrame(iframe) {
     var w = create(Window.prototype);
-    hidden(w, "__l", {});
     realmCtors.forEach(function (n) { hidden(w, n, wrapCtor(g[n], n)); });
     realmShared.forEach(function (n) { hidden(w, n, g[n]); });
     hidden(w, "console", makeConsole());
     hidden(w, "navigator", instance(g.Navigator));
     hidden(w, "location", makeLocation(iframe.getAttribute("src") ? new g.URL(iframe.getAttribute("src"), g.location.href).href : "about:blank"));
     var fdoc = instance(g.HTMLDocument, { tag: "#document", attrs: {}, children: [], executing: false });
-    hidden(fdoc, "__l", {});
     hidden(w, "document", fdoc);
     w.window = w; w.self = w; w.frames = w; w.globalThis = w; w.top = g; w.parent = g; w.frameElement = iframe; w.length = 0;
     markAll(w);
-    iframe.__s.frame = w;
+    S(iframe).frame = w;
   }
 
   // ---- make everything defined here look native -----------------------
@@ -752,5 +759,5 @@
    "__btoa", "__atob", "__hash", "__parseURL", "__tzOffset", "__validTZ", "__locale", "__formatNumber", "__collate", "__plural",
    "__installSubtle"].forEach(function (k) { delete g[k]; });
   // For Go: document.currentScript is the script only while it runs.
-  return { setExecuting: function (on) { doc.__s.executing = on; }, EventTargetPrototype: EventTarget.prototype, WindowPrototype: Window.prototype };
+  return { setExecuting: function (on) { S(doc).executing = on; }, EventTargetPrototype: EventTarget.prototype, WindowPrototype: Window.prototype };
 })(this);
