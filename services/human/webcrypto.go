@@ -37,7 +37,9 @@ type typeError struct{ msg string }
 
 func (e *typeError) Error() string { return "TypeError: " + e.msg }
 
-func notSupported(f string, a ...any) error { return &domError{"NotSupportedError", fmt.Sprintf(f, a...)} }
+func notSupported(f string, a ...any) error {
+	return &domError{"NotSupportedError", fmt.Sprintf(f, a...)}
+}
 func invalidAccess(f string, a ...any) error {
 	return &domError{"InvalidAccessError", fmt.Sprintf(f, a...)}
 }
