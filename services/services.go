@@ -25,6 +25,9 @@ type Gateway struct {
 	// Web is the web-chat back door, for the model watch (and for tests,
 	// which replace its x-is-human provider).
 	Web *webchat.Client
+	// Human is the x-is-human provider, for health reports and the xih
+	// command.
+	Human *human.Provider
 }
 
 // FromConfig builds the gateway the configuration describes.
@@ -48,21 +51,47 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (*Gateway, error) {
 		return nil, fmt.Errorf("cookie jar: %w", err)
 	}
 	httpClient := &http.Client{Transport: transport, Jar: jar}
-	browser := human.DefaultBrowser
-	browser.UserAgent = cfg.UserAgent
+	browser, err := human.ProfileByName(cfg.BrowserProfile)
+	if err != nil {
+		return nil, fmt.Errorf("configuration: BROWSER_PROFILE: %w", err)
+	}
+	if cfg.UserAgent != "" && cfg.UserAgent != browser.UserAgent {
+		// An explicit USER_AGENT wins; the profile's other values stay.
+		browser.UserAgent = cfg.UserAgent
+		logger.Warn("USER_AGENT overrides the browser profile's; keep it consistent with BROWSER_PROFILE", "profile", browser.Name)
+	}
+	profile := browser.Headers()
+	scriptHeaders := webchat.BrowserHeaders(browser.UserAgent)
+	for k, v := range profile {
+		scriptHeaders[k] = v
+	}
+	provider := human.NewProvider(human.Options{
+		Mode:      human.Mode{Kind: cfg.XIsHuman.Kind, Static: cfg.XIsHuman.Static},
+		ScriptURL: cfg.ScriptURL, PageURL: cfg.ScriptPageURL, Browser: browser, TTL: cfg.XIsHumanTTL.Duration(),
+		Fetch:     human.HTTPFetcher(httpClient, scriptHeaders),
+		FetchPage: human.PageFetcher(httpClient, scriptHeaders),
+		Logger:    logger,
+	})
+	if cfg.XIsHuman.Kind == "script" {
+		why := "SCRIPT_URL"
+		switch {
+		case cfg.ScriptURL == human.AutoScriptURL:
+			why = "SCRIPT_URL=auto: taken from the page's <script src>"
+		case cfg.ScriptURL == human.DefaultScriptURL:
+			why = "the default (the public reference gateways' URL); set SCRIPT_URL when it changes"
+		}
+		logger.Info("x-is-human challenge script", "script_url", cfg.ScriptURL, "why", why, "page", cfg.ScriptPageURL, "profile", browser.Name)
+	}
 	web := &webchat.Client{
 		HTTP:        httpClient,
 		URL:         cfg.CursorAPIURL,
-		UserAgent:   cfg.UserAgent,
+		UserAgent:   browser.UserAgent,
 		IdleTimeout: cfg.Timeout.Duration(),
 		MaxDuration: cfg.MaxDuration.Duration(),
 		Cookie:      cfg.Cookie,
-		Human: human.NewProvider(human.Options{
-			Mode:      human.Mode{Kind: cfg.XIsHuman.Kind, Static: cfg.XIsHuman.Static},
-			ScriptURL: cfg.ScriptURL, Browser: browser, TTL: cfg.XIsHumanTTL.Duration(),
-			Fetch: human.HTTPFetcher(httpClient, webchat.BrowserHeaders(cfg.UserAgent)), Logger: logger,
-		}),
-		Logger: logger,
+		Profile:     profile,
+		Human:       provider,
+		Logger:      logger,
 	}
 	refusals, err := chat.CompileRefusals(cfg.RefusalPatterns)
 	if err != nil {
@@ -77,5 +106,5 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (*Gateway, error) {
 		ExposeThinking:    cfg.ExposeThinking,
 		Refusals:          refusals,
 	}, web, logger)
-	return &Gateway{Catalog: catalog, Chat: core, Web: web}, nil
+	return &Gateway{Catalog: catalog, Chat: core, Web: web, Human: provider}, nil
 }
