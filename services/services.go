@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"time"
 
 	"cursor2api/config"
 	"cursor2api/models"
@@ -59,6 +60,10 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (*Gateway, error) {
 		// An explicit USER_AGENT wins; the profile's other values stay.
 		browser.UserAgent = cfg.UserAgent
 		logger.Warn("USER_AGENT overrides the browser profile's; keep it consistent with BROWSER_PROFILE", "profile", browser.Name)
+	}
+	if ok, err := browser.ZoneAgrees(time.Now()); err == nil && !ok && cfg.XIsHuman.Kind == "script" {
+		logger.Warn("the host's time zone differs from the browser profile's: scripts comparing Date with Intl see the difference; run with TZ set to the profile's zone",
+			"profile", browser.Name, "profile_time_zone", browser.TimeZone)
 	}
 	profile := browser.Headers()
 	scriptHeaders := webchat.BrowserHeaders(browser.UserAgent)

@@ -149,9 +149,16 @@ func newEnvironment(ctx context.Context, scriptURL string, b Browser, opts EvalO
 func (env *environment) run(ctx context.Context, script string, budget time.Duration) (string, error) {
 	vm := env.vm
 	loop := env.loop
-	stop := make(chan struct{})
-	defer close(stop)
+	stop, exited := make(chan struct{}), make(chan struct{})
+	defer func() {
+		// The watcher is gone before the interrupt is cleared, so the
+		// report read afterwards (Misses) runs uninterrupted.
+		close(stop)
+		<-exited
+		vm.ClearInterrupt()
+	}()
 	go func() {
+		defer close(exited)
 		t := time.NewTimer(budget)
 		defer t.Stop()
 		select {
@@ -175,10 +182,15 @@ func (env *environment) run(ctx context.Context, script string, budget time.Dura
 			unhandled = nil // handled after all
 		}
 	})
-	_, _ = env.setExecuting(goja.Undefined(), vm.ToValue(true))
-	_, err := vm.RunScript(env.scriptURL.String(), script)
-	_, _ = env.setExecuting(goja.Undefined(), vm.ToValue(false))
-	if err != nil {
+	// An interrupt is consumed by the first JS call it stops, so every
+	// call's error counts, even these small ones.
+	if _, err := env.setExecuting(goja.Undefined(), vm.ToValue(true)); err != nil {
+		return "", fmt.Errorf("starting the challenge script: %w", unwrapInterrupt(err))
+	}
+	if _, err := vm.RunScript(env.scriptURL.String(), script); err != nil {
+		return "", fmt.Errorf("running challenge script: %w", unwrapInterrupt(err))
+	}
+	if _, err := env.setExecuting(goja.Undefined(), vm.ToValue(false)); err != nil {
 		return "", fmt.Errorf("running challenge script: %w", unwrapInterrupt(err))
 	}
 	// Let the script's own start-up timers run before calling in.

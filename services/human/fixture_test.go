@@ -181,3 +181,13 @@ func BenchmarkColdEvaluation(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkEnvironmentSetup is the fixed cost of every evaluation: a fresh
+// runtime with the browser environment, and a trivial script.
+func BenchmarkEnvironmentSetup(b *testing.B) {
+	for b.Loop() {
+		if _, err := Evaluate(context.Background(), `window.V_C = [function () { return 1; }];`, scriptURL, DefaultBrowser, time.Minute); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Browser is the identity the environment presents: one real browser's
@@ -177,4 +178,19 @@ func acceptLanguage(langs []string) string {
 		parts = append(parts, fmt.Sprintf("%s;q=%.1f", l, max(0.1, 1-0.1*float64(i))))
 	}
 	return strings.Join(parts, ",")
+}
+
+// ZoneAgrees reports whether the host's local time zone (which the
+// engine's Date uses) has the same UTC offset at now as the profile's
+// TimeZone (which Intl reports). A script that compares the two would see
+// a mismatch otherwise; running the gateway with TZ set to the profile's
+// zone fixes it.
+func (b Browser) ZoneAgrees(now time.Time) (bool, error) {
+	loc, err := time.LoadLocation(b.withDefaults().TimeZone)
+	if err != nil {
+		return false, fmt.Errorf("profile time zone: %w", err)
+	}
+	_, local := now.Zone()
+	_, profile := now.In(loc).Zone()
+	return local == profile, nil
 }

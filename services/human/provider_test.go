@@ -130,18 +130,16 @@ func TestProfiles(t *testing.T) {
 	assert.ErrorContains(t, err, "use one of chrome-macos, chrome-windows, chrome-windows-intel")
 }
 
-func BenchmarkCachedValue(b *testing.B) {
-	p := NewProvider(Options{Mode: Mode{Kind: "script"}, ScriptURL: scriptURL, TTL: time.Hour,
-		Fetch: func(context.Context, string) (string, error) {
-			return `window.V_C = [function () { return "v"; }];`, nil
-		}})
-	ctx := context.Background()
-	if _, err := p.Value(ctx); err != nil {
-		b.Fatal(err)
-	}
-	for b.Loop() {
-		if v, _ := p.Value(ctx); v != `"v"` {
-			b.Fatal(v)
-		}
-	}
+func TestZoneAgrees(t *testing.T) {
+	ny := DefaultBrowser // America/New_York
+	winter := time.Date(2026, 1, 15, 12, 0, 0, 0, time.FixedZone("EST", -5*3600))
+	ok, err := ny.ZoneAgrees(winter)
+	require.NoError(t, err)
+	assert.True(t, ok, "same offset in January")
+	ok, err = ny.ZoneAgrees(winter.In(time.UTC))
+	require.NoError(t, err)
+	assert.False(t, ok)
+	ny.TimeZone = "Nowhere/Special"
+	_, err = ny.ZoneAgrees(winter)
+	assert.Error(t, err)
 }

@@ -9,6 +9,8 @@
   var parseURL = __parseURL, tzOffset = __tzOffset, validTZ = __validTZ, canonLocale = __locale;
   var formatNumber = __formatNumber, collate = __collate, pluralOf = __plural, installSubtle = __installSubtle;
   var defineProperty = Object.defineProperty, create = Object.create;
+  // The engine's own globals, already native: markAll need not walk them.
+  var builtins = new Set(Object.getOwnPropertyNames(g));
   var origin = "https://" + E.host;
 
   // An interface: a constructor that throws like Chrome's ("Illegal
@@ -730,15 +732,15 @@
   }
 
   // ---- make everything defined here look native -----------------------
-  function markAll(root) {
-    var seen = new Set(), stack = [root];
+  function markAll(root, skip) {
+    var seen = new Set(skip || []), stack = [root];
     while (stack.length) {
       var o = stack.pop();
       if (o === null || (typeof o !== "object" && typeof o !== "function") || seen.has(o)) continue;
       seen.add(o);
       stack.push(Object.getPrototypeOf(o));
       Reflect.ownKeys(o).forEach(function (k) {
-        if (typeof k !== "string" || k.slice(0, 2) === "__") return;
+        if (typeof k !== "string" || k.slice(0, 2) === "__" || (o === g && builtins.has(k))) return;
         var d = Object.getOwnPropertyDescriptor(o, k);
         ["value", "get", "set"].forEach(function (p) {
           var v = d[p];
@@ -754,7 +756,10 @@
     }
   }
   markAll(g);
-  markAll(DOMException);
+  // Builtins the shim replaced.
+  [[Date.prototype, "toLocaleDateString"], [Number.prototype, "toLocaleString"], [String.prototype, "localeCompare"]].forEach(function (p) {
+    markNative(p[0][p[1]], p[1]);
+  });
   ["__env", "__markNative", "__nativeNoop", "__now", "__timer", "__clearTimer", "__fillRandom", "__uuid", "__utf8", "__fromUtf8",
    "__btoa", "__atob", "__hash", "__parseURL", "__tzOffset", "__validTZ", "__locale", "__formatNumber", "__collate", "__plural",
    "__installSubtle"].forEach(function (k) { delete g[k]; });
