@@ -128,6 +128,8 @@ func (m *missRecorder) note(key string) {
 	if m.tail != nil && has(m.tail, key) {
 		return
 	}
+	// Protocol probes made by the engine and by JSON.stringify, not by
+	// the script: resolving a Promise with an object reads its "then".
 	if key == "" || key == "then" || key == "toJSON" || key == "constructor" {
 		return
 	}
