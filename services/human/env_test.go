@@ -60,6 +60,8 @@ const e = new w.Error("x");
 const r = {
   before: before, distinct: [w.Error !== Error, w.Object !== Object, w.Function !== Function, w.Array !== Array, w.console !== console, w !== window],
   instance: e instanceof w.Error, message: e.message, proto: Object.getPrototypeOf(e) === w.Error.prototype,
+  foreign: e instanceof Error, typeErr: new w.TypeError("t") instanceof w.Error && !(new w.TypeError("t") instanceof TypeError),
+  errString: String(new w.RangeError("r")) + "|" + Object.prototype.toString.call(e),
   native: Function.prototype.toString.call(w.Error) + " " + Function.prototype.toString.call(w.console.log),
   self: w.window === w && w.self === w && w.top === window && w.parent === window && w.frameElement === f,
   href: w.location.href, doc: f.contentDocument === w.document, objWorks: w.Object.keys({a: 1}).join(),
@@ -73,6 +75,9 @@ return r;`, &got)
 	assert.Equal(t, true, got["instance"])
 	assert.Equal(t, "x", got["message"])
 	assert.Equal(t, true, got["proto"])
+	assert.Equal(t, false, got["foreign"], "an error of the frame is not an instance of the window's Error")
+	assert.Equal(t, true, got["typeErr"])
+	assert.Equal(t, "RangeError: r|[object Error]", got["errString"])
 	assert.Equal(t, "function Error() { [native code] } function log() { [native code] }", got["native"])
 	assert.Equal(t, true, got["self"])
 	assert.Equal(t, "about:blank", got["href"])

@@ -717,9 +717,25 @@
     Object.setPrototypeOf(W, Base); // statics: Object.defineProperty and the like
     return W;
   }
+  var errorCtors = ["Error", "TypeError", "RangeError", "SyntaxError", "ReferenceError", "EvalError", "URIError"];
+  // A frame's errors are real Error objects whose chain is the frame's own:
+  // frame.Error.prototype -> frame.Object.prototype, so an error made there
+  // is not an instance of the window's Error, as in Chrome.
+  function wrapError(Base, name, parent, objectProto) {
+    var W = { [name]: function () { return Reflect.construct(Base, arguments, new.target || W); } }[name];
+    var proto = create(name === "Error" ? objectProto : parent.prototype);
+    hidden(proto, "constructor", W);
+    hidden(proto, "name", name);
+    hidden(proto, "message", "");
+    if (name === "Error") hidden(proto, "toString", Error.prototype.toString);
+    defineProperty(W, "prototype", { value: proto, writable: false, configurable: false });
+    if (name !== "Error") Object.setPrototypeOf(W, parent);
+    return W;
+  }
   function attachFrame(iframe) {
     var w = create(Window.prototype);
-    realmCtors.forEach(function (n) { hidden(w, n, wrapCtor(g[n], n)); });
+    realmCtors.forEach(function (n) { if (errorCtors.indexOf(n) < 0) hidden(w, n, wrapCtor(g[n], n)); });
+    errorCtors.forEach(function (n) { hidden(w, n, wrapError(g[n], n, w.Error, w.Object.prototype)); });
     realmShared.forEach(function (n) { hidden(w, n, g[n]); });
     hidden(w, "console", makeConsole());
     hidden(w, "navigator", instance(g.Navigator));
