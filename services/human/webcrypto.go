@@ -59,6 +59,10 @@ func init() {
 	}
 }
 
+// errAES192 is Chrome's answer to 192-bit AES keys, which it does not
+// support (Firefox and Node do; the profiles are Chrome).
+var errAES192 = &domError{"OperationError", "192-bit AES keys are not supported"}
+
 // keyUsages in the order Chrome reports them.
 var keyUsages = []string{"encrypt", "decrypt", "sign", "verify", "deriveKey", "deriveBits", "wrapKey", "unwrapKey"}
 
@@ -441,8 +445,10 @@ func (s *subtleCrypto) importKey(a []goja.Value) (goja.Value, error) {
 	}
 	switch alg {
 	case "AES-GCM", "AES-CBC", "AES-CTR":
-		if n := len(k.raw); n != 16 && n != 24 && n != 32 {
-			return nil, dataErr("AES key data must be 128, 192 or 256 bits")
+		if n := len(k.raw); n == 24 {
+			return nil, errAES192
+		} else if n != 16 && n != 32 {
+			return nil, dataErr("AES key data must be 128 or 256 bits")
 		}
 		k.length = len(k.raw) * 8
 	case "HMAC":
@@ -606,8 +612,11 @@ func (s *subtleCrypto) generateKey(a []goja.Value) (goja.Value, error) {
 			return nil, typeErr("AesKeyGenParams: length: Missing required property")
 		}
 		n := int(l.ToInteger())
-		if n != 128 && n != 192 && n != 256 {
-			return nil, operationErr("AES key length must be 128, 192 or 256 bits")
+		if n == 192 {
+			return nil, errAES192
+		}
+		if n != 128 && n != 256 {
+			return nil, operationErr("AES key length must be 128 or 256 bits")
 		}
 		k.length = n
 	case "HMAC":
@@ -945,8 +954,10 @@ func (s *subtleCrypto) deriveKey(a []goja.Value) (goja.Value, error) {
 		if l == nil {
 			return nil, typeErr("AesDerivedKeyParams: length: Missing required property")
 		}
-		if length = int(l.ToInteger()); length != 128 && length != 192 && length != 256 {
-			return nil, operationErr("AES key length must be 128, 192 or 256 bits")
+		if length = int(l.ToInteger()); length == 192 {
+			return nil, errAES192
+		} else if length != 128 && length != 256 {
+			return nil, operationErr("AES key length must be 128 or 256 bits")
 		}
 	case "HMAC":
 		if k.hash, err = s.hashMember(algObj, "HmacImportParams"); err != nil {

@@ -203,6 +203,8 @@ func TestWebCryptoMisuse(t *testing.T) {
 		{"extractable PBKDF2 key", `S.importKey("raw", utf8("k"), "PBKDF2", true, ["deriveBits"])`, "SyntaxError"},
 		{"empty usages", `S.importKey("raw", new Uint8Array(16), "AES-GCM", false, [])`, "SyntaxError"},
 		{"PBKDF2 as jwk", `S.importKey("jwk", {kty: "oct", k: "AA"}, "PBKDF2", false, ["deriveBits"])`, "NotSupportedError"},
+		{"192-bit AES key, which Chrome lacks", `S.importKey("raw", new Uint8Array(24), "AES-GCM", false, ["encrypt"])`, "OperationError"},
+		{"generate 192-bit AES", `S.generateKey({name: "AES-CBC", length: 192}, false, ["encrypt"])`, "OperationError"},
 		{"AES key of 10 bytes", `S.importKey("raw", new Uint8Array(10), "AES-GCM", false, ["encrypt"])`, "DataError"},
 		{"HMAC without hash", `S.importKey("raw", new Uint8Array(10), "HMAC", false, ["sign"])`, "TypeError"},
 		{"jwk with the wrong alg", `S.importKey("jwk", {kty: "oct", k: "AAAAAAAAAAAAAAAAAAAAAA", alg: "A256GCM"}, "AES-GCM", false, ["encrypt"])`, "DataError"},

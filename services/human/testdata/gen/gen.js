@@ -39,7 +39,7 @@ async function webcryptoCases() {
       cases.push({ op: "digest", hash, data: hex(data), want: hex(await subtle.digest(hash, data)) });
     }
   }
-  for (const keyLen of [16, 24, 32]) {
+  for (const keyLen of [16, 32]) { // Chrome has no 192-bit AES
     for (const [ivLen, tagLength, aadLen, n] of [[12, 128, 0, 0], [12, 128, 20, 33], [16, 96, 5, 64], [12, 32, 0, 17], [60, 120, 3, 1], [12, 64, 0, 48]]) {
       const key = prng(keyLen), iv = prng(ivLen), aad = prng(aadLen), data = prng(n);
       const k = await subtle.importKey("raw", key, "AES-GCM", true, ["encrypt", "decrypt"]);
