@@ -63,6 +63,7 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, ln net.
 	handler := handlers.New(handlers.Options{
 		Chat: gw.Chat, Catalog: gw.Catalog, APIKeys: cfg.APIKeys,
 		MaxBodyBytes: cfg.MaxBodyBytes, PingInterval: cfg.PingInterval.Duration(), Version: version, Logger: logger,
+		XIsHuman: func() any { return gw.Human.Health() },
 	})
 	srv := &http.Server{
 		Handler:           handler,

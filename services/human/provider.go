@@ -146,6 +146,29 @@ func (p *Provider) LastEvaluation() Status {
 	return Status{}
 }
 
+// Health is the x-is-human part of /health.
+type Health struct {
+	Mode       string   `json:"mode"`
+	Evaluated  bool     `json:"evaluated"` // an evaluation has ended
+	OK         bool     `json:"ok"`
+	Error      string   `json:"error,omitempty"`
+	AgeSeconds float64  `json:"age_seconds,omitempty"`
+	TookMS     int64    `json:"took_ms,omitempty"`
+	ScriptURL  string   `json:"script_url,omitempty"`
+	Missing    []string `json:"missing,omitempty"`
+}
+
+// Health reports the mode and the last evaluation's outcome and age.
+func (p *Provider) Health() Health {
+	h := Health{Mode: p.opts.Mode.Kind}
+	if s := p.last.Load(); s != nil {
+		h.Evaluated, h.OK, h.Error, h.ScriptURL, h.Missing = true, s.OK, utils.Clip(s.Error, 300), s.ScriptURL, s.Misses
+		h.AgeSeconds = time.Since(s.At).Round(time.Second).Seconds()
+		h.TookMS = s.Duration.Milliseconds()
+	}
+	return h
+}
+
 // Mode reports how the provider obtains values ("script", "random", ...).
 func (p *Provider) Mode() string { return p.opts.Mode.Kind }
 
