@@ -40,6 +40,8 @@ func main() {
 				os.Exit(1)
 			}
 			return
+		case "xih":
+			os.Exit(xih(os.Args[2:], os.Stdout, os.Stderr))
 		}
 	}
 	if err := run(); err != nil {
@@ -89,6 +91,7 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, ln net.
 		}),
 		Metrics: gw.Metrics, Readiness: gw.Readiness, TrustedProxies: cfg.TrustedProxies,
 		AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins, BodyReadTimeout: cfg.BodyReadTimeout.Duration(), Drain: drain,
+		XIsHuman: xIsHumanHealth(gw),
 	})
 	// Connections past MAX_CONNECTIONS wait in the kernel's backlog.
 	ln = netutil.LimitListener(ln, cfg.MaxConnections)

@@ -40,7 +40,7 @@ func TestShutdownDrainsInFlightStreams(t *testing.T) {
 	up := cursortest.NewServer(t, cursortest.Always(cursortest.Response{
 		Events: cursortest.Frames(nil, nil, []string{"one ", "two ", "three"}), Delay: 150 * time.Millisecond,
 	}))
-	url, shutdown, done := startGateway(t, map[string]string{"CURSOR_API_URL": up.URL, "TLS_FINGERPRINT": "off", "SHUTDOWN_TIMEOUT": "10"})
+	url, shutdown, done := startGateway(t, map[string]string{"CURSOR_API_URL": up.URL, "TLS_FINGERPRINT": "off", "SHUTDOWN_TIMEOUT": "10", "X_IS_HUMAN_MODE": "random"})
 	resp, err := http.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(streamBody))
 	require.NoError(t, err)
 	defer resp.Body.Close()
@@ -67,7 +67,7 @@ func TestShutdownIsBounded(t *testing.T) {
 	up := cursortest.NewServer(t, cursortest.Always(cursortest.Response{
 		Events: []string{`{"type":"text-delta","id":"t","delta":"stuck"}`}, Hang: true,
 	}))
-	url, shutdown, done := startGateway(t, map[string]string{"CURSOR_API_URL": up.URL, "TLS_FINGERPRINT": "off", "SHUTDOWN_TIMEOUT": "0.5"})
+	url, shutdown, done := startGateway(t, map[string]string{"CURSOR_API_URL": up.URL, "TLS_FINGERPRINT": "off", "SHUTDOWN_TIMEOUT": "0.5", "X_IS_HUMAN_MODE": "random"})
 	resp, err := http.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(streamBody))
 	require.NoError(t, err)
 	defer resp.Body.Close()
@@ -90,4 +90,24 @@ func TestShutdownIsBounded(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the upstream request outlived the shutdown")
 	}
+}
+
+func TestXihReportsTheHeaderOrTheMissingGlobals(t *testing.T) {
+	t.Setenv("X_IS_HUMAN_MODE", "random") // the check runs whatever the mode
+	var out, errs strings.Builder
+	code := xih([]string{"-file", "services/human/testdata/challenge.js", "-profile", "chrome-macos"}, &out, &errs)
+	require.Equal(t, 0, code, out.String()+errs.String())
+	assert.Contains(t, out.String(), "profile: chrome-macos")
+	assert.Regexp(t, `header:  \{"b":"fixture-b".*"vr":"fixture-vr"\}`, out.String())
+	assert.Contains(t, out.String(), "missing: none")
+	assert.Regexp(t, `time:    \d+`, out.String())
+
+	out.Reset()
+	code = xih([]string{"-file", "services/human/testdata/challenge_missing.js"}, &out, &errs)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, out.String(), "error:   window.V_C[0]() rejected: ReferenceError: BroadcastChannel is not defined")
+	assert.Contains(t, out.String(), "missing: 1 globals/properties the script read are not defined here:\n  BroadcastChannel\n")
+
+	assert.Equal(t, 2, xih([]string{"-profile", "netscape-4"}, &out, &errs), "an unknown profile is a usage error")
+	assert.Contains(t, errs.String(), "unknown browser profile \"netscape-4\": use one of chrome-macos, chrome-windows, chrome-windows-intel")
 }

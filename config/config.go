@@ -60,8 +60,14 @@ type Config struct {
 	ModelAliases []string `env:"MODEL_ALIASES" envSeparator:"," envDefault:"claude-opus-*=claude-opus-4.6,claude-*-opus-*=claude-opus-4.6,claude-haiku-*=claude-haiku-4.5,claude-*-haiku-*=claude-haiku-4.5,claude-sonnet-4-5*=claude-sonnet-4.5,claude-*=claude-sonnet-4.6"`
 
 	CursorAPIURL string `env:"CURSOR_API_URL" envDefault:"https://cursor.com/api/chat"`
-	ScriptURL    string `env:"SCRIPT_URL"`
-	XIsHumanMode string `env:"X_IS_HUMAN_MODE" envDefault:"script"`
+	// ScriptURL is the x-is-human challenge script; "auto" finds it on
+	// ScriptPageURL. The default is the URL public reference gateways use.
+	ScriptURL     string `env:"SCRIPT_URL" envDefault:"https://cursor.com/149e9513-01fa-4fb0-aad4-566afd725d1b/2d206a39-8ed7-437e-a3be-862e0f06eea3/a-4-a/c.js?i=0&v=3&h=cursor.com"`
+	ScriptPageURL string `env:"SCRIPT_PAGE_URL" envDefault:"https://cursor.com/"`
+	// BrowserProfile names the browser the gateway poses as (checked
+	// against the known profiles when the gateway is wired).
+	BrowserProfile string `env:"BROWSER_PROFILE" envDefault:"chrome-windows"`
+	XIsHumanMode   string `env:"X_IS_HUMAN_MODE" envDefault:"script"`
 	// XIsHuman is XIsHumanMode parsed by Load.
 	XIsHuman     XIsHuman `env:"-"`
 	XIsHumanTTL  Seconds  `env:"X_IS_HUMAN_TTL" envDefault:"300"`
@@ -73,7 +79,8 @@ type Config struct {
 	MaxDuration  Seconds  `env:"MAX_DURATION" envDefault:"0"`
 	PingInterval Seconds  `env:"PING_INTERVAL" envDefault:"15"`
 	ModelCheck   Seconds  `env:"MODEL_CHECK_INTERVAL" envDefault:"0"`
-	UserAgent    string   `env:"USER_AGENT" envDefault:"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/142.0.0.0 Safari/537.36"`
+	// UserAgent overrides the profile's User-Agent; empty: the profile's.
+	UserAgent string `env:"USER_AGENT"`
 
 	MaxInputLength   int   `env:"MAX_INPUT_LENGTH" envDefault:"200000"`
 	MaxBodyBytes     int64 `env:"MAX_BODY_BYTES" envDefault:"33554432"`
@@ -253,8 +260,15 @@ func (c *Config) validate() error {
 		bad("HOST is empty: use 127.0.0.1 for local use or 0.0.0.0 to listen on every interface")
 	}
 	c.APIKeys = trimmed(c.APIKeys)
-	for _, u := range []struct{ name, value string }{{"CURSOR_API_URL", c.CursorAPIURL}, {"SCRIPT_URL", c.ScriptURL}} {
-		if u.value == "" && u.name == "SCRIPT_URL" {
+	c.BrowserProfile = strings.TrimSpace(c.BrowserProfile)
+	for _, u := range []struct{ name, value string }{{"CURSOR_API_URL", c.CursorAPIURL}, {"SCRIPT_URL", c.ScriptURL}, {"SCRIPT_PAGE_URL", c.ScriptPageURL}} {
+		if u.value == "" && u.name != "CURSOR_API_URL" {
+			continue
+		}
+		if u.name == "SCRIPT_URL" && u.value == "auto" {
+			if c.ScriptPageURL == "" {
+				bad("SCRIPT_URL=auto needs SCRIPT_PAGE_URL, the page whose <script src> loads the challenge")
+			}
 			continue
 		}
 		p, err := url.Parse(u.value)

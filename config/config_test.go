@@ -139,3 +139,14 @@ func trimAfterEq(s string) string {
 	}
 	return ""
 }
+
+func TestScriptURLAuto(t *testing.T) {
+	cfg, err := FromMap(map[string]string{"SCRIPT_URL": "auto", "SCRIPT_PAGE_URL": "https://cursor.com/cn"})
+	require.NoError(t, err)
+	assert.Equal(t, "auto", cfg.ScriptURL)
+	assert.Equal(t, "https://cursor.com/cn", cfg.ScriptPageURL)
+	_, err = FromMap(map[string]string{"SCRIPT_URL": "cursor.com/c.js"})
+	assert.ErrorContains(t, err, "SCRIPT_URL")
+	_, err = FromMap(map[string]string{"SCRIPT_PAGE_URL": "nope"})
+	assert.ErrorContains(t, err, "SCRIPT_PAGE_URL")
+}

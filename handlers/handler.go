@@ -39,7 +39,10 @@ type Options struct {
 	// (at most one per interval). Zero disables pings.
 	PingInterval time.Duration
 	Version      string
-	Logger       *slog.Logger
+	// XIsHuman, when set, reports the x-is-human check's last outcome in
+	// /health (a JSON-able value).
+	XIsHuman func() any
+	Logger   *slog.Logger
 	// Responses keeps responses for previous_response_id (nil: a store
 	// with responses.DefaultStoreLimits).
 	Responses *responses.Store
@@ -124,7 +127,11 @@ func New(opts Options) http.Handler {
 }
 
 func (s *server) health(c *gin.Context) {
-	c.JSON(http.StatusOK, gin.H{"status": "ok", "version": s.Version})
+	h := gin.H{"status": "ok", "version": s.Version}
+	if s.XIsHuman != nil {
+		h["x_is_human"] = s.XIsHuman()
+	}
+	c.JSON(http.StatusOK, h)
 }
 
 func (s *server) listModels(c *gin.Context) {

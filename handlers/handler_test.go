@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -75,6 +77,16 @@ func TestHandlerHealth(t *testing.T) {
 	r := s.do(t, http.MethodGet, "/health", "")
 	require.Equal(t, http.StatusOK, r.status, "no key needed: %s", r.body)
 	assert.JSONEq(t, `{"status":"ok","version":"test-version"}`, r.body)
+}
+
+func TestHandlerHealthReportsXIsHuman(t *testing.T) {
+	h := New(Options{Version: "v", Logger: slog.New(slog.DiscardHandler),
+		XIsHuman: func() any {
+			return map[string]any{"mode": "script", "ok": false, "missing": []string{"BroadcastChannel"}}
+		}})
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/health", nil))
+	assert.JSONEq(t, `{"status":"ok","version":"v","x_is_human":{"mode":"script","ok":false,"missing":["BroadcastChannel"]}}`, w.Body.String())
 }
 
 func TestHandlerAuth(t *testing.T) {

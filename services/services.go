@@ -47,6 +47,9 @@ type Gateway struct {
 	Readiness *readiness.Tracker
 	// Egress is the pool of PROXY_URL's proxies; nil without proxies.
 	Egress *webchat.EgressPool
+	// Human is the x-is-human provider, for health reports and the xih
+	// command.
+	Human *human.Provider
 }
 
 // FromConfig builds the gateway the configuration describes.
@@ -107,9 +110,25 @@ func webGateway(cfg *config.Config, m *metrics.Metrics, ready *readiness.Tracker
 		return nil, fmt.Errorf("cookie jar: %w", err)
 	}
 	httpClient := &http.Client{Transport: transport, Jar: jar}
-	browser := human.DefaultBrowser
-	browser.UserAgent = cfg.UserAgent
-	fetch := human.HTTPFetcher(httpClient, webchat.BrowserHeaders(cfg.UserAgent))
+	browser, err := human.ProfileByName(cfg.BrowserProfile)
+	if err != nil {
+		return nil, fmt.Errorf("configuration: BROWSER_PROFILE: %w", err)
+	}
+	if cfg.UserAgent != "" && cfg.UserAgent != browser.UserAgent {
+		// An explicit USER_AGENT wins; the profile's other values stay.
+		browser.UserAgent = cfg.UserAgent
+		logger.Warn("USER_AGENT overrides the browser profile's; keep it consistent with BROWSER_PROFILE", "profile", browser.Name)
+	}
+	if ok, err := browser.ZoneAgrees(time.Now()); err == nil && !ok && cfg.XIsHuman.Kind == "script" {
+		logger.Warn("the host's time zone differs from the browser profile's: scripts comparing Date with Intl see the difference; run with TZ set to the profile's zone",
+			"profile", browser.Name, "profile_time_zone", browser.TimeZone)
+	}
+	profile := browser.Headers()
+	scriptHeaders := webchat.BrowserHeaders(browser.UserAgent)
+	for k, v := range profile {
+		scriptHeaders[k] = v
+	}
+	fetch := human.HTTPFetcher(httpClient, scriptHeaders)
 	countedFetch := func(ctx context.Context, url string) (string, error) {
 		body, err := fetch(ctx, url)
 		if err != nil && ctx.Err() == nil {
@@ -119,21 +138,34 @@ func webGateway(cfg *config.Config, m *metrics.Metrics, ready *readiness.Tracker
 	}
 	provider := human.NewProvider(human.Options{
 		Mode:      human.Mode{Kind: cfg.XIsHuman.Kind, Static: cfg.XIsHuman.Static},
-		ScriptURL: cfg.ScriptURL, Browser: browser, TTL: cfg.XIsHumanTTL.Duration(),
-		Fetch: countedFetch, Logger: logger,
+		ScriptURL: cfg.ScriptURL, PageURL: cfg.ScriptPageURL, Browser: browser, TTL: cfg.XIsHumanTTL.Duration(),
+		Fetch:     countedFetch,
+		FetchPage: human.PageFetcher(httpClient, scriptHeaders),
+		Logger:    logger,
 	})
 	failing := func() bool { return time.Now().Before(provider.FailingUntil()) }
 	m.HumanEvaluations(provider.Evaluations, failing)
 	ready.Human = func() readiness.Human {
 		return readiness.Human{Mode: cfg.XIsHuman.Kind, Evaluations: provider.Evaluations(), Failing: failing()}
 	}
+	if cfg.XIsHuman.Kind == "script" {
+		why := "SCRIPT_URL"
+		switch {
+		case cfg.ScriptURL == human.AutoScriptURL:
+			why = "SCRIPT_URL=auto: taken from the page's <script src>"
+		case cfg.ScriptURL == human.DefaultScriptURL:
+			why = "the default (the public reference gateways' URL); set SCRIPT_URL when it changes"
+		}
+		logger.Info("x-is-human challenge script", "script_url", cfg.ScriptURL, "why", why, "page", cfg.ScriptPageURL, "profile", browser.Name)
+	}
 	web := &webchat.Client{
 		HTTP:        httpClient,
 		URL:         cfg.CursorAPIURL,
-		UserAgent:   cfg.UserAgent,
+		UserAgent:   browser.UserAgent,
 		IdleTimeout: cfg.Timeout.Duration(),
 		MaxDuration: cfg.MaxDuration.Duration(),
 		Cookie:      cfg.Cookie,
+		Profile:     profile,
 		Human:       provider,
 		Logger:      logger,
 	}
@@ -141,7 +173,7 @@ func webGateway(cfg *config.Config, m *metrics.Metrics, ready *readiness.Tracker
 	if err != nil {
 		return nil, err
 	}
-	return &Gateway{Catalog: catalog, Chat: core, Web: web, Egress: pool}, nil
+	return &Gateway{Catalog: catalog, Chat: core, Web: web, Human: provider, Egress: pool}, nil
 }
 
 // agentGateway builds the gateway on the Cursor Agent CLI. Its models are

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"cursor2api/config"
+	"cursor2api/services/human"
 )
 
 func TestFromConfig(t *testing.T) {
@@ -42,4 +43,31 @@ func TestFromConfigRejectsUnknownModels(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "MODELS")
 	assert.Contains(t, err.Error(), "MODEL_MAP", "the error says how to fix it")
+}
+
+// BROWSER_PROFILE picks one browser for everything: the upstream
+// request's headers and the x-is-human environment.
+func TestFromConfigBrowserProfile(t *testing.T) {
+	cfg, err := config.FromMap(map[string]string{"BROWSER_PROFILE": "chrome-macos", "X_IS_HUMAN_MODE": "random"})
+	require.NoError(t, err)
+	gw, err := FromConfig(cfg, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	mac, err := human.ProfileByName("chrome-macos")
+	require.NoError(t, err)
+	assert.Equal(t, mac.UserAgent, gw.Web.UserAgent)
+	assert.Equal(t, mac.UserAgent, gw.Web.Profile.Get("User-Agent"))
+	assert.Equal(t, `"macOS"`, gw.Web.Profile.Get("Sec-Ch-Ua-Platform"))
+	assert.NotNil(t, gw.Human)
+
+	cfg, err = config.FromMap(map[string]string{"BROWSER_PROFILE": "lynx"})
+	require.NoError(t, err)
+	_, err = FromConfig(cfg, slog.New(slog.DiscardHandler))
+	assert.ErrorContains(t, err, "BROWSER_PROFILE: unknown browser profile \"lynx\"")
+}
+
+// config cannot import human, so the default SCRIPT_URL is written twice.
+func TestDefaultScriptURLAgrees(t *testing.T) {
+	cfg, err := config.FromMap(map[string]string{})
+	require.NoError(t, err)
+	assert.Equal(t, human.DefaultScriptURL, cfg.ScriptURL)
 }

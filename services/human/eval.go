@@ -7,17 +7,10 @@ package human
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha1"
-	"crypto/sha256"
-	"crypto/sha512"
 	_ "embed"
-	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/url"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -31,21 +24,6 @@ var shimSource string
 // shim is compiled once; every evaluation runs it in a fresh runtime.
 var shim = goja.MustCompile("shim.js", shimSource, true)
 
-// Browser is the identity the environment presents; it must match the
-// headers the gateway sends upstream.
-type Browser struct {
-	UserAgent  string
-	GLVendor   string
-	GLRenderer string
-}
-
-// DefaultBrowser is a common desktop Chrome on Windows.
-var DefaultBrowser = Browser{
-	UserAgent:  "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/142.0.0.0 Safari/537.36",
-	GLVendor:   "Google Inc. (NVIDIA)",
-	GLRenderer: "ANGLE (NVIDIA, NVIDIA GeForce RTX 3060 (0x00002504) Direct3D11 vs_5_0 ps_5_0, D3D11)",
-}
-
 // ErrTimeout is returned when the script runs past its time budget.
 var ErrTimeout = errors.New("challenge script ran past its time budget")
 
@@ -53,19 +31,134 @@ var ErrTimeout = errors.New("challenge script ran past its time budget")
 // script that keeps rescheduling itself ends even before the budget does.
 const maxTimerCallbacks = 100000
 
-var chromeRE = regexp.MustCompile(`Chrome/(\d+)`)
+// Result is the outcome of one evaluation, for diagnosis.
+type Result struct {
+	Value    string        // the header value; "" when Err is set
+	Err      error         // why the evaluation failed
+	Duration time.Duration // wall time of the whole evaluation
+	// Misses are the globals (and, with Diagnose, navigator.*, document.*,
+	// screen.* and location.* properties) the script read that the
+	// environment does not define, in the order first read.
+	Misses []string
+}
+
+// EvalOptions tune an evaluation beyond the defaults.
+type EvalOptions struct {
+	// Diagnose also records reads of missing navigator, document, screen
+	// and location properties. It puts a recorder into those interfaces'
+	// prototype chains, which a script could notice, so the gateway's own
+	// evaluations leave it off; the xih command turns it on.
+	Diagnose bool
+}
 
 // Evaluate runs script as if loaded from scriptURL by the browser b, calls
 // window.V_C[0](), waits for the Promise it returns (running timers on a
 // virtual clock), and returns JSON.stringify of the resolved value. The
 // script is interrupted when budget or ctx runs out.
 func Evaluate(ctx context.Context, script, scriptURL string, b Browser, budget time.Duration) (string, error) {
-	vm := goja.New()
-	loop := &timerLoop{vm: vm, start: time.Now()}
+	r := Run(ctx, script, scriptURL, b, budget, EvalOptions{})
+	if r.Err != nil && len(r.Misses) > 0 {
+		return "", fmt.Errorf("%w (the script read undefined: %s)", r.Err, strings.Join(r.Misses, ", "))
+	}
+	return r.Value, r.Err
+}
 
-	stop := make(chan struct{})
-	defer close(stop)
+// Run is Evaluate with the diagnosis: the time taken and the missing
+// globals the script read, whether or not it succeeded.
+func Run(ctx context.Context, script, scriptURL string, b Browser, budget time.Duration, opts EvalOptions) Result {
+	start := time.Now()
+	var env *environment
+	value, err := func() (value string, err error) {
+		defer func() {
+			// goja panics on some misuse by Go callbacks; a broken script
+			// must never take the gateway down.
+			if r := recover(); r != nil {
+				value, err = "", fmt.Errorf("challenge environment: %v", r)
+			}
+		}()
+		env, err = newEnvironment(ctx, scriptURL, b, opts)
+		if err != nil {
+			return "", err
+		}
+		return env.run(ctx, script, budget)
+	}()
+	res := Result{Value: value, Err: err, Duration: time.Since(start)}
+	if env != nil {
+		res.Misses = env.Misses()
+	}
+	return res
+}
+
+func newEnvironment(ctx context.Context, scriptURL string, b Browser, opts EvalOptions) (*environment, error) {
+	u, err := url.Parse(scriptURL)
+	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+		return nil, fmt.Errorf("script URL %q is not an absolute http(s) URL", scriptURL)
+	}
+	vm := goja.New()
+	env := &environment{vm: vm, browser: b.withDefaults(), scriptURL: u, native: map[*goja.Object]string{}}
+	env.loop = &timerLoop{vm: vm, start: time.Now()}
+	env.installToString()
+	natives := env.natives()
+	natives["__installSubtle"] = func() map[string]any {
+		subtle, keyCtor, subtleCtor := installSubtle(vm, vm.Get("DOMException"), env.fn)
+		return map[string]any{"subtle": subtle, "CryptoKey": keyCtor, "SubtleCrypto": subtleCtor}
+	}
+	for k, v := range natives {
+		if err := vm.Set(k, v); err != nil {
+			return nil, fmt.Errorf("installing %s: %w", k, err)
+		}
+	}
+	ret, err := vm.RunProgram(shim)
+	if err != nil {
+		return nil, fmt.Errorf("browser shim: %w", err)
+	}
+	hooks := ret.ToObject(vm)
+	env.setExecuting, _ = goja.AssertFunction(hooks.Get("setExecuting"))
+	// The global object's chain is window -> Window.prototype ->
+	// WindowProperties -> EventTarget.prototype, as in Chrome; the
+	// recorder takes WindowProperties' place and notes every global the
+	// script looks up in vain.
+	etProto := hooks.Get("EventTargetPrototype").ToObject(vm)
+	rec := vm.NewDynamicObject(&missRecorder{env: env, tail: etProto})
+	_ = rec.SetPrototype(etProto)
+	if err := hooks.Get("WindowPrototype").ToObject(vm).SetPrototype(rec); err != nil {
+		return nil, fmt.Errorf("installing the miss recorder: %w", err)
+	}
+	if opts.Diagnose {
+		objectProto := vm.Get("Object").ToObject(vm).Get("prototype").ToObject(vm)
+		for _, name := range []string{"navigator", "document", "screen", "location"} {
+			// Insert the recorder after the object's own interfaces, before
+			// the prototypes it shares with others (EventTarget, Object).
+			p := vm.Get(name).ToObject(vm).Prototype()
+			for p != nil && p.Prototype() != nil && p.Prototype() != objectProto && p.Prototype() != etProto {
+				p = p.Prototype()
+			}
+			if p == nil || p.Prototype() == nil {
+				continue
+			}
+			tail := p.Prototype()
+			r := vm.NewDynamicObject(&missRecorder{env: env, prefix: name + ".", tail: tail})
+			_ = r.SetPrototype(tail)
+			_ = p.SetPrototype(r)
+		}
+	}
+	return env, nil
+}
+
+// run executes the script and its entry point under the budget.
+func (env *environment) run(ctx context.Context, script string, budget time.Duration) (string, error) {
+	vm := env.vm
+	loop := env.loop
+	stop, exited := make(chan struct{}), make(chan struct{})
+	defer func() {
+		// The watcher is gone before the interrupt is cleared, so the
+		// report read afterwards (Misses) runs uninterrupted.
+		close(stop)
+		<-exited
+		vm.ClearInterrupt()
+	}()
 	go func() {
+		defer close(exited)
 		t := time.NewTimer(budget)
 		defer t.Stop()
 		select {
@@ -77,13 +170,27 @@ func Evaluate(ctx context.Context, script, scriptURL string, b Browser, budget t
 		}
 	}()
 
-	if err := installNatives(vm, loop, scriptURL, b); err != nil {
-		return "", err
+	// A Promise rejected with no handler is how async scripts fail
+	// silently; remember the last one to explain a Promise that never
+	// settles.
+	var unhandled *goja.Promise
+	vm.SetPromiseRejectionTracker(func(p *goja.Promise, op goja.PromiseRejectionOperation) {
+		switch {
+		case op == goja.PromiseRejectionReject:
+			unhandled = p
+		case p == unhandled:
+			unhandled = nil // handled after all
+		}
+	})
+	// An interrupt is consumed by the first JS call it stops, so every
+	// call's error counts, even these small ones.
+	if _, err := env.setExecuting(goja.Undefined(), vm.ToValue(true)); err != nil {
+		return "", fmt.Errorf("starting the challenge script: %w", unwrapInterrupt(err))
 	}
-	if _, err := vm.RunProgram(shim); err != nil {
-		return "", fmt.Errorf("browser shim: %w", unwrapInterrupt(err))
+	if _, err := vm.RunScript(env.scriptURL.String(), script); err != nil {
+		return "", fmt.Errorf("running challenge script: %w", unwrapInterrupt(err))
 	}
-	if _, err := vm.RunScript(scriptURL, script); err != nil {
+	if _, err := env.setExecuting(goja.Undefined(), vm.ToValue(false)); err != nil {
 		return "", fmt.Errorf("running challenge script: %w", unwrapInterrupt(err))
 	}
 	// Let the script's own start-up timers run before calling in.
@@ -105,9 +212,12 @@ func Evaluate(ctx context.Context, script, scriptURL string, b Browser, budget t
 		}
 		switch p.State() {
 		case goja.PromiseStatePending:
+			if unhandled != nil {
+				return "", fmt.Errorf("window.V_C[0]() returned a Promise that never settled; a Promise was rejected unhandled with %s", describe(vm, unhandled.Result()))
+			}
 			return "", errors.New("window.V_C[0]() returned a Promise that never settled")
 		case goja.PromiseStateRejected:
-			return "", fmt.Errorf("window.V_C[0]() rejected: %s", p.Result().String())
+			return "", fmt.Errorf("window.V_C[0]() rejected: %s", describe(vm, p.Result()))
 		}
 		value = p.Result()
 	}
@@ -120,6 +230,17 @@ func Evaluate(ctx context.Context, script, scriptURL string, b Browser, budget t
 		return "", errors.New("window.V_C[0]() answered undefined")
 	}
 	return out.String(), nil
+}
+
+// describe renders a rejection reason; for an Error, its name and message
+// (never its stack: reading it could run a script's getter).
+func describe(vm *goja.Runtime, v goja.Value) string {
+	if o, ok := v.(*goja.Object); ok {
+		if name, msg := o.Get("name"), o.Get("message"); name != nil && msg != nil && !goja.IsUndefined(msg) {
+			return name.String() + ": " + msg.String()
+		}
+	}
+	return v.String()
 }
 
 // entryPoint returns window.V_C[0] when the script has defined it.
@@ -217,115 +338,6 @@ func (l *timerLoop) runUntil(done func() bool) error {
 		}
 		if _, err := t.fn(goja.Undefined(), t.args...); err != nil {
 			return fmt.Errorf("timer callback: %w", unwrapInterrupt(err))
-		}
-	}
-	return nil
-}
-
-// installNatives defines the Go functions the shim builds on, and __env.
-func installNatives(vm *goja.Runtime, loop *timerLoop, scriptURL string, b Browser) error {
-	u, err := url.Parse(scriptURL)
-	if err != nil || u.Host == "" {
-		return fmt.Errorf("script URL %q is not absolute", scriptURL)
-	}
-	version := "142"
-	if m := chromeRE.FindStringSubmatch(b.UserAgent); m != nil {
-		version = m[1]
-	}
-	platform, uaPlatform := "Win32", "Windows"
-	switch {
-	case strings.Contains(b.UserAgent, "Macintosh"):
-		platform, uaPlatform = "MacIntel", "macOS"
-	case strings.Contains(b.UserAgent, "Linux"):
-		platform, uaPlatform = "Linux x86_64", "Linux"
-	}
-	env := map[string]any{
-		"userAgent": b.UserAgent, "scriptURL": scriptURL, "host": u.Host,
-		"platform": platform, "uaPlatform": uaPlatform,
-		"glVendor": b.GLVendor, "glRenderer": b.GLRenderer,
-		"brands": []any{
-			map[string]any{"brand": "Chromium", "version": version},
-			map[string]any{"brand": "Not-A.Brand", "version": "24"},
-			map[string]any{"brand": "Google Chrome", "version": version},
-		},
-	}
-	throw := func(format string, args ...any) { panic(vm.NewTypeError(fmt.Sprintf(format, args...))) }
-	natives := map[string]any{
-		"__env": env,
-		"__now": loop.now,
-		"__timer": func(fn goja.Value, ms float64, repeat bool, args []goja.Value) int64 {
-			f, ok := goja.AssertFunction(fn)
-			if !ok {
-				return 0 // setTimeout with a string body: not supported, ignored
-			}
-			return loop.add(f, ms, repeat, args)
-		},
-		"__clearTimer": loop.clear,
-		"__fillRandom": func(buf goja.ArrayBuffer, off, n int) {
-			b := buf.Bytes()
-			if n > 65536 || off < 0 || n < 0 || off+n > len(b) {
-				throw("getRandomValues: %d bytes requested, the limit is 65536", n)
-			}
-			_, _ = rand.Read(b[off : off+n])
-		},
-		"__uuid": func() string {
-			var b [16]byte
-			_, _ = rand.Read(b[:])
-			b[6] = b[6]&0x0f | 0x40
-			b[8] = b[8]&0x3f | 0x80
-			return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
-		},
-		"__digest": func(alg string, data goja.ArrayBuffer) goja.ArrayBuffer {
-			var sum []byte
-			switch alg {
-			case "SHA-1":
-				s := sha1.Sum(data.Bytes())
-				sum = s[:]
-			case "SHA-256":
-				s := sha256.Sum256(data.Bytes())
-				sum = s[:]
-			case "SHA-384":
-				s := sha512.Sum384(data.Bytes())
-				sum = s[:]
-			case "SHA-512":
-				s := sha512.Sum512(data.Bytes())
-				sum = s[:]
-			default:
-				throw("crypto.subtle.digest: unsupported algorithm %q", alg)
-			}
-			return vm.NewArrayBuffer(sum)
-		},
-		"__utf8":     func(s string) goja.ArrayBuffer { return vm.NewArrayBuffer([]byte(s)) },
-		"__fromUtf8": func(b goja.ArrayBuffer) string { return string(b.Bytes()) },
-		"__btoa": func(s string) string {
-			raw := make([]byte, 0, len(s))
-			for _, r := range s {
-				if r > 0xff {
-					throw("btoa: the string contains characters outside of the Latin1 range")
-				}
-				raw = append(raw, byte(r))
-			}
-			return base64.StdEncoding.EncodeToString(raw)
-		},
-		"__atob": func(s string) string {
-			raw, err := base64.RawStdEncoding.DecodeString(strings.TrimRight(strings.Join(strings.Fields(s), ""), "="))
-			if err != nil {
-				throw("atob: the string is not correctly encoded")
-			}
-			rs := make([]rune, len(raw))
-			for i, c := range raw {
-				rs[i] = rune(c)
-			}
-			return string(rs)
-		},
-		"__hash": func(s string) string {
-			sum := sha256.Sum256([]byte(s))
-			return hex.EncodeToString(sum[:])
-		},
-	}
-	for k, v := range natives {
-		if err := vm.Set(k, v); err != nil {
-			return fmt.Errorf("installing %s: %w", k, err)
 		}
 	}
 	return nil

@@ -21,10 +21,11 @@ import (
 // Promise that settles after timers and a crypto.subtle digest.
 const challenge = `
 (function () {
+  var src = document.currentScript.src; // null once the script has run, as in Chrome
   var canvas = document.createElement("canvas");
   var gl = canvas.getContext("webgl");
   var dbg = gl.getExtension("WEBGL_debug_renderer_info");
-  var ctx = canvas.getContext("2d");
+  var ctx = document.createElement("canvas").getContext("2d");
   ctx.fillText("cursor", 2, 2);
   var iframe = document.createElement("iframe");
   document.body.appendChild(iframe);
@@ -35,10 +36,10 @@ const challenge = `
         crypto.subtle.digest("SHA-256", new TextEncoder().encode(navigator.userAgent)).then(function (buf) {
           resolve({
             b: btoa(String.fromCharCode.apply(null, new Uint8Array(buf))).length,
-            v: document.currentScript.src,
+            v: src,
             e: gl.getParameter(dbg.UNMASKED_RENDERER_WEBGL),
-            s: canvas.toDataURL().slice(0, 22),
-            d: rnd.length + (iframe.contentWindow === window ? 1 : 0),
+            s: ctx.canvas.toDataURL().slice(0, 22),
+            d: rnd.length + (iframe.contentWindow !== window && iframe.contentWindow.top === window ? 1 : 0),
             vr: navigator.userAgentData.brands[0].brand + "/" + location.hostname + "/" + screen.width,
             t: performance.now() >= 50
           });

@@ -2,10 +2,14 @@ package human
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"html"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"regexp"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,6 +32,18 @@ const maxScriptBytes = 4 << 20
 // HTTPFetcher fetches the script the way Chrome loads a <script> from the
 // page: same profile, script destination, no-cors.
 func HTTPFetcher(client *http.Client, headers http.Header) Fetcher {
+	return httpFetcher(client, headers, map[string]string{"Sec-Fetch-Dest": "script", "Sec-Fetch-Mode": "no-cors", "Sec-Fetch-Site": "same-origin"}, "challenge script")
+}
+
+// PageFetcher fetches a page the way Chrome navigates to it, for
+// SCRIPT_URL=auto.
+func PageFetcher(client *http.Client, headers http.Header) Fetcher {
+	return httpFetcher(client, headers, map[string]string{"Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
+		"Sec-Fetch-Dest": "document", "Sec-Fetch-Mode": "navigate", "Sec-Fetch-Site": "none", "Sec-Fetch-User": "?1",
+		"Upgrade-Insecure-Requests": "1"}, "page")
+}
+
+func httpFetcher(client *http.Client, headers http.Header, fetchHeaders map[string]string, what string) Fetcher {
 	return func(ctx context.Context, url string) (string, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
@@ -37,36 +53,45 @@ func HTTPFetcher(client *http.Client, headers http.Header) Fetcher {
 			req.Header[k] = v
 		}
 		req.Header.Set("Accept", "*/*")
-		req.Header.Set("Sec-Fetch-Dest", "script")
-		req.Header.Set("Sec-Fetch-Mode", "no-cors")
-		req.Header.Set("Sec-Fetch-Site", "same-origin")
 		req.Header.Del("Content-Type")
 		req.Header.Del("Priority")
+		req.Header.Del("Origin")
+		for k, v := range fetchHeaders {
+			req.Header.Set(k, v)
+		}
 		resp, err := client.Do(req)
 		if err != nil {
-			return "", fmt.Errorf("fetching the challenge script: %w", err)
+			return "", fmt.Errorf("fetching the %s: %w", what, err)
 		}
 		defer resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
-			return "", fmt.Errorf("fetching the challenge script: status %d", resp.StatusCode)
+			return "", fmt.Errorf("fetching the %s %s: status %d", what, utils.Clip(url, 200), resp.StatusCode)
 		}
 		body, err := io.ReadAll(io.LimitReader(resp.Body, maxScriptBytes+1))
 		if err != nil {
-			return "", fmt.Errorf("reading the challenge script: %w", err)
+			return "", fmt.Errorf("reading the %s: %w", what, err)
 		}
 		if len(body) > maxScriptBytes {
-			return "", fmt.Errorf("the challenge script is over %d bytes", maxScriptBytes)
+			return "", fmt.Errorf("the %s is over %d bytes", what, maxScriptBytes)
 		}
 		return string(body), nil
 	}
 }
 
+// AutoScriptURL is the SCRIPT_URL value that finds the script on a page.
+const AutoScriptURL = "auto"
+
 // Options configure a Provider.
 type Options struct {
-	Mode      Mode
+	Mode Mode
+	// ScriptURL is the challenge script, or AutoScriptURL to take it from
+	// the <script src> of PageURL that points at the challenge.
 	ScriptURL string
+	PageURL   string
 	Browser   Browser
 	Fetch     Fetcher
+	// FetchPage fetches PageURL; Fetch is used when it is nil.
+	FetchPage Fetcher
 	// TTL is how long a computed value is used; it is refreshed in the
 	// background once 80% of it has passed.
 	TTL time.Duration
@@ -99,7 +124,53 @@ type Provider struct {
 	failedUntil time.Time
 
 	evaluations atomic.Int64
+	last        atomic.Pointer[Status]
 }
+
+// Status is the outcome of the last evaluation, for health reports.
+type Status struct {
+	At        time.Time     // when it ended; zero before the first one
+	OK        bool          // it produced a value
+	Error     string        // why not
+	Duration  time.Duration // fetch and evaluation
+	ScriptURL string        // the script that ran
+	Misses    []string      // globals the script read that the environment lacks
+}
+
+// LastEvaluation reports the last evaluation's outcome (the zero Status
+// before the first ends). Age is time.Since(s.At).
+func (p *Provider) LastEvaluation() Status {
+	if s := p.last.Load(); s != nil {
+		return *s
+	}
+	return Status{}
+}
+
+// Health is the x-is-human part of /health.
+type Health struct {
+	Mode       string   `json:"mode"`
+	Evaluated  bool     `json:"evaluated"` // an evaluation has ended
+	OK         bool     `json:"ok"`
+	Error      string   `json:"error,omitempty"`
+	AgeSeconds float64  `json:"age_seconds,omitempty"`
+	TookMS     int64    `json:"took_ms,omitempty"`
+	ScriptURL  string   `json:"script_url,omitempty"`
+	Missing    []string `json:"missing,omitempty"`
+}
+
+// Health reports the mode and the last evaluation's outcome and age.
+func (p *Provider) Health() Health {
+	h := Health{Mode: p.opts.Mode.Kind}
+	if s := p.last.Load(); s != nil {
+		h.Evaluated, h.OK, h.Error, h.ScriptURL, h.Missing = true, s.OK, utils.Clip(s.Error, 300), s.ScriptURL, s.Misses
+		h.AgeSeconds = time.Since(s.At).Round(time.Second).Seconds()
+		h.TookMS = s.Duration.Milliseconds()
+	}
+	return h
+}
+
+// Mode reports how the provider obtains values ("script", "random", ...).
+func (p *Provider) Mode() string { return p.opts.Mode.Kind }
 
 // NewProvider returns a Provider; defaults fill the zero durations.
 func NewProvider(opts Options) *Provider {
@@ -118,8 +189,9 @@ func NewProvider(opts Options) *Provider {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	if opts.Browser.UserAgent == "" {
-		opts.Browser = DefaultBrowser
+	opts.Browser = opts.Browser.withDefaults()
+	if opts.FetchPage == nil {
+		opts.FetchPage = opts.Fetch
 	}
 	if opts.Mode.Kind == "" {
 		opts.Mode.Kind = "script"
@@ -203,16 +275,20 @@ func (p *Provider) refresh() <-chan struct{} {
 		// Not tied to any request: one caller going away must not spoil
 		// the value the others wait for. The budget bounds it instead.
 		ctx, cancel := context.WithTimeout(context.Background(), p.opts.Budget)
-		value, err := p.compute(ctx)
+		res, scriptURL := p.Check(ctx, "", EvalOptions{})
 		cancel()
+		value, err := res.Value, res.Err
+		p.last.Store(&Status{At: time.Now(), OK: err == nil, Error: errString(err), Duration: res.Duration, ScriptURL: scriptURL, Misses: res.Misses})
 		p.mu.Lock()
 		if err != nil {
 			p.failedUntil = time.Now().Add(p.opts.Backoff)
-			p.opts.Logger.Warn("x-is-human script failed; using the fallback value", "error", err, "retry_in", p.opts.Backoff)
+			p.opts.Logger.Warn("x-is-human script failed; using the fallback value", "error", err, "script_url", scriptURL,
+				"missing_globals", res.Misses, "took", res.Duration, "retry_in", p.opts.Backoff,
+				"hint", "run `cursor2api xih` to see what the script reads")
 		} else {
 			now := time.Now()
 			p.cached.Store(&entry{value: value, refreshAt: now.Add(p.opts.TTL * 4 / 5), expires: now.Add(p.opts.TTL)})
-			p.opts.Logger.Debug("x-is-human value computed", "bytes", len(value))
+			p.opts.Logger.Debug("x-is-human value computed", "bytes", len(value), "took", res.Duration, "script_url", scriptURL)
 		}
 		p.inflight = nil
 		p.mu.Unlock()
@@ -221,12 +297,86 @@ func (p *Provider) refresh() <-chan struct{} {
 	return done
 }
 
-func (p *Provider) compute(ctx context.Context) (string, error) {
-	script, err := p.opts.Fetch(ctx, p.opts.ScriptURL)
+// Check fetches and runs the challenge once, outside the cache and
+// whatever the mode: script when given (the xih command's -file), else the
+// configured script. It returns the outcome and the URL the script ran as.
+func (p *Provider) Check(ctx context.Context, script string, opts EvalOptions) (Result, string) {
+	start := time.Now()
+	scriptURL := p.opts.ScriptURL
+	fail := func(err error) (Result, string) { return Result{Err: err, Duration: time.Since(start)}, scriptURL }
+	if script == "" {
+		if scriptURL == AutoScriptURL {
+			u, err := p.findScript(ctx)
+			if err != nil {
+				return fail(err)
+			}
+			scriptURL = u
+		}
+		if p.opts.Fetch == nil {
+			return fail(errors.New("no fetcher configured for the challenge script"))
+		}
+		s, err := p.opts.Fetch(ctx, scriptURL)
+		if err != nil {
+			return fail(err)
+		}
+		script = s
+	} else if scriptURL == AutoScriptURL || scriptURL == "" {
+		scriptURL = DefaultScriptURL // a file needs some URL to pose as
+	}
+	budget := p.opts.Budget
+	if d, ok := ctx.Deadline(); ok {
+		budget = min(budget, time.Until(d))
+	}
+	r := Run(ctx, script, scriptURL, p.opts.Browser, budget, opts)
+	r.Duration = time.Since(start)
+	return r, scriptURL
+}
+
+// DefaultScriptURL is the challenge script cursor.com served when this was
+// written (the shape is https://cursor.com/<uuid>/<uuid>/a-4-a/c.js?...).
+// It changes from time to time: SCRIPT_URL overrides it, and
+// SCRIPT_URL=auto finds the current one on a page.
+const DefaultScriptURL = "https://cursor.com/149e9513-01fa-4fb0-aad4-566afd725d1b/2d206a39-8ed7-437e-a3be-862e0f06eea3/a-4-a/c.js?i=0&v=3&h=cursor.com"
+
+// challengeSrc matches the <script src> of a BotID-style challenge:
+// /<uuid>/<uuid>/.../c.js.
+var challengeSrc = regexp.MustCompile(`(?i)<script\b[^>]*\ssrc\s*=\s*["']([^"']*/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/[^"']*\.js[^"']*)["']`)
+
+// findScript fetches PageURL and returns the challenge script's absolute
+// URL from its <script src>.
+func (p *Provider) findScript(ctx context.Context) (string, error) {
+	if p.opts.PageURL == "" {
+		return "", errors.New("SCRIPT_URL=auto needs SCRIPT_PAGE_URL, the page that loads the challenge script")
+	}
+	if p.opts.FetchPage == nil {
+		return "", errors.New("no fetcher configured for SCRIPT_PAGE_URL")
+	}
+	page, err := p.opts.FetchPage(ctx, p.opts.PageURL)
 	if err != nil {
 		return "", err
 	}
-	return Evaluate(ctx, script, p.opts.ScriptURL, p.opts.Browser, p.opts.Budget)
+	m := challengeSrc.FindStringSubmatch(page)
+	if m == nil {
+		return "", fmt.Errorf("the page %s has no <script src> of the challenge's shape (/<uuid>/<uuid>/…/c.js)", p.opts.PageURL)
+	}
+	base, err := url.Parse(p.opts.PageURL)
+	if err != nil {
+		return "", fmt.Errorf("SCRIPT_PAGE_URL: %w", err)
+	}
+	ref, err := url.Parse(html.UnescapeString(m[1]))
+	if err != nil {
+		return "", fmt.Errorf("the challenge <script src> %q: %w", utils.Clip(m[1], 200), err)
+	}
+	found := base.ResolveReference(ref).String()
+	p.opts.Logger.Info("x-is-human script found on the page", "script_url", found, "page", p.opts.PageURL)
+	return found, nil
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }
 
 // randomValue is what reference gateways send when the script cannot run:

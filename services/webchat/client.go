@@ -55,8 +55,13 @@ type Client struct {
 	// Cookie is sent as is (e.g. a _vcrcs cookie from a browser that
 	// passed the Vercel checkpoint), besides any cookie the jar holds.
 	Cookie string
-	Human  HumanProvider
-	Logger *slog.Logger
+	// Profile, when set, holds the browser profile's identifying headers
+	// (User-Agent, sec-ch-ua*, Accept-Language); they are laid over
+	// BrowserHeaders(UserAgent), so that the upstream sees the same
+	// browser the x-is-human environment poses as.
+	Profile http.Header
+	Human   HumanProvider
+	Logger  *slog.Logger
 }
 
 // Cancellation causes of the gateway's own limits.
@@ -241,6 +246,9 @@ func (c *Client) newRequest(ctx context.Context, req upstream.Request) (*http.Re
 	}
 	h := httpReq.Header
 	for k, v := range BrowserHeaders(c.UserAgent) {
+		h[k] = v
+	}
+	for k, v := range c.Profile {
 		h[k] = v
 	}
 	if c.Cookie != "" {

@@ -23,12 +23,13 @@ import (
 // challengeScript reads browser globals and answers with a value derived
 // from them, so the test can tell a computed header from a fallback.
 const challengeScript = `
+var src = document.currentScript.src; // null once the script has run, as in Chrome
 window.V_C = [function () {
   var gl = document.createElement("canvas").getContext("webgl");
   var dbg = gl.getExtension("WEBGL_debug_renderer_info");
   return new Promise(function (resolve) {
     setTimeout(function () {
-      resolve({b: navigator.userAgent.indexOf("Chrome") > 0, v: document.currentScript.src.slice(-4), e: gl.getParameter(dbg.UNMASKED_VENDOR_WEBGL), n: crypto.getRandomValues(new Uint8Array(4)).length});
+      resolve({b: navigator.userAgent.indexOf("Chrome") > 0, v: src.slice(-4), e: gl.getParameter(dbg.UNMASKED_VENDOR_WEBGL), n: crypto.getRandomValues(new Uint8Array(4)).length});
     }, 10);
   });
 }];`

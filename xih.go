@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"cursor2api/config"
+	"cursor2api/services"
+	"cursor2api/services/human"
+)
+
+// xih is the `cursor2api xih` self-diagnosis: it fetches the x-is-human
+// challenge script (or reads -file), runs it once in the gateway's
+// environment with the configured profile, and prints the header, the
+// time taken and every global or property the script read that the
+// environment does not define. It exits non-zero when the run fails.
+func xih(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("xih", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	file := fs.String("file", "", "run this script file instead of fetching SCRIPT_URL")
+	scriptURL := fs.String("url", "", "the script URL (default: SCRIPT_URL; \"auto\" reads SCRIPT_PAGE_URL)")
+	profile := fs.String("profile", "", "the browser profile (default: BROWSER_PROFILE; one of "+strings.Join(human.ProfileNames(), ", ")+")")
+	budget := fs.Duration("budget", 30*time.Second, "the time limit for fetching and running the script")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cfg, err := config.Load()
+	if err != nil {
+		fmt.Fprintln(stderr, "cursor2api xih:", err)
+		return 2
+	}
+	if *scriptURL != "" {
+		cfg.ScriptURL = *scriptURL
+	}
+	if *profile != "" {
+		cfg.BrowserProfile = *profile
+	}
+	cfg.Backend = "web" // the check belongs to the web chat, whatever BACKEND says
+	level, _ := cfg.SlogLevel()
+	gw, err := services.FromConfig(cfg, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})))
+	if err != nil {
+		fmt.Fprintln(stderr, "cursor2api xih:", err)
+		return 2
+	}
+	script := ""
+	if *file != "" {
+		b, err := os.ReadFile(*file)
+		if err != nil {
+			fmt.Fprintln(stderr, "cursor2api xih:", err)
+			return 2
+		}
+		script = string(b)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *budget)
+	defer cancel()
+	res, ranAs := gw.Human.Check(ctx, script, human.EvalOptions{Diagnose: true})
+	source := ranAs
+	if *file != "" {
+		source = *file + " (as " + ranAs + ")"
+	}
+	fmt.Fprintf(stdout, "script:  %s\nprofile: %s\ntime:    %s\n", source, cfg.BrowserProfile, res.Duration.Round(time.Millisecond))
+	if res.Err != nil {
+		fmt.Fprintf(stdout, "error:   %v\n", res.Err)
+	} else {
+		fmt.Fprintf(stdout, "header:  %s\n", res.Value)
+	}
+	if len(res.Misses) == 0 {
+		fmt.Fprintln(stdout, "missing: none (the script read nothing the environment lacks)")
+	} else {
+		fmt.Fprintf(stdout, "missing: %d globals/properties the script read are not defined here:\n", len(res.Misses))
+		for _, m := range res.Misses {
+			fmt.Fprintf(stdout, "  %s\n", m)
+		}
+	}
+	if res.Err != nil {
+		return 1
+	}
+	return 0
+}
+
+// xIsHumanHealth is what /health reports of the x-is-human check: nothing
+// on a backend without one.
+func xIsHumanHealth(gw *services.Gateway) func() any {
+	if gw.Human == nil {
+		return nil
+	}
+	return func() any { return gw.Human.Health() }
+}
