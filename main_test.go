@@ -95,7 +95,7 @@ func TestShutdownIsBounded(t *testing.T) {
 func TestXihReportsTheHeaderOrTheMissingGlobals(t *testing.T) {
 	t.Setenv("X_IS_HUMAN_MODE", "random") // the check runs whatever the mode
 	var out, errs strings.Builder
-	code := xih([]string{"-file", "services/human/testdata/challenge.js", "-profile", "chrome-macos"}, &out, &errs)
+	code := xih([]string{"-file", "services/human/testdata/challenge.js", "-profile", "chrome-macos", "-budget", "3m"}, &out, &errs)
 	require.Equal(t, 0, code, out.String()+errs.String())
 	assert.Contains(t, out.String(), "profile: chrome-macos")
 	assert.Regexp(t, `header:  \{"b":"fixture-b".*"vr":"fixture-vr"\}`, out.String())
@@ -103,7 +103,7 @@ func TestXihReportsTheHeaderOrTheMissingGlobals(t *testing.T) {
 	assert.Regexp(t, `time:    \d+`, out.String())
 
 	out.Reset()
-	code = xih([]string{"-file", "services/human/testdata/challenge_missing.js"}, &out, &errs)
+	code = xih([]string{"-file", "services/human/testdata/challenge_missing.js", "-budget", "3m"}, &out, &errs)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, out.String(), "error:   window.V_C[0]() rejected: ReferenceError: BroadcastChannel is not defined")
 	assert.Contains(t, out.String(), "missing: 1 globals/properties the script read are not defined here:\n  BroadcastChannel\n")

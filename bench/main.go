@@ -55,6 +55,8 @@ type door struct {
 	body func(model string) []byte
 	// content reports whether the data of an event carries answer text.
 	content func(data []byte) bool
+	// done reports whether the data of an event ends the stream.
+	done func(data []byte) bool
 }
 
 // doors are the front doors measured. Adding a door is adding an entry.
@@ -66,6 +68,27 @@ var doors = []door{
 			return fmt.Appendf(nil, `{"model":%q,"stream":true,"messages":[{"role":"user","content":"hi"}]}`, model)
 		},
 		content: func(data []byte) bool { return gjson.GetBytes(data, "choices.0.delta.content").String() != "" },
+		done:    dataDone,
+	},
+	{
+		name: "anthropic",
+		path: "/v1/messages",
+		body: func(model string) []byte {
+			return fmt.Appendf(nil, `{"model":%q,"max_tokens":1024,"stream":true,"messages":[{"role":"user","content":"hi"}]}`, model)
+		},
+		content: func(data []byte) bool { return gjson.GetBytes(data, "delta.text").String() != "" },
+		done:    func(data []byte) bool { return gjson.GetBytes(data, "type").String() == "message_stop" },
+	},
+	{
+		name: "responses",
+		path: "/v1/responses",
+		body: func(model string) []byte {
+			return fmt.Appendf(nil, `{"model":%q,"stream":true,"input":"hi"}`, model)
+		},
+		content: func(data []byte) bool {
+			return gjson.GetBytes(data, "type").String() == "response.output_text.delta" && gjson.GetBytes(data, "delta").String() != ""
+		},
+		done: func(data []byte) bool { return gjson.GetBytes(data, "type").String() == "response.completed" },
 	},
 }
 
@@ -150,7 +173,7 @@ func run(scale float64, streams int, cpuProfile, heapProfile, only string) error
 		up.setDeltas(a.deltas)
 		for _, conc := range []int{1, 50, 500} {
 			n := max(conc, int(float64(a.requests[conc])*scale))
-			direct := target{url: up.url + "/api/chat", body: upstreamBody, content: upstreamContent}
+			direct := target{url: up.url + "/api/chat", body: upstreamBody, content: upstreamContent, done: dataDone}
 			// Warm up both sides' connection pools and code paths.
 			if _, err := load(client, direct, conc, conc); err != nil {
 				return err
@@ -160,7 +183,7 @@ func run(scale float64, streams int, cpuProfile, heapProfile, only string) error
 				return fmt.Errorf("direct, %s, concurrency %d: %w", a.name, conc, err)
 			}
 			for _, dr := range doors {
-				via := target{url: gwURL + dr.path, body: dr.body("claude-sonnet-4.6"), content: dr.content}
+				via := target{url: gwURL + dr.path, body: dr.body("claude-sonnet-4.6"), content: dr.content, done: dr.done}
 				if _, err := load(client, via, conc, conc); err != nil {
 					return err
 				}
@@ -198,7 +221,11 @@ type target struct {
 	url     string
 	body    []byte
 	content func([]byte) bool
+	done    func([]byte) bool
 }
+
+// dataDone is the end of an OpenAI-style stream (and of the upstream's).
+func dataDone(data []byte) bool { return bytes.Equal(data, []byte("[DONE]")) }
 
 // result holds the timings of one load run.
 type result struct {
@@ -279,9 +306,9 @@ func once(client *http.Client, t target) (ttfb, total time.Duration, err error) 
 		if !ok {
 			continue
 		}
-		if bytes.Equal(data, []byte("[DONE]")) {
+		if t.done(data) {
 			if ttfb == 0 {
-				return 0, 0, fmt.Errorf("no content before [DONE]")
+				return 0, 0, fmt.Errorf("no content before the end of the stream")
 			}
 			return ttfb, time.Since(start), nil
 		}
@@ -292,7 +319,7 @@ func once(client *http.Client, t target) (ttfb, total time.Duration, err error) 
 	if err := sc.Err(); err != nil {
 		return 0, 0, err
 	}
-	return 0, 0, fmt.Errorf("the stream ended without [DONE]")
+	return 0, 0, fmt.Errorf("the stream ended without its last event")
 }
 
 // fake is the in-process fake upstream: every POST gets the current

@@ -257,7 +257,7 @@ var d = window.callPhantom || window.domAutomation; // automation probes: expect
 var e = typeof process;                       // Node.js probe: absent in Chrome too
 var f = window.laterDefined; window.laterDefined = 1; // the script's own global
 window.V_C = [function () { return Promise.resolve(1); }];
-`, scriptURL, DefaultBrowser, 5*time.Second, EvalOptions{Diagnose: true})
+`, scriptURL, DefaultBrowser, time.Minute, EvalOptions{Diagnose: true})
 	require.NoError(t, r.Err)
 	assert.Equal(t, []string{"OffscreenCanvas", "SharedWorker", "navigator.gpu"}, r.Misses)
 
@@ -268,7 +268,7 @@ var c = navigator.gpu;
 var chain = Object.getPrototypeOf(Navigator.prototype) === Object.prototype;
 var thrown = (function () { try { NoSuchThing; return "no"; } catch (e) { return e.name; } })();
 window.V_C = [function () { return [chain, thrown]; }];
-`, scriptURL, DefaultBrowser, 5*time.Second, EvalOptions{})
+`, scriptURL, DefaultBrowser, time.Minute, EvalOptions{})
 	require.NoError(t, r.Err)
 	assert.Equal(t, `[true,"ReferenceError"]`, r.Value, "an undeclared global still throws a ReferenceError")
 	assert.Equal(t, []string{"NoSuchThing"}, r.Misses)
@@ -277,7 +277,7 @@ window.V_C = [function () { return [chain, thrown]; }];
 func TestUnhandledRejectionExplainsAStuckPromise(t *testing.T) {
 	r := Run(context.Background(), `window.V_C = [function () {
   return new Promise(function (resolve) { setTimeout(function () { Promise.resolve().then(function () { null.x; }).then(resolve); }, 1); });
-}];`, scriptURL, DefaultBrowser, 5*time.Second, EvalOptions{})
+}];`, scriptURL, DefaultBrowser, time.Minute, EvalOptions{})
 	require.Error(t, r.Err)
 	assert.Contains(t, r.Err.Error(), "never settled; a Promise was rejected unhandled with TypeError")
 }
