@@ -323,9 +323,11 @@ func (p *Provider) Check(ctx context.Context, script string, opts EvalOptions) (
 	} else if scriptURL == AutoScriptURL || scriptURL == "" {
 		scriptURL = DefaultScriptURL // a file needs some URL to pose as
 	}
+	// The caller's deadline, when it sets one (xih's -budget), is the
+	// bound; else the provider's own.
 	budget := p.opts.Budget
 	if d, ok := ctx.Deadline(); ok {
-		budget = min(budget, time.Until(d))
+		budget = time.Until(d)
 	}
 	r := Run(ctx, script, scriptURL, p.opts.Browser, budget, opts)
 	r.Duration = time.Since(start)
