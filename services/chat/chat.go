@@ -17,7 +17,6 @@ import (
 	"slices"
 	"strings"
 	"unicode"
-	"unicode/utf8"
 
 	"cursor2api/models"
 	"cursor2api/services/upstream"
@@ -393,11 +392,11 @@ func (s *Service) attempt(ctx context.Context, p *Prepared, msgs []models.Turn, 
 		EndTurnAtCall: true,
 		StreamArgs:    streamArgs,
 	})
-	outChars := 0
+	outBytes := 0
 	deliver := func(events []toolproto.Event) error {
 		for _, ev := range events {
 			if ev.Kind != toolproto.EventToolCallDelta { // counted whole at the call's end
-				outChars += utf8.RuneCountInString(ev.Text) + len(ev.Arguments)
+				outBytes += len(ev.Text) + len(ev.Arguments)
 			}
 			if err := handle(ev); err != nil {
 				return err
@@ -405,9 +404,9 @@ func (s *Service) attempt(ctx context.Context, p *Prepared, msgs []models.Turn, 
 		}
 		return nil
 	}
-	promptChars := 0
+	promptBytes := 0
 	for _, m := range msgs {
-		promptChars += utf8.RuneCountInString(m.Text)
+		promptBytes += len(m.Text)
 	}
 	req := upstream.Request{Model: p.Model.Upstream, Messages: msgs, RequestID: p.RequestID}
 	reported, err := s.upstream.Stream(ctx, req, func(d upstream.Delta) error {
@@ -439,24 +438,26 @@ func (s *Service) attempt(ctx context.Context, p *Prepared, msgs []models.Turn, 
 	if reported != nil && reported.TotalTokens > 0 {
 		return *reported, nil
 	}
-	u := models.Usage{InputTokens: estimateTokens(promptChars), OutputTokens: estimateTokens(outChars)}
+	u := models.Usage{InputTokens: estimateTokens(promptBytes), OutputTokens: estimateTokens(outBytes)}
 	u.TotalTokens = u.InputTokens + u.OutputTokens
 	return u, nil
 }
 
 // loopUsage estimates the usage of an answer the gateway gave itself.
 func loopUsage(p *Prepared) models.Usage {
-	out := estimateTokens(utf8.RuneCountInString(p.LoopStop))
+	out := estimateTokens(len(p.LoopStop))
 	return models.Usage{OutputTokens: out, TotalTokens: out}
 }
 
 // errTurnEnded stops the upstream stream once the turn's calls are complete.
 var errTurnEnded = errors.New("turn ended at its tool calls")
 
-// estimateTokens approximates a token count from characters (about four
-// characters a token for English and code), for when the upstream reports
-// no usage.
-func estimateTokens(chars int) int { return (chars + 3) / 4 }
+// estimateTokens approximates a token count from the UTF-8 length of the
+// text, for when the upstream reports no usage: about four bytes a token
+// for English and code, and for CJK text (three bytes a character) about
+// one token a character, as BPE tokenizers give. Bytes, unlike runes, cost
+// nothing to count on a 1 MB answer.
+func estimateTokens(bytes int) int { return (bytes + 3) / 4 }
 
 // withNote returns a copy of msgs whose last user message ends with note.
 func withNote(msgs []models.Turn, note string) []models.Turn {
