@@ -51,7 +51,7 @@ func guard(hosts, origins []string, timeout time.Duration) gin.HandlerFunc {
 			h.Add("Vary", "Origin")
 			h.Set("Access-Control-Expose-Headers", RequestIDHeader+", Retry-After")
 			if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
-				h.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
+				h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS") // DELETE: /v1/responses/{id}
 				if want := r.Header.Get("Access-Control-Request-Headers"); want != "" {
 					h.Set("Access-Control-Allow-Headers", want)
 				}
