@@ -1,5 +1,9 @@
-// Command cursor2api is an OpenAI-compatible gateway to the models behind
-// Cursor's web chat, with real tool calls for coding agents.
+// Command cursor2api is a gateway that serves the OpenAI chat-completions,
+// Anthropic Messages and OpenAI Responses APIs, with real tool calls for
+// coding agents, in front of Cursor's web chat or the Cursor Agent CLI.
+//
+// Subcommands: healthcheck (the container's HEALTHCHECK), xih (run the
+// x-is-human check and say what it read), version.
 package main
 
 import (
