@@ -29,7 +29,8 @@ type Writer struct {
 	committed bool // start ran: the status and headers are sent
 	closed    bool // the stream has ended: no more pings
 	lastWrite time.Time
-	buf       bytes.Buffer
+	buf       bytes.Buffer // the event being framed
+	data      bytes.Buffer // what enc encodes
 	enc       *json.Encoder
 }
 
@@ -42,7 +43,7 @@ func NewWriter(w io.Writer, flush, start func(), ping []byte) *Writer {
 		ping = DefaultPing
 	}
 	s := &Writer{w: w, flush: flush, start: start, ping: ping, lastWrite: time.Now()}
-	s.enc = json.NewEncoder(&s.buf)
+	s.enc = json.NewEncoder(&s.data)
 	// The text reads as the model wrote it, which is equally valid JSON.
 	s.enc.SetEscapeHTML(false)
 	return s
@@ -61,18 +62,12 @@ func (s *Writer) Started() bool {
 func (s *Writer) Event(name string, v any) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.buf.Reset()
-	if name != "" {
-		s.buf.WriteString("event: ")
-		s.buf.WriteString(name)
-		s.buf.WriteByte('\n')
-	}
-	s.buf.WriteString("data: ")
+	s.data.Reset()
 	if err := s.enc.Encode(v); err != nil {
 		return fmt.Errorf("encoding event data: %w", err)
 	}
-	s.buf.WriteByte('\n') // Encode ended the line; a blank line ends the event
-	return s.write(s.buf.Bytes())
+	// Encode ended the line; event adds the blank line that ends the event.
+	return s.event(name, bytes.TrimSuffix(s.data.Bytes(), []byte("\n")))
 }
 
 // EventJSON writes one event whose data is json, already encoded on one
@@ -80,6 +75,11 @@ func (s *Writer) Event(name string, v any) error {
 func (s *Writer) EventJSON(name string, json []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.event(name, json)
+}
+
+// event frames and writes one event; s.mu is held.
+func (s *Writer) event(name string, data []byte) error {
 	s.buf.Reset()
 	if name != "" {
 		s.buf.WriteString("event: ")
@@ -87,7 +87,7 @@ func (s *Writer) EventJSON(name string, json []byte) error {
 		s.buf.WriteByte('\n')
 	}
 	s.buf.WriteString("data: ")
-	s.buf.Write(json)
+	s.buf.Write(data)
 	s.buf.WriteString("\n\n")
 	return s.write(s.buf.Bytes())
 }
