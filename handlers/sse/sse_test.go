@@ -20,12 +20,16 @@ func TestWriterFraming(t *testing.T) {
 
 	require.NoError(t, w.Event("", map[string]string{"text": "a <b> & c\n"}))
 	require.NoError(t, w.Event("message_start", map[string]int{"n": 1}))
+	require.NoError(t, w.EventJSON("delta", []byte(`{"pre":"encoded"}`)))
+	require.NoError(t, w.EventJSON("", []byte(`{}`)))
 	require.NoError(t, w.Data("[DONE]"))
 	assert.True(t, w.Started())
 	assert.Equal(t, 1, starts, "the start function runs once, before the first byte")
-	assert.Equal(t, 3, flushes, "every event is flushed")
+	assert.Equal(t, 5, flushes, "every event is flushed")
 	assert.Equal(t, "data: {\"text\":\"a <b> & c\\n\"}\n\n"+
 		"event: message_start\ndata: {\"n\":1}\n\n"+
+		"event: delta\ndata: {\"pre\":\"encoded\"}\n\n"+
+		"data: {}\n\n"+
 		"data: [DONE]\n\n", out.String(), "one line of JSON per event, HTML not escaped")
 	assert.Error(t, w.Event("", func() {}), "an unencodable value is an error, not a panic")
 }
