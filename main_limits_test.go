@@ -80,3 +80,49 @@ func TestMaxConnectionsBoundsConcurrentConnections(t *testing.T) {
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 	held[1].Close()
 }
+
+// TestShutdownEndsWholeAnswersToo: a non-streamed answer still waiting at
+// SHUTDOWN_TIMEOUT gets the door's 503, whichever door it came by.
+func TestShutdownEndsWholeAnswersToo(t *testing.T) {
+	up := cursortest.NewServer(t, cursortest.Always(cursortest.Response{Hang: true}))
+	url, shutdown, done := startGateway(t, map[string]string{"CURSOR_API_URL": up.URL, "TLS_FINGERPRINT": "off", "SHUTDOWN_TIMEOUT": "0.3"})
+	type answer struct {
+		status int
+		body   string
+	}
+	ask := func(path, body string, header ...string) <-chan answer {
+		out := make(chan answer, 1)
+		go func() {
+			req, _ := http.NewRequest(http.MethodPost, url+path, strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			for i := 0; i+1 < len(header); i += 2 {
+				req.Header.Set(header[i], header[i+1])
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				out <- answer{body: err.Error()}
+				return
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			out <- answer{resp.StatusCode, string(b)}
+		}()
+		return out
+	}
+	messages := ask("/v1/messages", `{"model":"claude-sonnet-4.6","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`, "anthropic-version", "2023-06-01")
+	responses := ask("/v1/responses", `{"model":"claude-sonnet-4.6","input":"hi"}`)
+	require.Eventually(t, func() bool { return len(up.Requests()) == 2 }, 10*time.Second, 10*time.Millisecond, "both answers wait on the upstream")
+	shutdown()
+	m, r := <-messages, <-responses
+	assert.Equal(t, http.StatusServiceUnavailable, m.status, m.body)
+	assert.Equal(t, "overloaded_error", gjson.Get(m.body, "error.type").String(), m.body)
+	assert.Contains(t, gjson.Get(m.body, "error.message").String(), "send the request again")
+	assert.Equal(t, http.StatusServiceUnavailable, r.status, r.body)
+	assert.Equal(t, "shutting_down", gjson.Get(r.body, "error.code").String(), r.body)
+	select {
+	case err := <-done:
+		assert.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not return")
+	}
+}

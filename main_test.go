@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"strings"
@@ -20,10 +21,14 @@ import (
 )
 
 // startGateway serves the real wiring on a loopback port until the
-// returned cancel is called; done yields serve's result.
+// returned cancel is called; done yields serve's result. Unless env says
+// otherwise, x-is-human is a static value: the default would fetch the
+// challenge script from cursor.com, and tests never leave the loopback.
 func startGateway(t *testing.T, env map[string]string) (url string, cancel context.CancelFunc, done <-chan error) {
 	gin.SetMode(gin.TestMode)
-	cfg, err := config.FromMap(env)
+	vars := map[string]string{"X_IS_HUMAN_MODE": "static:test-x-is-human"}
+	maps.Copy(vars, env)
+	cfg, err := config.FromMap(vars)
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

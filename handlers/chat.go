@@ -25,10 +25,8 @@ func (s *server) chatCompletions(c *gin.Context) {
 		writeError(c, asError(err))
 		return
 	}
-	req.Client = clientOf(c.Request)
-	prepared, err := s.Chat.Prepare(req, c.GetString(keyRequestID))
-	if err != nil {
-		writeError(c, asError(err))
+	prepared, ok := s.prepare(c, req)
+	if !ok {
 		return
 	}
 	id := "chatcmpl-" + utils.RandomString(utils.Alphanumerics, 24)
@@ -37,11 +35,8 @@ func (s *server) chatCompletions(c *gin.Context) {
 		s.stream(c, prepared, openai.NewStreamWriter(s.eventStream(c, nil), id, req.Model, created, req.IncludeUsage))
 		return
 	}
-	ctx, stop := s.answerContext(c)
-	defer stop()
-	ans, err := s.Chat.Complete(ctx, prepared)
-	if err = shutdownError(ctx, err); err != nil {
-		s.fail(c, err, nil)
+	ans, ok := s.complete(c, prepared)
+	if !ok {
 		return
 	}
 	c.PureJSON(http.StatusOK, openai.FromAnswer(id, req.Model, created, ans))

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
@@ -49,7 +48,6 @@ func (s *server) messages(c *gin.Context) {
 		writeError(c, asError(err))
 		return
 	}
-	req.Client = clientOf(c.Request)
 	asked := req.Model
 	if req.Model, err = s.resolveModel(req.Model); err != nil {
 		writeError(c, asError(err))
@@ -58,24 +56,18 @@ func (s *server) messages(c *gin.Context) {
 	if req.Model != asked {
 		s.Logger.Debug("model alias", "request_id", c.GetString(keyRequestID), "asked", utils.Clip(asked, 100), "model", req.Model)
 	}
-	prepared, err := s.Chat.Prepare(req, c.GetString(keyRequestID))
-	if err != nil {
-		writeError(c, asError(err))
+	prepared, ok := s.prepare(c, req)
+	if !ok {
 		return
 	}
 	id := anthropic.NewMessageID()
 	if req.Stream {
-		inputChars := 0
-		for _, m := range prepared.Messages {
-			inputChars += utf8.RuneCountInString(m.Text)
-		}
-		w := anthropic.NewStreamWriter(s.eventStream(c, anthropic.Ping), id, asked, (inputChars+3)/4, wire.StopSequences)
+		w := anthropic.NewStreamWriter(s.eventStream(c, anthropic.Ping), id, asked, prepared.EstimatedInputTokens(), wire.StopSequences)
 		s.stream(c, prepared, w)
 		return
 	}
-	ans, err := s.Chat.Complete(c.Request.Context(), prepared)
-	if err != nil {
-		s.fail(c, err, nil)
+	ans, ok := s.complete(c, prepared)
+	if !ok {
 		return
 	}
 	c.PureJSON(http.StatusOK, anthropic.FromAnswer(id, asked, ans, wire.StopSequences))

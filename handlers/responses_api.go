@@ -42,13 +42,11 @@ func (s *server) createResponse(c *gin.Context) {
 		writeError(c, asError(err))
 		return
 	}
-	dec.Request.Client = clientOf(c.Request)
 	if len(dec.Ignored) > 0 {
 		s.Logger.Debug("responses: ignored built-in tools and their items", "request_id", requestID, "ignored", utils.Clip(strings.Join(dec.Ignored, ", "), 500))
 	}
-	prepared, err := s.Chat.Prepare(dec.Request, requestID)
-	if err != nil {
-		writeError(c, asError(err))
+	prepared, ok := s.prepare(c, dec.Request)
+	if !ok {
 		return
 	}
 	base := responses.NewResponse(responses.NewID(), time.Now().Unix(), &wire)
@@ -60,9 +58,8 @@ func (s *server) createResponse(c *gin.Context) {
 		}
 		return
 	}
-	ans, err := s.Chat.Complete(c.Request.Context(), prepared)
-	if err != nil {
-		s.fail(c, err, nil)
+	ans, ok := s.complete(c, prepared)
+	if !ok {
 		return
 	}
 	resp := responses.FromAnswer(base, ans, dec.Names)

@@ -20,6 +20,31 @@ import (
 	"cursor2api/services/chat"
 )
 
+// prepare hands a door's request to the core, with what the client says
+// of itself in its headers. When it returns false the error is answered.
+func (s *server) prepare(c *gin.Context, req *models.Request) (*chat.Prepared, bool) {
+	req.Client = clientOf(c.Request)
+	p, err := s.Chat.Prepare(req, c.GetString(keyRequestID))
+	if err != nil {
+		writeError(c, asError(err))
+		return nil, false
+	}
+	return p, true
+}
+
+// complete answers a prepared request whole, cut short like a stream when
+// the drain time is up. When it returns false the failure is answered.
+func (s *server) complete(c *gin.Context, p *chat.Prepared) (*models.Answer, bool) {
+	ctx, stop := s.answerContext(c)
+	defer stop()
+	ans, err := s.Chat.Complete(ctx, p)
+	if err = shutdownError(ctx, err); err != nil {
+		s.fail(c, err, nil)
+		return nil, false
+	}
+	return ans, true
+}
+
 // stream answers a prepared request through a door's encoder, with
 // keepalive pings while the upstream is silent.
 func (s *server) stream(c *gin.Context, p *chat.Prepared, w answerStream) {

@@ -404,10 +404,7 @@ func (s *Service) attempt(ctx context.Context, p *Prepared, msgs []models.Turn, 
 		}
 		return nil
 	}
-	promptBytes := 0
-	for _, m := range msgs {
-		promptBytes += len(m.Text)
-	}
+	promptBytes := conversationBytes(msgs)
 	req := upstream.Request{Model: p.Model.Upstream, Messages: msgs, RequestID: p.RequestID}
 	reported, err := s.upstream.Stream(ctx, req, func(d upstream.Delta) error {
 		switch d.Kind {
@@ -441,6 +438,19 @@ func (s *Service) attempt(ctx context.Context, p *Prepared, msgs []models.Turn, 
 	u := models.Usage{InputTokens: estimateTokens(promptBytes), OutputTokens: estimateTokens(outBytes)}
 	u.TotalTokens = u.InputTokens + u.OutputTokens
 	return u, nil
+}
+
+// EstimatedInputTokens estimates the tokens of the conversation sent
+// upstream, as usage does when the upstream reports none: for a door that
+// must state the input before the answer ends.
+func (p *Prepared) EstimatedInputTokens() int { return estimateTokens(conversationBytes(p.Messages)) }
+
+func conversationBytes(msgs []models.Turn) int {
+	n := 0
+	for _, m := range msgs {
+		n += len(m.Text)
+	}
+	return n
 }
 
 // loopUsage estimates the usage of an answer the gateway gave itself.
