@@ -6,8 +6,9 @@ import "cursor2api/utils/toolproto"
 // Its methods must be quick and safe for concurrent use. A nil
 // Settings.Observer ignores them.
 type Observer interface {
-	// ToolCall is one tool call sent to the client.
-	ToolCall()
+	// ToolCalls counts the complete tool calls of an answer sent to the
+	// client (n may be 0).
+	ToolCalls(n int)
 	// HeldTurn is a turn held back from the client until its outcome
 	// was known (strict mode, or a whole answer).
 	HeldTurn()
@@ -46,7 +47,7 @@ func BadCallReason(reason string) string {
 // noObserver is the Observer of a nil Settings.Observer.
 type noObserver struct{}
 
-func (noObserver) ToolCall()      {}
+func (noObserver) ToolCalls(int)  {}
 func (noObserver) HeldTurn()      {}
 func (noObserver) Retry(string)   {}
 func (noObserver) BadCall(string) {}
@@ -63,15 +64,4 @@ func (s *Service) observeBadCalls(t *turnSink) {
 	for _, b := range t.bad {
 		s.observer().BadCall(BadCallReason(b.Reason))
 	}
-}
-
-// retryReason names why a held turn is asked again.
-func retryReason(p *Prepared, t *turnSink) string {
-	switch {
-	case len(t.bad) > 0:
-		return RetryBadCall
-	case p.RequireCall && t.calls == 0:
-		return RetryMissingCall
-	}
-	return RetryRefusal
 }

@@ -110,7 +110,7 @@ func (m *Metrics) FirstToken(door, model string, d time.Duration) {
 }
 
 // ToolCall, HeldTurn, Retry and BadCall implement chat.Observer.
-func (m *Metrics) ToolCall()             { m.toolCalls.WithLabelValues().Inc() }
+func (m *Metrics) ToolCalls(n int)       { m.toolCalls.WithLabelValues().Add(float64(n)) }
 func (m *Metrics) HeldTurn()             { m.heldTurns.Inc() }
 func (m *Metrics) Retry(reason string)   { m.retries.WithLabelValues(reason).Inc() }
 func (m *Metrics) BadCall(reason string) { m.badCalls.WithLabelValues(reason).Inc() }
