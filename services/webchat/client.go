@@ -17,6 +17,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -62,6 +63,23 @@ type Client struct {
 	Profile http.Header
 	Human   HumanProvider
 	Logger  *slog.Logger
+
+	// headers are BrowserHeaders(UserAgent) with Profile laid over them:
+	// the same on every request, so built once (by browserHeaders).
+	headersOnce sync.Once
+	headers     http.Header
+}
+
+// browserHeaders returns the browser's headers of every upstream request.
+// Callers copy them into a request and never change them.
+func (c *Client) browserHeaders() http.Header {
+	c.headersOnce.Do(func() {
+		c.headers = BrowserHeaders(c.UserAgent)
+		for k, v := range c.Profile {
+			c.headers[k] = v
+		}
+	})
+	return c.headers
 }
 
 // Cancellation causes of the gateway's own limits.
@@ -245,10 +263,7 @@ func (c *Client) newRequest(ctx context.Context, req upstream.Request) (*http.Re
 		return nil, fmt.Errorf("building upstream request: %w", err)
 	}
 	h := httpReq.Header
-	for k, v := range BrowserHeaders(c.UserAgent) {
-		h[k] = v
-	}
-	for k, v := range c.Profile {
+	for k, v := range c.browserHeaders() {
 		h[k] = v
 	}
 	if c.Cookie != "" {
