@@ -124,10 +124,7 @@ func webGateway(cfg *config.Config, m *metrics.Metrics, ready *readiness.Tracker
 			"profile", browser.Name, "profile_time_zone", browser.TimeZone)
 	}
 	profile := browser.Headers()
-	scriptHeaders := webchat.BrowserHeaders(browser.UserAgent)
-	for k, v := range profile {
-		scriptHeaders[k] = v
-	}
+	scriptHeaders := webchat.ProfileHeaders(browser.UserAgent, profile)
 	fetch := human.HTTPFetcher(httpClient, scriptHeaders)
 	countedFetch := func(ctx context.Context, url string) (string, error) {
 		body, err := fetch(ctx, url)

@@ -73,13 +73,19 @@ type Client struct {
 // browserHeaders returns the browser's headers of every upstream request.
 // Callers copy them into a request and never change them.
 func (c *Client) browserHeaders() http.Header {
-	c.headersOnce.Do(func() {
-		c.headers = BrowserHeaders(c.UserAgent)
-		for k, v := range c.Profile {
-			c.headers[k] = v
-		}
-	})
+	c.headersOnce.Do(func() { c.headers = ProfileHeaders(c.UserAgent, c.Profile) })
 	return c.headers
+}
+
+// ProfileHeaders is BrowserHeaders(ua) with a browser profile's own
+// identifying headers laid over it: what the upstream and the challenge
+// script's host see of the browser.
+func ProfileHeaders(ua string, profile http.Header) http.Header {
+	h := BrowserHeaders(ua)
+	for k, v := range profile {
+		h[k] = v
+	}
+	return h
 }
 
 // Cancellation causes of the gateway's own limits.
