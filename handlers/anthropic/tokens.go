@@ -1,26 +1,27 @@
 package anthropic
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
+	_ "embed"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"sync"
 
 	"github.com/pkoukk/tiktoken-go"
-	tiktokenloader "github.com/pkoukk/tiktoken-go-loader"
 )
 
 // Claude's own tokenizer is not published; cl100k_base, OpenAI's BPE of
-// GPT-4 era models, is the closest well-kept one that ships its ranks
-// inside a Go module (tiktoken-go-loader embeds them: nothing is ever
-// downloaded). Claude's tokenizer needs more tokens for the same text,
+// GPT-4 era models, is the closest well-kept one. Its ranks are embedded,
+// packed (scripts/mkcl100k), so nothing is ever downloaded. Claude's tokenizer needs more tokens for the same text,
 // and Anthropic adds framing of its own, so the BPE count is scaled and
 // the framing added; the constants make the estimate err on the high
 // side, because a client that thinks its context smaller than it is
 // compacts too late. README.md "Token counting" has the measurements.
 const (
-	cl100kRanks   = "cl100k_base.tiktoken"
 	cl100kPattern = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
 
 	// tokenScale turns cl100k tokens into Claude tokens, rounded up.
@@ -49,9 +50,39 @@ type TokenCounter struct {
 	err  error
 }
 
+// cl100kPacked is cl100k_base's tokens in rank order, each as a length
+// byte and its bytes, gzipped: a quarter of the published text file, and
+// the other encodings tiktoken-go-loader would embed beside it (5 MB) are
+// never linked.
+//
+//go:embed cl100k_base.bin.gz
+var cl100kPacked []byte
+
+// cl100kRanks unpacks the embedded ranks: token bytes to rank.
+func cl100kRanks() (map[string]int, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(cl100kPacked))
+	if err != nil {
+		return nil, err
+	}
+	raw, err := io.ReadAll(zr)
+	if err != nil {
+		return nil, err
+	}
+	ranks := make(map[string]int, 100256)
+	for len(raw) > 0 {
+		n := int(raw[0])
+		if n == 0 || len(raw) < 1+n {
+			return nil, fmt.Errorf("token %d is cut short", len(ranks))
+		}
+		ranks[string(raw[1:1+n])] = len(ranks)
+		raw = raw[1+n:]
+	}
+	return ranks, nil
+}
+
 func (tc *TokenCounter) load() (*tiktoken.Tiktoken, error) {
 	tc.once.Do(func() {
-		ranks, err := tiktokenloader.NewOfflineLoader().LoadTiktokenBpe(cl100kRanks)
+		ranks, err := cl100kRanks()
 		if err != nil {
 			tc.err = fmt.Errorf("loading the embedded cl100k_base ranks: %w", err)
 			return

@@ -2,7 +2,11 @@ package anthropic
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"testing"
 
@@ -114,4 +118,48 @@ func BenchmarkCountClaudeCode(b *testing.B) {
 	raw, err := os.ReadFile("../testdata/claude_code_tool_rounds.json")
 	require.NoError(b, err)
 	benchCount(b, raw)
+}
+
+// TestCL100KRanksAreThePublishedOnes rebuilds OpenAI's published
+// cl100k_base.tiktoken text from the packed ranks and compares its SHA-256
+// with the published file's, so a packing that lost, reordered or changed
+// any token fails here.
+func TestCL100KRanksAreThePublishedOnes(t *testing.T) {
+	ranks, err := cl100kRanks()
+	require.NoError(t, err)
+	require.Len(t, ranks, 100256, "every token has its own rank")
+	byRank := make([]string, len(ranks))
+	for tok, r := range ranks {
+		byRank[r] = tok
+	}
+	h := sha256.New()
+	for r, tok := range byRank {
+		fmt.Fprintf(h, "%s %d\n", base64.StdEncoding.EncodeToString([]byte(tok)), r)
+	}
+	assert.Equal(t, "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7", hex.EncodeToString(h.Sum(nil)))
+}
+
+// TestEncodesAsCL100K compares token ids with those tiktoken-go gives
+// with the published cl100k_base file (through tiktoken-go-loader, which
+// the gateway used before it packed the ranks itself).
+func TestEncodesAsCL100K(t *testing.T) {
+	var tc TokenCounter
+	enc, err := tc.load()
+	require.NoError(t, err)
+	for _, tt := range []struct {
+		text string
+		want []int
+	}{
+		{"hello world", []int{15339, 1917}},
+		{"tiktoken is great!", []int{83, 1609, 5963, 374, 2294, 0}},
+		{"  leading spaces\n\n\nx", []int{220, 6522, 12908, 1432, 87}},
+		{"日本語のテキスト", []int{9080, 22656, 45918, 252, 16144, 57933, 62903, 71634}},
+		{"func main() {\n\tfmt.Println(\"hi\")\n}", []int{2900, 1925, 368, 341, 11254, 12701, 446, 6151, 1158, 92}},
+		{"I'll say: it's 12345 tokens!!", []int{40, 3358, 2019, 25, 433, 596, 220, 4513, 1774, 11460, 3001}},
+	} {
+		assert.Equal(t, tt.want, enc.EncodeOrdinary(tt.text), "%q", tt.text)
+		n, err := tc.BPETokens(tt.text)
+		require.NoError(t, err)
+		assert.Equal(t, len(tt.want), n, "%q", tt.text)
+	}
 }
