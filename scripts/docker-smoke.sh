@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the cursor2api image offline, twice (the real multi-stage
-# Dockerfile on a build image made from the local Go toolchain, and the
-# scratch image around a host-built binary), runs each with --network host
+# Dockerfile on a golang:1.26-bookworm made here with debootstrap and the
+# local Go toolchain, and the scratch image around a host-built binary), runs each with --network host
 # against a fake upstream on loopback, waits for its HEALTHCHECK, calls
 # /health, /ready, /v1/models and a streamed chat completion, checks that
 # the process is not root, and prints the image sizes.
@@ -38,25 +38,50 @@ for _ in $(seq 50); do grep -q '^listening on' "$work/fake.out" && break; sleep 
 up_addr=$(sed -n 's/^listening on //p' "$work/fake.out")
 [ -n "$up_addr" ] || fail "the fake upstream did not start: $(cat "$work/fake.out")"
 
-# --- a build image from the local Go toolchain ----------------------------
-# No registry is reachable, so golang:* cannot be pulled: the toolchain
-# this script runs with becomes the build image instead (exec-form RUN in
-# the Dockerfile means it needs no shell).
+# --- the build image the Dockerfile names ------------------------------
+# No registry is reachable, so the Dockerfile's default build image
+# (golang:1.26-bookworm) cannot be pulled. It is made here as its
+# publisher makes it: a Debian bookworm root from debootstrap with the
+# Go toolchain in /usr/local/go, tagged with the name the Dockerfile uses,
+# so that the real Dockerfile builds with no build arguments. Where
+# debootstrap or Debian's mirror is missing, the toolchain alone becomes a
+# build image passed as GO_IMAGE (exec-form RUN needs no shell), and the
+# script says so.
 goroot=$(go env GOROOT)
 goversion=$(go env GOVERSION)
-build_image="cursor2api-build/go:${goversion#go}"
-if ! docker image inspect "$build_image" >/dev/null 2>&1; then
-  step "making the build image $build_image from $goroot"
-  mkdir -p "$work/goimg/usr/local" "$work/goimg/etc/ssl/certs" "$work/goimg/tmp"
-  chmod 1777 "$work/goimg/tmp"
-  cp /etc/ssl/certs/ca-certificates.crt "$work/goimg/etc/ssl/certs/"
-  tar -C "$goroot" --exclude=./test --exclude=./api --exclude=./doc --exclude=./misc -cf - . \
-    | (mkdir -p "$work/goimg/usr/local/go" && tar -C "$work/goimg/usr/local/go" -xf -)
-  tar -C "$work/goimg" -cf - . | docker import \
-    --change 'ENV PATH=/usr/local/go/bin:/usr/bin:/bin' \
-    --change 'ENV HOME=/tmp GOCACHE=/tmp/gocache GOPATH=/tmp/go GOTOOLCHAIN=local GOPROXY=off' \
-    - "$build_image" >/dev/null
-  rm -rf "$work/goimg"
+default_go_image=$(sed -n 's/^ARG GO_IMAGE=//p' Dockerfile)
+build_args=()
+go_image_env=(
+  --change "ENV GOLANG_VERSION=${goversion#go} GOTOOLCHAIN=local GOPATH=/go"
+  --change 'ENV PATH=/go/bin:/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
+  --change 'WORKDIR /go'
+)
+copy_goroot() { # into $1/usr/local/go, without what a build never reads
+  mkdir -p "$1/usr/local/go"
+  tar -C "$goroot" --exclude=./test --exclude=./api --exclude=./doc --exclude=./misc -cf - . | tar -C "$1/usr/local/go" -xf -
+}
+if docker image inspect "$default_go_image" >/dev/null 2>&1; then
+  step "using the build image $default_go_image already here"
+elif [ "$(id -u)" = 0 ] && command -v debootstrap >/dev/null 2>&1 && {
+  step "making $default_go_image: debootstrap bookworm from ${DEBIAN_MIRROR:=http://deb.debian.org/debian} plus $goversion"
+  debootstrap --variant=minbase --include=ca-certificates bookworm "$work/rootfs" "$DEBIAN_MIRROR" >"$work/debootstrap.log" 2>&1 ||
+    { echo "   debootstrap failed: $(tail -n 3 "$work/debootstrap.log")"; false; }
+}; then
+  copy_goroot "$work/rootfs"
+  tar -C "$work/rootfs" -cf - . | docker import "${go_image_env[@]}" - "$default_go_image" >/dev/null
+  rm -rf "$work/rootfs"
+else
+  fallback_image="cursor2api-build/go:${goversion#go}"
+  echo "== docker-smoke: NOTE: no debootstrap (or not root, or no mirror): $fallback_image, the Go toolchain alone, stands in for $default_go_image"
+  if ! docker image inspect "$fallback_image" >/dev/null 2>&1; then
+    mkdir -p "$work/goimg/etc/ssl/certs" "$work/goimg/tmp"
+    chmod 1777 "$work/goimg/tmp"
+    cp /etc/ssl/certs/ca-certificates.crt "$work/goimg/etc/ssl/certs/"
+    copy_goroot "$work/goimg"
+    tar -C "$work/goimg" -cf - . | docker import "${go_image_env[@]}" --change 'ENV HOME=/tmp GOCACHE=/tmp/gocache' - "$fallback_image" >/dev/null
+    rm -rf "$work/goimg"
+  fi
+  build_args+=(--build-arg GO_IMAGE="$fallback_image")
 fi
 
 # --- the build context, with the modules vendored -------------------------
@@ -65,8 +90,9 @@ mkdir -p "$work/ctx"
 git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t "$work/ctx" 2>/dev/null || true
 (cd "$work/ctx" && go mod vendor)
 
-step "docker build (multi-stage Dockerfile)"
-docker build -q -t cursor2api:smoke --build-arg GO_IMAGE="$build_image" --build-arg VERSION=smoke "$work/ctx" >/dev/null
+# --network none proves the build offline.
+step "docker build (the multi-stage Dockerfile, no network)"
+docker build -q --network none -t cursor2api:smoke "${build_args[@]}" --build-arg VERSION=smoke "$work/ctx" >/dev/null
 
 step "docker build (scratch around a host-built binary)"
 mkdir -p "$work/pre"
@@ -133,4 +159,46 @@ smoke() {
 
 smoke cursor2api:smoke smoke
 smoke cursor2api:smoke-prebuilt smoke-prebuilt
+
+# --- docker-compose.yml, as shipped ----------------------------------------
+# The shipped file publishes 127.0.0.1:8002 on Docker's bridge network; an
+# override file only swaps in the image built above, so nothing is rebuilt.
+compose=()
+if docker compose version >/dev/null 2>&1; then compose=(docker compose)
+elif command -v docker-compose >/dev/null 2>&1; then compose=(docker-compose)
+fi
+if [ ${#compose[@]} -eq 0 ]; then
+  echo "== docker-smoke: SKIPPED docker-compose.yml: neither 'docker compose' nor docker-compose is installed"
+elif (exec 3<>/dev/tcp/127.0.0.1/8002) 2>/dev/null; then
+  echo "== docker-smoke: SKIPPED docker-compose.yml: something already listens on 127.0.0.1:8002"
+else
+  step "docker-compose.yml (${compose[*]})"
+  printf 'API_KEY=sk-smoke\nX_IS_HUMAN_MODE=static:smoke\n' >"$work/ctx/.env"
+  printf 'services:\n  cursor2api:\n    image: cursor2api:smoke\n' >"$work/ctx/docker-compose.smoke.yml"
+  dc() { (cd "$work/ctx" && "${compose[@]}" -p "c2asmoke$$" -f docker-compose.yml -f docker-compose.smoke.yml "$@"); }
+  compose_down() { dc down -t 5 >/dev/null 2>&1 || true; }
+  trap 'compose_down; cleanup' EXIT
+  dc up -d --no-build >/dev/null 2>&1 || fail "compose up: $(dc up -d --no-build 2>&1 | tail -n 5)"
+  name=$(dc ps -q cursor2api)
+  [ -n "$name" ] || fail "compose started no cursor2api container"
+  health=""
+  for _ in $(seq 60); do
+    health=$(docker inspect -f '{{.State.Health.Status}}' "$name" 2>/dev/null || echo gone)
+    [ "$health" = healthy ] || [ "$health" = gone ] && break
+    sleep 1
+  done
+  [ "$health" = healthy ] || { dc logs >&2 || true; fail "compose: the healthcheck says '$health' after 60 s"; }
+  echo "   healthcheck: healthy"
+  out=$(curl -fsS http://127.0.0.1:8002/health) || fail "compose: /health on the published port"
+  echo "   /health on 127.0.0.1:8002: $out"
+  out=$(curl -fsS -H 'Authorization: Bearer sk-smoke' http://127.0.0.1:8002/v1/models) || fail "compose: /v1/models with the key from .env"
+  grep -q '"claude-sonnet-4.6"' <<<"$out" || fail "compose: /v1/models lacks the default model: $out"
+  code=$(curl -sS -o /dev/null -w '%{http_code}' http://127.0.0.1:8002/v1/models)
+  [ "$code" = 401 ] || fail "compose: /v1/models without the key from .env answered $code, want 401"
+  echo "   API_KEY from .env: 200 with it, 401 without"
+  policy=$(docker inspect -f '{{.HostConfig.RestartPolicy.Name}} read-only={{.HostConfig.ReadonlyRootfs}}' "$name")
+  [ "$policy" = "unless-stopped read-only=true" ] || fail "compose: restart policy and root: $policy"
+  echo "   restart: $policy"
+  compose_down
+fi
 step "passed"
