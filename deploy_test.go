@@ -1,22 +1,34 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	k8syaml "k8s.io/apimachinery/pkg/util/yaml"
 )
 
-// The Kubernetes manifest and the rendered Helm chart are checked here for
-// what the gateway relies on. No cluster is involved: these are structural
-// checks (plus helm lint), not a schema validation by an API server.
+// The Kubernetes manifest and the rendered Helm chart are checked here
+// twice, with no cluster: strictly against the Kubernetes API's own types
+// (k8s.io/api), as an API server validates them, and for what the gateway
+// relies on (probes, grace period, labels, affinity).
 
 // k8sObject is the part of a Kubernetes object the checks read.
 type k8sObject struct {
@@ -35,6 +47,7 @@ func decodeFile(t *testing.T, path string) map[string]*k8sObject {
 }
 
 func decodeObjects(t *testing.T, path string, data []byte) map[string]*k8sObject {
+	require.NoError(t, validateK8s(data), "%s against the Kubernetes API types", path)
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	out := map[string]*k8sObject{}
 	for {
@@ -48,6 +61,61 @@ func decodeObjects(t *testing.T, path string, data []byte) map[string]*k8sObject
 			continue // an empty document
 		}
 		out[obj.Kind] = obj
+	}
+}
+
+// validateK8s decodes every object in data strictly into the Kubernetes
+// API's Go types (Kubernetes 1.33): an unknown kind or apiVersion, an
+// unknown or duplicated field, or a value of the wrong type is an error,
+// as it is for kubectl apply --validate=strict.
+func validateK8s(data []byte) error {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{
+		appsv1.AddToScheme, corev1.AddToScheme, autoscalingv2.AddToScheme,
+		policyv1.AddToScheme, networkingv1.AddToScheme,
+	} {
+		if err := add(scheme); err != nil {
+			return err
+		}
+	}
+	dec := serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDeserializer()
+	docs := k8syaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for i := 1; ; i++ {
+		doc, err := docs.Read()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("document %d: %w", i, err)
+		}
+		var head struct{ Kind string }
+		if yaml.Unmarshal(doc, &head) == nil && head.Kind == "" {
+			continue // comments only
+		}
+		if _, _, err := dec.Decode(doc, nil, nil); err != nil {
+			return fmt.Errorf("document %d (%s): %w", i, head.Kind, err)
+		}
+	}
+}
+
+// TestValidateK8sCatches shows that the strict check fails on the
+// mistakes it is there for.
+func TestValidateK8sCatches(t *testing.T) {
+	manifest, err := os.ReadFile("deploy/kubernetes/cursor2api.yaml")
+	require.NoError(t, err)
+	require.NoError(t, validateK8s(manifest))
+	for _, tt := range []struct{ name, from, to, want string }{
+		{"misspelt field", "readinessProbe:", "readinesProbe:", `unknown field "spec.template.spec.containers[0].readinesProbe"`},
+		{"wrong type", "terminationGracePeriodSeconds: ", "terminationGracePeriodSeconds: forty", "terminationGracePeriodSeconds"},
+		{"unknown apiVersion", "apiVersion: autoscaling/v2", "apiVersion: autoscaling/v9", "autoscaling/v9"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			broken := strings.Replace(string(manifest), tt.from, tt.to, 1)
+			require.NotEqual(t, string(manifest), broken, "the manifest has %q", tt.from)
+			err := validateK8s([]byte(broken))
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.want)
+		})
 	}
 }
 
