@@ -44,6 +44,9 @@ func requestID(c *gin.Context) {
 	c.Next()
 }
 
+// errorClipLen bounds the error message in an access log line.
+const errorClipLen = 500
+
 // accessLog writes one line per request. It never logs keys or prompts.
 func accessLog(logger *slog.Logger) gin.HandlerFunc {
 	return func(c *gin.Context) {
@@ -65,7 +68,9 @@ func accessLog(logger *slog.Logger) gin.HandlerFunc {
 		}
 		level := slog.LevelInfo
 		if e := c.GetString(keyError); e != "" {
-			attrs = append(attrs, "error", e)
+			// The doors clip what they quote of the client; the sink
+			// bounds the line whatever a message holds.
+			attrs = append(attrs, "error", utils.Clip(e, errorClipLen))
 			if status >= 500 {
 				level = slog.LevelWarn
 			}

@@ -84,24 +84,9 @@ func contentBlocks(c Content) []models.Block {
 // "required" (also "any"), or {"type":"function","function":{"name":...}}
 // naming a declared tool.
 func toToolChoice(raw json.RawMessage, tools []models.Tool) (models.ToolChoice, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return models.ToolChoice{Mode: models.ChoiceAuto}, nil
-	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		switch s {
-		case "auto":
-			return models.ToolChoice{Mode: models.ChoiceAuto}, nil
-		case "none":
-			return models.ToolChoice{Mode: models.ChoiceNone}, nil
-		case "required", "any":
-			if len(tools) == 0 {
-				return models.ToolChoice{}, models.InvalidRequest("tool_choice", "tool_choice \"required\" needs at least one tool in tools")
-			}
-			return models.ToolChoice{Mode: models.ChoiceRequired}, nil
-		}
-		return models.ToolChoice{}, models.InvalidRequest("tool_choice", "tool_choice %q is not supported: use \"auto\", \"none\", \"required\" or {\"type\":\"function\",\"function\":{\"name\":\"...\"}}", utils.Clip(s, 100))
+	const objectForm = `{"type":"function","function":{"name":"..."}}`
+	if choice, ok, err := StringToolChoice(raw, tools, objectForm); ok {
+		return choice, err
 	}
 	var obj struct {
 		Type     string `json:"type"`
@@ -111,20 +96,57 @@ func toToolChoice(raw json.RawMessage, tools []models.Tool) (models.ToolChoice, 
 		Name string `json:"name"` // the Anthropic-like short form
 	}
 	if err := json.Unmarshal(raw, &obj); err != nil {
-		return models.ToolChoice{}, models.InvalidRequest("tool_choice", "tool_choice must be a string or an object like {\"type\":\"function\",\"function\":{\"name\":\"...\"}}")
+		return models.ToolChoice{}, models.InvalidRequest("tool_choice", "tool_choice must be a string or an object like %s", objectForm)
 	}
 	if obj.Type != "function" && obj.Type != "tool" {
-		return models.ToolChoice{}, models.InvalidRequest("tool_choice.type", "tool_choice.type %q is not supported: use \"function\"", utils.Clip(obj.Type, 100))
+		return models.ToolChoice{}, models.InvalidRequest("tool_choice.type", "tool_choice.type %q is not supported: use \"function\"", utils.Clip(obj.Type, clipLen))
 	}
 	name := obj.Function.Name
 	if name == "" {
 		name = obj.Name
 	}
+	return NamedToolChoice(name, tools, "tool_choice.function.name")
+}
+
+// clipLen bounds a client-supplied string quoted in an error message.
+const clipLen = 100
+
+// StringToolChoice reads the forms of tool_choice that the OpenAI formats
+// share: absent or null (auto) and the strings "auto", "none" and
+// "required" ("any", Anthropic's word, too). ok is false for an object,
+// which each format reads itself; objectForm shows that format's object
+// in the error for an unknown string.
+func StringToolChoice(raw json.RawMessage, tools []models.Tool, objectForm string) (choice models.ToolChoice, ok bool, err error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return models.ToolChoice{Mode: models.ChoiceAuto}, true, nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return models.ToolChoice{}, false, nil
+	}
+	switch s {
+	case "auto":
+		return models.ToolChoice{Mode: models.ChoiceAuto}, true, nil
+	case "none":
+		return models.ToolChoice{Mode: models.ChoiceNone}, true, nil
+	case "required", "any":
+		if len(tools) == 0 {
+			return models.ToolChoice{}, true, models.InvalidRequest("tool_choice", "tool_choice %q needs at least one function in tools", s)
+		}
+		return models.ToolChoice{Mode: models.ChoiceRequired}, true, nil
+	}
+	return models.ToolChoice{}, true, models.InvalidRequest("tool_choice", "tool_choice %q is not supported: use \"auto\", \"none\", \"required\" or %s", utils.Clip(s, clipLen), objectForm)
+}
+
+// NamedToolChoice is the choice of the declared function name, which the
+// request gave in param.
+func NamedToolChoice(name string, tools []models.Tool, param string) (models.ToolChoice, error) {
 	if name == "" {
-		return models.ToolChoice{}, models.InvalidRequest("tool_choice.function.name", "tool_choice.function.name is required")
+		return models.ToolChoice{}, models.InvalidRequest(param, "%s is required", param)
 	}
 	if !models.HasTool(tools, name) {
-		return models.ToolChoice{}, models.InvalidRequest("tool_choice.function.name", "tool_choice names function %q, which is not in tools", utils.Clip(name, 100))
+		return models.ToolChoice{}, models.InvalidRequest(param, "tool_choice names function %q, which is not in tools", utils.Clip(name, clipLen))
 	}
 	return models.ToolChoice{Mode: models.ChoiceFunction, Name: name}, nil
 }

@@ -9,7 +9,11 @@ import (
 
 	"cursor2api/handlers/openai"
 	"cursor2api/models"
+	"cursor2api/utils"
 )
+
+// clipLen bounds a client-supplied string quoted in an error message.
+const clipLen = 100
 
 // NamespaceSeparator joins a namespace and the name of one of its
 // functions into the one tool name the core knows: "crm" and "find" are
@@ -183,24 +187,9 @@ func (d *Decoded) tools(raws []json.RawMessage) ([]models.Tool, error) {
 // function (a namespace member by its namespace and name, or by its
 // flattened name).
 func toolChoice(raw json.RawMessage, tools []models.Tool) (models.ToolChoice, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return models.ToolChoice{Mode: models.ChoiceAuto}, nil
-	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		switch s {
-		case "auto":
-			return models.ToolChoice{Mode: models.ChoiceAuto}, nil
-		case "none":
-			return models.ToolChoice{Mode: models.ChoiceNone}, nil
-		case "required":
-			if len(tools) == 0 {
-				return models.ToolChoice{}, models.InvalidRequest("tool_choice", "tool_choice \"required\" needs at least one function in tools")
-			}
-			return models.ToolChoice{Mode: models.ChoiceRequired}, nil
-		}
-		return models.ToolChoice{}, models.InvalidRequest("tool_choice", "tool_choice %q is not supported: use \"auto\", \"none\", \"required\" or {\"type\":\"function\",\"name\":\"...\"}", s)
+	const objectForm = `{"type":"function","name":"..."}`
+	if choice, ok, err := openai.StringToolChoice(raw, tools, objectForm); ok {
+		return choice, err
 	}
 	var obj struct {
 		Type      string `json:"type"`
@@ -208,22 +197,16 @@ func toolChoice(raw json.RawMessage, tools []models.Tool) (models.ToolChoice, er
 		Namespace string `json:"namespace"`
 	}
 	if err := json.Unmarshal(raw, &obj); err != nil {
-		return models.ToolChoice{}, models.InvalidRequest("tool_choice", "tool_choice must be a string or an object like {\"type\":\"function\",\"name\":\"...\"}")
+		return models.ToolChoice{}, models.InvalidRequest("tool_choice", "tool_choice must be a string or an object like %s", objectForm)
 	}
 	if obj.Type != "function" {
-		return models.ToolChoice{}, models.InvalidRequest("tool_choice.type", "tool_choice.type %q is not supported: the gateway runs no built-in tools; use \"function\"", obj.Type)
+		return models.ToolChoice{}, models.InvalidRequest("tool_choice.type", "tool_choice.type %q is not supported: the gateway runs no built-in tools; use \"function\"", utils.Clip(obj.Type, clipLen))
 	}
 	name := obj.Name
-	if obj.Namespace != "" {
+	if obj.Namespace != "" && obj.Name != "" {
 		name = FlatName(obj.Namespace, obj.Name)
 	}
-	if obj.Name == "" {
-		return models.ToolChoice{}, models.InvalidRequest("tool_choice.name", "tool_choice.name is required")
-	}
-	if !models.HasTool(tools, name) {
-		return models.ToolChoice{}, models.InvalidRequest("tool_choice.name", "tool_choice names function %q, which is not in tools", name)
-	}
-	return models.ToolChoice{Mode: models.ChoiceFunction, Name: name}, nil
+	return openai.NamedToolChoice(name, tools, "tool_choice.name")
 }
 
 // formatNote is the system instruction that text.format asks for, or ""
@@ -256,7 +239,7 @@ func formatNote(t *TextConfig) (string, error) {
 		b.Write(schema)
 		return b.String(), nil
 	}
-	return "", models.InvalidRequest("text.format.type", "text.format.type %q is not supported: use \"text\", \"json_object\" or \"json_schema\"", t.Format.Type)
+	return "", models.InvalidRequest("text.format.type", "text.format.type %q is not supported: use \"text\", \"json_object\" or \"json_schema\"", utils.Clip(t.Format.Type, clipLen))
 }
 
 // inputItems splits input into items: a string is one user message.
@@ -311,7 +294,7 @@ func (c *conversation) add(raw json.RawMessage, field string, i int) error {
 		case "assistant":
 			c.assistant(blocks(it.Content)...)
 		default:
-			return models.InvalidRequest(path+".role", "%s.role %q is not supported: use system, developer, user or assistant", path, it.Role)
+			return models.InvalidRequest(path+".role", "%s.role %q is not supported: use system, developer, user or assistant", path, utils.Clip(it.Role, clipLen))
 		}
 	case "function_call":
 		if it.Name == "" || it.CallID == "" {
