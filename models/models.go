@@ -130,6 +130,10 @@ type Request struct {
 	// ShowThinking sends the reasoning to the client (EXPOSE_THINKING
 	// does so for every request).
 	ShowThinking bool
+	// MaxOutputTokens bounds the answer's text and reasoning, in the
+	// gateway's estimate of tokens; 0: no bound. An answer cut there ends
+	// with FinishLength.
+	MaxOutputTokens int
 	// Client identifies the calling application.
 	Client Client
 }
@@ -160,6 +164,7 @@ type FinishReason uint8
 const (
 	FinishStop      FinishReason = iota + 1 // the model finished its answer
 	FinishToolCalls                         // the answer ends with tool calls for the client to run
+	FinishLength                            // the answer was cut at the request's MaxOutputTokens
 )
 
 // ToolCall is a call in a complete answer.

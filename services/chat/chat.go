@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"cursor2api/models"
 	"cursor2api/services/upstream"
@@ -102,6 +103,8 @@ type Prepared struct {
 	RequireCall bool
 	// SingleCall keeps only the first tool call.
 	SingleCall bool
+	// MaxOutputTokens bounds text and reasoning (estimated tokens); 0: none.
+	MaxOutputTokens int
 	// checker validates call arguments against the tools' schemas.
 	checker *ArgumentChecker
 	// LoopStop, when set, is the answer to give without asking the
@@ -131,7 +134,7 @@ func (s *Service) Prepare(req *models.Request, requestID string) (*Prepared, err
 		MaxInputLength: s.settings.MaxInputLength,
 	}
 	p := &Prepared{
-		RequestID: requestID, Model: model, Thinking: opts.Thinking, SingleCall: req.SingleCall,
+		RequestID: requestID, Model: model, Thinking: opts.Thinking, SingleCall: req.SingleCall, MaxOutputTokens: req.MaxOutputTokens,
 		ShowThinking: s.settings.ExposeThinking || req.ShowThinking, checker: NewArgumentChecker(req.Tools),
 	}
 	if opts.ToolsActive() {
@@ -248,12 +251,16 @@ func (s *Service) Stream(ctx context.Context, p *Prepared, sink Sink) error {
 		}
 		return out.Finish(models.FinishStop, loopUsage(p))
 	}
-	usage, err := s.run(ctx, p, out, p.RequireCall, false)
+	usage, cut, err := s.run(ctx, p, out, p.RequireCall, false)
 	if err != nil {
 		return err
 	}
 	s.observer().ToolCalls(out.calls)
-	return out.Finish(out.reason(), usage)
+	reason := out.reason()
+	if cut {
+		reason = models.FinishLength
+	}
+	return out.Finish(reason, usage)
 }
 
 // Complete collects the whole answer. Nothing is sent before the turn is
@@ -265,13 +272,16 @@ func (s *Service) Complete(ctx context.Context, p *Prepared) (*models.Answer, er
 		return &models.Answer{Text: p.LoopStop, Usage: loopUsage(p), Finish: models.FinishStop}, nil
 	}
 	ans := &answerSink{}
-	usage, err := s.run(ctx, p, ans, true, true)
+	usage, cut, err := s.run(ctx, p, ans, true, true)
 	if err != nil {
 		return nil, err
 	}
 	out := &models.Answer{Text: ans.text.String(), ToolCalls: ans.calls, Usage: usage, Finish: models.FinishStop}
 	s.observer().ToolCalls(len(out.ToolCalls))
-	if len(out.ToolCalls) > 0 {
+	switch {
+	case cut:
+		out.Finish = models.FinishLength
+	case len(out.ToolCalls) > 0:
 		out.Text = strings.TrimSpace(out.Text)
 		out.Finish = models.FinishToolCalls
 	}
@@ -283,20 +293,26 @@ func (s *Service) Complete(ctx context.Context, p *Prepared) (*models.Answer, er
 
 // run answers with at most two upstream turns. hold keeps the first turn
 // from the client until a valid call (or, with holdAll, until its end), so
-// that it can still be discarded and asked again.
-func (s *Service) run(ctx context.Context, p *Prepared, sink Sink, hold, holdAll bool) (models.Usage, error) {
+// that it can still be discarded and asked again. cut reports that the
+// answer ended at the request's MaxOutputTokens.
+func (s *Service) run(ctx context.Context, p *Prepared, sink Sink, hold, holdAll bool) (usage models.Usage, cut bool, err error) {
 	first := &turnSink{sink: sink, released: !hold, holdAll: holdAll, streamAfter: s.settings.StreamArgsAfter}
 	if hold {
 		s.observer().HeldTurn()
 	}
-	usage, err := s.turn(ctx, p, p.Messages, first)
+	usage, err = s.turn(ctx, p, p.Messages, first)
 	if err != nil {
-		return usage, err
+		return usage, false, err
 	}
 	s.observeBadCalls(first)
-	note, reason := s.retryNote(p, first)
+	// An answer cut at the client's bound is what the client asked for:
+	// asking again would only be cut again.
+	note, reason := "", ""
+	if !first.cut {
+		note, reason = s.retryNote(p, first)
+	}
 	if note == "" {
-		return usage, first.finish()
+		return usage, first.cut, first.finish()
 	}
 	s.logger.Warn("retrying once", "request_id", p.RequestID, "model", p.Model.Public, "reason", utils.Clip(note, 300))
 	s.observer().Retry(reason)
@@ -305,12 +321,12 @@ func (s *Service) run(ctx context.Context, p *Prepared, sink Sink, hold, holdAll
 	s.observeBadCalls(second)
 	if err != nil {
 		if ctx.Err() != nil || second.released {
-			return usage, err
+			return usage, false, err
 		}
 		s.logger.Warn("retry failed, answering with the first reply", "request_id", p.RequestID, "error", err)
-		return usage, first.finish()
+		return usage, false, first.finish()
 	}
-	return usage.Add(retryUsage), second.finish()
+	return usage.Add(retryUsage), second.cut, second.finish()
 }
 
 // retryNote says why a held turn must be asked again, and the reason for
@@ -347,7 +363,7 @@ func (s *Service) retryNote(p *Prepared, t *turnSink) (note, reason string) {
 // turn streams one upstream turn into sink, checking each call's
 // arguments against its tool's schema.
 func (s *Service) turn(ctx context.Context, p *Prepared, msgs []models.Turn, sink *turnSink) (models.Usage, error) {
-	return s.attempt(ctx, p, msgs, !sink.holdAll, func(ev toolproto.Event) error {
+	usage, cut, err := s.attempt(ctx, p, msgs, !sink.holdAll, func(ev toolproto.Event) error {
 		switch ev.Kind {
 		case toolproto.EventText:
 			return sink.Text(ev.Text)
@@ -383,10 +399,14 @@ func (s *Service) turn(ctx context.Context, p *Prepared, msgs []models.Turn, sin
 		}
 		return nil
 	})
+	sink.cut = cut
+	return usage, err
 }
 
-// attempt runs one upstream request through a fresh parser.
-func (s *Service) attempt(ctx context.Context, p *Prepared, msgs []models.Turn, streamArgs bool, handle func(toolproto.Event) error) (models.Usage, error) {
+// attempt runs one upstream request through a fresh parser. cut reports
+// that the answer reached p.MaxOutputTokens: its text or reasoning was cut
+// there and the upstream request ended.
+func (s *Service) attempt(ctx context.Context, p *Prepared, msgs []models.Turn, streamArgs bool, handle func(toolproto.Event) error) (usage models.Usage, cut bool, err error) {
 	parser := toolproto.NewParser(toolproto.ParserOptions{
 		Trigger:       p.Trigger,
 		Thinking:      p.Thinking,
@@ -396,9 +416,23 @@ func (s *Service) attempt(ctx context.Context, p *Prepared, msgs []models.Turn, 
 		StreamArgs:    streamArgs,
 	})
 	outBytes := 0
+	budget := maxOutputBytes(p.MaxOutputTokens)
 	deliver := func(events []toolproto.Event) error {
 		for _, ev := range events {
-			if ev.Kind != toolproto.EventToolCallDelta { // counted whole at the call's end
+			if ev.Kind == toolproto.EventToolCallDelta {
+				// counted whole at the call's end
+			} else if n := len(ev.Text); budget > 0 && n > 0 && outBytes+n > budget &&
+				(ev.Kind == toolproto.EventText || ev.Kind == toolproto.EventThinking) {
+				// The bound cuts text and reasoning, never a call.
+				ev.Text = cutAtRune(ev.Text, budget-outBytes)
+				outBytes += len(ev.Text)
+				if ev.Text != "" {
+					if err := handle(ev); err != nil {
+						return err
+					}
+				}
+				return errOutputBound
+			} else {
 				outBytes += len(ev.Text) + len(ev.Arguments)
 			}
 			if err := handle(ev); err != nil {
@@ -425,22 +459,56 @@ func (s *Service) attempt(ctx context.Context, p *Prepared, msgs []models.Turn, 
 		}
 		return nil
 	})
-	if errors.Is(err, errTurnEnded) {
+	switch {
+	case errors.Is(err, errTurnEnded):
 		s.logger.Debug("turn ended at its tool calls; upstream request cancelled", "request_id", p.RequestID)
 		err, reported = nil, nil // the upstream's usage, if any, was never read
+	case errors.Is(err, errOutputBound):
+		s.logger.Debug("answer cut at max output tokens; upstream request cancelled", "request_id", p.RequestID, "max_output_tokens", p.MaxOutputTokens)
+		err, reported, cut = nil, nil, true
 	}
 	if err != nil {
-		return models.Usage{}, err
+		return models.Usage{}, false, err
 	}
-	if err := deliver(parser.Close()); err != nil {
-		return models.Usage{}, err
+	// What the parser still holds is past the bound when the answer was
+	// cut: an unfinished call or the tail of a possible trigger.
+	if !cut {
+		if err := deliver(parser.Close()); errors.Is(err, errOutputBound) {
+			cut = true
+		} else if err != nil {
+			return models.Usage{}, false, err
+		}
 	}
 	if reported != nil && reported.TotalTokens > 0 {
-		return *reported, nil
+		return *reported, cut, nil
 	}
 	u := models.Usage{InputTokens: estimateTokens(promptBytes), OutputTokens: estimateTokens(outBytes)}
 	u.TotalTokens = u.InputTokens + u.OutputTokens
-	return u, nil
+	return u, cut, nil
+}
+
+// maxOutputBytes is the output, in bytes, that estimateTokens counts as
+// tokens: the inverse of the estimate. 0: no bound.
+func maxOutputBytes(tokens int) int {
+	if tokens <= 0 {
+		return 0
+	}
+	return tokens * 4
+}
+
+// cutAtRune returns the longest prefix of s of at most n bytes that does
+// not split a UTF-8 sequence.
+func cutAtRune(s string, n int) string {
+	if n >= len(s) {
+		return s
+	}
+	if n <= 0 {
+		return ""
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // EstimatedInputTokens estimates the tokens of the conversation sent
@@ -464,6 +532,10 @@ func loopUsage(p *Prepared) models.Usage {
 
 // errTurnEnded stops the upstream stream once the turn's calls are complete.
 var errTurnEnded = errors.New("turn ended at its tool calls")
+
+// errOutputBound stops the upstream stream once the answer reaches the
+// request's MaxOutputTokens.
+var errOutputBound = errors.New("answer reached max output tokens")
 
 // estimateTokens approximates a token count from the UTF-8 length of the
 // text, for when the upstream reports no usage: about four bytes a token

@@ -65,6 +65,8 @@ type turnSink struct {
 	// sent is how many bytes of them have been sent.
 	streaming bool
 	sent      int
+	// cut is set when the turn reached the request's MaxOutputTokens.
+	cut bool
 }
 
 // pendingCall is a call whose arguments are held until they are whole or

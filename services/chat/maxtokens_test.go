@@ -1,0 +1,126 @@
+package chat
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"cursor2api/models"
+)
+
+// TestMaxOutputTokens bounds answers at the request's MaxOutputTokens,
+// four bytes a token as the usage estimate counts them: text and reasoning
+// are cut there (never inside a UTF-8 sequence, never inside a call), the
+// upstream is no longer read, and the answer ends with FinishLength.
+func TestMaxOutputTokens(t *testing.T) {
+	withTools := func(r *models.Request) { r.Tools = []models.Tool{{Name: "ls"}} }
+	cases := []struct {
+		name      string
+		model     string
+		max       int
+		edit      func(*models.Request)
+		settings  Settings
+		deltas    []string
+		text      string
+		reasoning string // shown
+		call      string // name and arguments of the one call
+		finish    models.FinishReason
+		read      int // deltas the core read; 0: all
+	}{
+		{"under the bound", "claude-sonnet-4.6", 100, nil, Settings{},
+			[]string{"Hello ", "world"}, "Hello world", "", "", models.FinishStop, 0},
+		{"exactly at the bound", "claude-sonnet-4.6", 2, nil, Settings{},
+			[]string{"1234", "5678"}, "12345678", "", "", models.FinishStop, 0},
+		{"cut inside a delta, the rest unread", "claude-sonnet-4.6", 2, nil, Settings{},
+			[]string{"12345", "67890", "never read", "nor this"}, "12345678", "", "", models.FinishLength, 2},
+		{"cut before a multi-byte character", "claude-sonnet-4.6", 1, nil, Settings{},
+			[]string{"ab€c"}, "ab", "", "", models.FinishLength, 0},
+		{"no bound", "claude-sonnet-4.6", 0, nil, Settings{},
+			[]string{strings.Repeat("x", 5000)}, strings.Repeat("x", 5000), "", "", models.FinishStop, 0},
+		{"reasoning counts", "claude-sonnet-4.6-thinking", 2, nil, Settings{ExposeThinking: true},
+			[]string{"reasoning:123456", "answer"}, "an", "123456", "", models.FinishLength, 0},
+		{"hidden reasoning counts too", "claude-sonnet-4.6-thinking", 2, nil, Settings{},
+			[]string{"reasoning:123456", "answer"}, "an", "", "", models.FinishLength, 0},
+		{"a call is never cut", "claude-sonnet-4.6", 1, withTools, Settings{},
+			[]string{"TRIGGER<invoke name=\"ls\">{\"dir\":\"/a/long/directory/name\"}</invoke>"},
+			"", "", `ls{"dir":"/a/long/directory/name"}`, models.FinishToolCalls, 0},
+		{"a held strict turn cut is sent, not asked again", "claude-sonnet-4.6", 2, withTools, Settings{Strict: StrictOn},
+			[]string{"I will not call any tool."}, "I will n", "", "", models.FinishLength, 0},
+	}
+	for _, tc := range cases {
+		for _, whole := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/whole=%v", tc.name, whole), func(t *testing.T) {
+				up := &fakeUpstream{deltas: tc.deltas}
+				core := newCore(t, up, tc.settings)
+				req := &models.Request{Model: tc.model, Messages: []models.Message{userText("say hi")}, MaxOutputTokens: tc.max}
+				if tc.edit != nil {
+					tc.edit(req)
+				}
+				p, err := core.Prepare(req, "req_max")
+				require.NoError(t, err)
+				got := &answerRecorder{}
+				if whole {
+					ans, err := core.Complete(context.Background(), p)
+					require.NoError(t, err)
+					got.text.WriteString(ans.Text)
+					got.reasoning.WriteString(ans.Thinking)
+					for _, c := range ans.ToolCalls {
+						got.calls = append(got.calls, c.Name+c.Arguments)
+					}
+					got.finish, got.usage = ans.Finish, ans.Usage
+				} else {
+					require.NoError(t, core.Stream(context.Background(), p, got))
+				}
+				assert.Equal(t, tc.text, got.text.String())
+				assert.Equal(t, tc.reasoning, got.reasoning.String())
+				if tc.call != "" {
+					assert.Equal(t, []string{tc.call}, got.calls)
+				} else {
+					assert.Empty(t, got.calls)
+				}
+				assert.Equal(t, tc.finish, got.finish)
+				if tc.read > 0 {
+					assert.Equal(t, tc.read, up.read, "reading stopped at the bound")
+				}
+				assert.Len(t, up.requests, 1, "never asked again")
+				if tc.finish == models.FinishLength {
+					assert.LessOrEqual(t, got.usage.OutputTokens, tc.max, "the usage estimate agrees with the bound")
+				}
+			})
+		}
+	}
+}
+
+// answerRecorder collects a streamed answer: text, reasoning, each call
+// as its name and arguments, and the finish.
+type answerRecorder struct {
+	text, reasoning strings.Builder
+	calls           []string
+	finish          models.FinishReason
+	usage           models.Usage
+}
+
+func (r *answerRecorder) Text(s string) error      { r.text.WriteString(s); return nil }
+func (r *answerRecorder) Reasoning(s string) error { r.reasoning.WriteString(s); return nil }
+func (r *answerRecorder) ToolCallStart(_, name string) error {
+	r.calls = append(r.calls, name)
+	return nil
+}
+func (r *answerRecorder) ToolCallArguments(s string) error {
+	r.calls[len(r.calls)-1] += s
+	return nil
+}
+func (r *answerRecorder) ToolCallEnd(complete bool) error {
+	if !complete {
+		r.calls[len(r.calls)-1] += " (incomplete)"
+	}
+	return nil
+}
+func (r *answerRecorder) Finish(reason models.FinishReason, usage models.Usage) error {
+	r.finish, r.usage = reason, usage
+	return nil
+}
