@@ -22,6 +22,9 @@ func ToRequest(req *MessagesRequest) (*models.Request, error) {
 		return nil, models.InvalidRequest("max_tokens", "max_tokens is %d: it must be at least 1", *req.MaxTokens)
 	}
 	out := &models.Request{Model: req.Model, Stream: req.Stream, IncludeUsage: true}
+	if req.MaxTokens != nil {
+		out.MaxOutputTokens = *req.MaxTokens // thinking counts against it, as Anthropic counts it
+	}
 	tools, err := toTools(req.Tools)
 	if err != nil {
 		return nil, err

@@ -251,8 +251,11 @@ func stopReason(r models.FinishReason, stopSeq string) (string, *string) {
 	if stopSeq != "" {
 		return "stop_sequence", &stopSeq
 	}
-	if r == models.FinishToolCalls {
+	switch r {
+	case models.FinishToolCalls:
 		return "tool_use", nil
+	case models.FinishLength:
+		return "max_tokens", nil
 	}
 	return "end_turn", nil
 }

@@ -35,6 +35,9 @@ func ToRequest(req *ChatRequest) (*models.Request, error) {
 	if out.Choice, err = toToolChoice(req.ToolChoice, out.Tools); err != nil {
 		return nil, err
 	}
+	if out.MaxOutputTokens, err = maxOutputTokens(req); err != nil {
+		return nil, err
+	}
 	for i, m := range req.Messages {
 		msg, err := toMessage(m)
 		if err != nil {
@@ -43,6 +46,24 @@ func ToRequest(req *ChatRequest) (*models.Request, error) {
 		out.Messages = append(out.Messages, msg)
 	}
 	return out, nil
+}
+
+// maxOutputTokens reads max_completion_tokens, else the older max_tokens
+// (0: neither).
+func maxOutputTokens(req *ChatRequest) (int, error) {
+	for _, f := range []struct {
+		param string
+		value *int
+	}{{"max_completion_tokens", req.MaxCompletionTokens}, {"max_tokens", req.MaxTokens}} {
+		if f.value == nil {
+			continue
+		}
+		if *f.value < 1 {
+			return 0, models.InvalidRequest(f.param, "%s is %d: it must be at least 1", f.param, *f.value)
+		}
+		return *f.value, nil
+	}
+	return 0, nil
 }
 
 // toMessage converts one message of the history; its error means an

@@ -13,8 +13,11 @@ import (
 
 // finishReason names a neutral finish reason as OpenAI does.
 func finishReason(r models.FinishReason) string {
-	if r == models.FinishToolCalls {
+	switch r {
+	case models.FinishToolCalls:
 		return "tool_calls"
+	case models.FinishLength:
+		return "length"
 	}
 	return "stop"
 }

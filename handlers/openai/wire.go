@@ -27,6 +27,9 @@ type ChatRequest struct {
 	Tools             []Tool          `json:"tools,omitempty"`
 	ToolChoice        json.RawMessage `json:"tool_choice,omitempty"`
 	ParallelToolCalls *bool           `json:"parallel_tool_calls,omitempty"`
+	// MaxCompletionTokens, or the older MaxTokens, bounds the answer.
+	MaxCompletionTokens *int `json:"max_completion_tokens,omitempty"`
+	MaxTokens           *int `json:"max_tokens,omitempty"`
 }
 
 // StreamOptions is the stream_options request field.
