@@ -13,6 +13,7 @@ import (
 	"io"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // DefaultPing is a comment line, which every SSE client ignores.
@@ -144,4 +145,66 @@ func (s *Writer) write(b []byte) error {
 		s.flush()
 	}
 	return nil
+}
+
+// plainASCII marks the ASCII bytes a JSON string holds as they are.
+var plainASCII = func() (t [utf8.RuneSelf]bool) {
+	for c := range t {
+		t[c] = c >= 0x20 && c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// AppendString appends s as a JSON string, byte for byte as Event's
+// encoder writes it (encoding/json with HTML escaping off): invalid UTF-8
+// becomes U+FFFD, U+2028 and U+2029 are escaped, <, > and & are not. Doors
+// build their hot events with it, for EventJSON, without reflection.
+func AppendString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if plainASCII[c] {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
 }

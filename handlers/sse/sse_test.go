@@ -3,6 +3,7 @@ package sse
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -81,5 +82,41 @@ func TestWriterSerialisesPingsWithEvents(t *testing.T) {
 	for _, ev := range bytes.Split(bytes.TrimSuffix(out.Bytes(), []byte("\n\n")), []byte("\n\n")) {
 		s := string(ev)
 		assert.True(t, s == `data: {"k":"v"}` || s == ": ping", "events never interleave: %q", s)
+	}
+}
+
+// TestAppendStringMatchesEvent holds the appending escaper to the bytes
+// Event's encoder writes for the same string, on every special case.
+func TestAppendStringMatchesEvent(t *testing.T) {
+	texts := []string{
+		"", "plain", `quote " and backslash \`, "new\nline\r\ttab", "\b\f\x00\x01\x1f\x7f",
+		"<html> & 'apostrophe'", "é ü 漢字 🎉", "\u2028\u2029 a\u2028b", "bad \xff utf-8 \xe2\x82", "\xed\xa0\x80 surrogate",
+		"\xf4\x90\x80\x80 past U+10FFFF", "\xc0\xaf overlong", "end \xe2", strings.Repeat("long ", 2000),
+	}
+	for i := range 256 {
+		texts = append(texts, string(rune(i)), string([]byte{byte(i)}))
+	}
+	for _, text := range texts {
+		var out bytes.Buffer
+		w := NewWriter(&out, nil, nil, nil)
+		require.NoError(t, w.Event("", text))
+		want := strings.TrimSuffix(strings.TrimPrefix(out.String(), "data: "), "\n\n")
+		assert.Equal(t, want, string(AppendString(nil, text)), "%q", text)
+		assert.Equal(t, "x"+want, string(AppendString([]byte("x"), text)), "appends")
+	}
+}
+
+func BenchmarkAppendString(b *testing.B) {
+	for name, text := range map[string]string{
+		"1KB plain": strings.Repeat("abcdefgh", 128), // the common case
+		"1KB prose": strings.Repeat("Say \"héllo\"\n", 85),
+	} {
+		b.Run(name, func(b *testing.B) {
+			buf := make([]byte, 0, 2048)
+			b.SetBytes(int64(len(text)))
+			for b.Loop() {
+				buf = AppendString(buf[:0], text)
+			}
+		})
 	}
 }
