@@ -72,15 +72,24 @@ func (s *Writer) Event(name string, v any) error {
 }
 
 // EventJSON writes one event whose data is json, already encoded on one
-// line, for doors that encode their hot events without reflection.
-func (s *Writer) EventJSON(name string, json []byte) error {
+// line, for doors that encode their hot events without reflection. The
+// line may come in pieces, written in order, so that a door repeating a
+// long text in several events encodes it once and copies it never.
+func (s *Writer) EventJSON(name string, json ...[]byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.event(name, json)
+	return s.event(name, json...)
 }
 
+// copyBelow is the size of data under which an event is framed in one
+// buffer and written whole; a larger one is written piece by piece,
+// without copying its data.
+const copyBelow = 32 << 10
+
+var eventEnd = []byte("\n\n")
+
 // event frames and writes one event; s.mu is held.
-func (s *Writer) event(name string, data []byte) error {
+func (s *Writer) event(name string, data ...[]byte) error {
 	s.buf.Reset()
 	if name != "" {
 		s.buf.WriteString("event: ")
@@ -88,8 +97,20 @@ func (s *Writer) event(name string, data []byte) error {
 		s.buf.WriteByte('\n')
 	}
 	s.buf.WriteString("data: ")
-	s.buf.Write(data)
-	s.buf.WriteString("\n\n")
+	size := 0
+	for _, d := range data {
+		size += len(d)
+	}
+	if size >= copyBelow {
+		parts := make([][]byte, 0, len(data)+2)
+		parts = append(parts, s.buf.Bytes())
+		parts = append(parts, data...)
+		return s.write(append(parts, eventEnd)...)
+	}
+	for _, d := range data {
+		s.buf.Write(d)
+	}
+	s.buf.Write(eventEnd)
 	return s.write(s.buf.Bytes())
 }
 
@@ -130,7 +151,8 @@ func (s *Writer) PingIfIdle(idle time.Duration) error {
 	return s.write(s.ping)
 }
 
-func (s *Writer) write(b []byte) error {
+// write writes the pieces of one event, or a ping, and flushes them.
+func (s *Writer) write(pieces ...[]byte) error {
 	if !s.committed {
 		s.committed = true
 		if s.start != nil {
@@ -138,8 +160,10 @@ func (s *Writer) write(b []byte) error {
 		}
 	}
 	s.lastWrite = time.Now()
-	if _, err := s.w.Write(b); err != nil {
-		return err
+	for _, b := range pieces {
+		if _, err := s.w.Write(b); err != nil {
+			return err
+		}
 	}
 	if s.flush != nil {
 		s.flush()

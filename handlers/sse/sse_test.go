@@ -2,6 +2,7 @@ package sse
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -119,4 +120,34 @@ func BenchmarkAppendString(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestWriterEventInPieces: an event given in pieces is the event of their
+// concatenation, flushed once, small or large (a large one is written
+// without being copied).
+func TestWriterEventInPieces(t *testing.T) {
+	long := strings.Repeat("y", copyBelow)
+	for _, pieces := range [][]string{
+		{`{"a":`, `"b"`, `}`},
+		{`{"text":"`, long, `","again":"`, long, `"}`},
+		{`{"text":"` + long + `"}`},
+	} {
+		var out bytes.Buffer
+		flushes := 0
+		w := NewWriter(&out, func() { flushes++ }, nil, nil)
+		var data [][]byte
+		for _, p := range pieces {
+			data = append(data, []byte(p))
+		}
+		require.NoError(t, w.EventJSON("name", data...))
+		require.NoError(t, w.EventJSON("", data...))
+		joined := strings.Join(pieces, "")
+		assert.Equal(t, "event: name\ndata: "+joined+"\n\ndata: "+joined+"\n\n", out.String())
+		assert.Equal(t, 2, flushes, "one flush an event")
+
+		var viaEvent bytes.Buffer
+		require.NoError(t, NewWriter(&viaEvent, nil, nil, nil).Event("name", json.RawMessage(joined)))
+		assert.Equal(t, "event: name\ndata: "+joined+"\n\n", viaEvent.String(), "Event frames alike")
+	}
+	assert.Error(t, NewWriter(failingWriter{}, nil, nil, nil).EventJSON("", []byte(`{"a":"`+long+`"}`)), "a failed write of a large event")
 }
