@@ -3,6 +3,7 @@ package responses
 import (
 	"bytes"
 	"strconv"
+	"unicode/utf8"
 
 	"cursor2api/handlers/sse"
 )
@@ -40,23 +41,18 @@ func appendItemRef(b []byte, index int, itemID, indexKey string) []byte {
 	return b
 }
 
-// htmlEscaped returns the JSON text enc with <, > and & escaped as
+// appendHTMLEscaped appends the JSON text enc with <, > and & escaped as
 // json.Marshal escapes them. Within encoded JSON those bytes only ever
 // stand for themselves, so escaping them afterwards is the same as
-// escaping them while encoding. enc itself is returned when it has none.
-func htmlEscaped(enc []byte) []byte {
+// escaping them while encoding.
+func appendHTMLEscaped(b, enc []byte) []byte {
 	first := len(enc)
 	for _, c := range []byte("<>&") {
 		if i := bytes.IndexByte(enc[:first], c); i >= 0 {
 			first = i
 		}
 	}
-	if first == len(enc) {
-		return enc
-	}
-	out := make([]byte, 0, len(enc)+len(enc)/8)
-	start := first
-	out = append(out, enc[:first]...)
+	start := 0
 	for i := first; i < len(enc); i++ {
 		var esc string
 		switch enc[i] {
@@ -69,29 +65,29 @@ func htmlEscaped(enc []byte) []byte {
 		default:
 			continue
 		}
-		out = append(out, enc[start:i]...)
-		out = append(out, esc...)
+		b = append(b, enc[start:i]...)
+		b = append(b, esc...)
 		start = i + 1
 	}
-	return append(out, enc[start:]...)
+	return append(b, enc[start:]...)
 }
 
 // appendStringHTML appends s as json.Marshal does, HTML escaping on.
 func appendStringHTML(b []byte, s string) []byte {
 	n := len(b)
 	b = sse.AppendString(b, s)
-	esc := htmlEscaped(b[n:])
-	if len(esc) == len(b)-n {
-		return b // nothing to escape: esc is b[n:] itself
+	if bytes.IndexAny(b[n:], "<>&") < 0 {
+		return b
 	}
-	return append(b[:n], esc...) // a copy: no overlap
+	enc := bytes.Clone(b[n:])
+	return appendHTMLEscaped(b[:n], enc)
 }
 
 // appendItem appends it as OutputItem.MarshalJSON writes it, its text (a
 // message's or reasoning item's text, a call's arguments) given already
-// encoded with HTML escaping on. It reports false for a type it does not
-// know.
-func appendItem(b []byte, it *OutputItem, text []byte) ([]byte, bool) {
+// encoded by sse.AppendString, in pieces. It reports false for a type it
+// does not know.
+func appendItem(b []byte, it *OutputItem, text [][]byte) ([]byte, bool) {
 	b = append(b, `{"id":`...)
 	b = appendStringHTML(b, it.ID)
 	b = append(b, `,"type":`...)
@@ -123,7 +119,9 @@ func appendItem(b []byte, it *OutputItem, text []byte) ([]byte, bool) {
 			b = appendStringHTML(b, it.Namespace)
 		}
 		b = append(b, `,"arguments":`...)
-		b = append(b, text...)
+		for _, p := range text {
+			b = appendHTMLEscaped(b, p)
+		}
 	default:
 		return b, false
 	}
@@ -139,9 +137,62 @@ var (
 )
 
 // appendPart appends a Part of the shape (TextPart, SummaryPart) and the
-// encoded text.
-func appendPart(b []byte, shape partShape, text []byte) []byte {
+// encoded text, as json.Marshal writes it, HTML escaping on.
+func appendPart(b []byte, shape partShape, text [][]byte) []byte {
 	b = append(b, shape.head...)
-	b = append(b, text...)
+	for _, p := range text {
+		b = appendHTMLEscaped(b, p)
+	}
 	return append(b, shape.tail...)
+}
+
+// encodedText is the text of the item in progress encoded as a JSON
+// string, gathered from its delta events, which encoded every piece of it
+// already. The encoding of the whole text is the encodings of its pieces
+// in a row, unless a piece ends inside a UTF-8 sequence that the next one
+// completes (invalid UTF-8 is encoded as U+FFFD, one byte at a time): then
+// the whole text is encoded again.
+type encodedText struct {
+	chunks [][]byte // the pieces' encodings, copied in a row
+	size   int
+	// broken is set when a piece did not end on a whole character.
+	broken bool
+	parts  [][]byte // reused by of
+}
+
+var quote = []byte(`"`)
+
+// add keeps the encoding enc (without its quotes) of the next piece.
+func (e *encodedText) add(piece string, enc []byte) {
+	if r, size := utf8.DecodeLastRuneInString(piece); r == utf8.RuneError && size == 1 {
+		e.broken = true
+	}
+	n := len(e.chunks)
+	if n == 0 || cap(e.chunks[n-1])-len(e.chunks[n-1]) < len(enc) {
+		// Chunks grow with the text, from 4 KB up to 256 KB, so that a
+		// long text is copied once and held in few pieces.
+		e.chunks = append(e.chunks, make([]byte, 0, max(len(enc), min(max(4<<10, e.size), 256<<10))))
+		n++
+	}
+	e.chunks[n-1] = append(e.chunks[n-1], enc...)
+	e.size += len(enc)
+}
+
+// of returns the encoding of text, which is the pieces added since reset
+// in a row, as the pieces of a JSON string, quotes included; they are
+// valid until the next add or reset.
+func (e *encodedText) of(text string) [][]byte {
+	if e.broken {
+		enc := sse.AppendString(nil, text)
+		e.chunks, e.size, e.broken = append(e.chunks[:0], enc[1:len(enc)-1]), len(enc)-2, false
+	}
+	e.parts = append(e.parts[:0], quote)
+	e.parts = append(e.parts, e.chunks...)
+	return append(e.parts, quote)
+}
+
+// reset starts the text of a new item.
+func (e *encodedText) reset() {
+	clear(e.chunks)
+	e.chunks, e.size, e.broken = e.chunks[:0], 0, false
 }

@@ -138,6 +138,22 @@ func TestStreamWriterMatchesReflection(t *testing.T) {
 			})
 		})
 	}
+	t.Run("characters split between pieces", func(t *testing.T) {
+		// Each piece alone is invalid UTF-8; together they are é, 😀 and
+		// U+2028, which encode otherwise than their halves.
+		bothWrite(t, trickyBase(), names, []step{
+			func(w sink) error { return w.Reasoning("\xf0\x9f") },
+			func(w sink) error { return w.Reasoning("\x98\x80") },
+			func(w sink) error { return w.Text("caf\xc3") },
+			func(w sink) error { return w.Text("\xa9 \xe2\x80") },
+			func(w sink) error { return w.Text("\xa8!") },
+			func(w sink) error { return w.ToolCallStart("call_1", "crm__find") },
+			func(w sink) error { return w.ToolCallArguments(`{"q":"\xc3`) },
+			func(w sink) error { return w.ToolCallArguments(`\xa9"}`) },
+			func(w sink) error { return w.ToolCallEnd(true) },
+			func(w sink) error { return w.Finish(models.FinishToolCalls, models.Usage{}) },
+		})
+	})
 	t.Run("failure", func(t *testing.T) {
 		bothWrite(t, trickyBase(), names, []step{
 			func(w sink) error { return w.Text("Part <of> it") },
@@ -172,6 +188,13 @@ func TestStreamWriterMatchesReflectionRandomly(t *testing.T) {
 		inCall := false
 		for range r.IntN(20) {
 			s := text()
+			if r.IntN(3) == 0 {
+				// Cut inside a character, now and then.
+				cut := r.IntN(len(s) + 1)
+				s, rest := s[:cut], s[cut:]
+				steps = append(steps, func(w sink) error { return w.Text(s) }, func(w sink) error { return w.Text(rest) })
+				continue
+			}
 			switch k := r.IntN(6); {
 			case inCall && k < 3:
 				steps = append(steps, func(w sink) error { return w.ToolCallArguments(s) })
@@ -203,7 +226,7 @@ func TestHTMLEscaped(t *testing.T) {
 	for _, text := range append(trickyTexts, "&&<<>>", "\\u003c <") {
 		want, err := json.Marshal(text)
 		require.NoError(t, err)
-		assert.Equal(t, string(want), string(htmlEscaped(sse.AppendString(nil, text))), "%q", text)
+		assert.Equal(t, "x"+string(want), string(appendHTMLEscaped([]byte("x"), sse.AppendString(nil, text))), "%q", text)
 		assert.Equal(t, "x"+string(want), string(appendStringHTML([]byte("x"), text)), "%q", text)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -47,10 +46,10 @@ const (
 //
 // The events that carry the answer's text, the deltas and the four done
 // events that repeat an item's whole text, are appended without
-// reflection (append.go), the same bytes encoding/json writes: an item's
-// text is put together and encoded once when it ends, and that encoding
-// is written by each of its done events, response.completed and the
-// store. The other events are few and small, and go through Event.
+// reflection (append.go), the same bytes encoding/json writes. An item's
+// text is encoded once, piece by piece by its delta events, and those
+// encodings make its done events, its JSON for response.completed and
+// the store. The other events are few and small, and go through Event.
 type StreamWriter struct {
 	*sse.Writer
 
@@ -69,8 +68,9 @@ type StreamWriter struct {
 	// for its output_item.done and reused by response.completed and the
 	// store.
 	items []json.RawMessage
-	out   []byte // the event being appended, reused
-	text  []byte // the done item's text as JSON, reused
+	out   []byte      // the event being appended, reused
+	enc   encodedText // cur's text as JSON, from its delta events
+	parts [][]byte    // the pieces of an event, reused
 }
 
 // textPieces collects the text of the item in progress as the pieces it
@@ -114,7 +114,9 @@ func (s *StreamWriter) deltaEvent(typ, indexKey, delta string, logprobs bool) er
 	b := appendHead(s.out[:0], typ, s.next())
 	b = appendItemRef(b, len(s.resp.Output), s.cur.ID, indexKey)
 	b = append(b, `,"delta":`...)
+	at := len(b)
 	b = sse.AppendString(b, delta)
+	s.enc.add(delta, b[at+1:len(b)-1])
 	if logprobs {
 		b = append(b, `,"logprobs":[]`...)
 	}
@@ -164,6 +166,7 @@ func (s *StreamWriter) start(it OutputItem) error {
 	it.Status = StatusInProgress
 	s.cur = &it
 	s.buf.Reset()
+	s.enc.reset()
 	if err := s.emit(Event{Type: EventItemAdded, OutputIndex: ptr(len(s.resp.Output)), Item: ptr(it)}); err != nil {
 		return err
 	}
@@ -187,22 +190,22 @@ func (s *StreamWriter) closeItem() error {
 	s.cur = nil
 	index := len(s.resp.Output)
 	text := s.buf.String()
-	s.text = sse.AppendString(slices.Grow(s.text[:0], len(text)+2), text)
+	enc := s.enc.of(text)
 	switch it.Type {
 	case ItemMessage:
 		it.Text, it.Status = text, StatusCompleted
-		if err := s.textDone(EventTextDone, it.ID, index, "content_index", true); err != nil {
+		if err := s.textDone(EventTextDone, it.ID, index, "content_index", enc, true); err != nil {
 			return err
 		}
-		if err := s.partDone(EventPartDone, it.ID, index, "content_index", textPart); err != nil {
+		if err := s.partDone(EventPartDone, it.ID, index, "content_index", textPart, enc); err != nil {
 			return err
 		}
 	case ItemReasoning:
 		it.Text, it.Status = text, StatusCompleted
-		if err := s.textDone(EventSummaryTextDone, it.ID, index, "summary_index", false); err != nil {
+		if err := s.textDone(EventSummaryTextDone, it.ID, index, "summary_index", enc, false); err != nil {
 			return err
 		}
-		if err := s.partDone(EventSummaryPartDone, it.ID, index, "summary_index", summaryPart); err != nil {
+		if err := s.partDone(EventSummaryPartDone, it.ID, index, "summary_index", summaryPart, enc); err != nil {
 			return err
 		}
 	case ItemFunctionCall:
@@ -210,21 +213,30 @@ func (s *StreamWriter) closeItem() error {
 		// they are, incomplete.
 		it.Arguments, it.Status = text, StatusIncomplete
 	}
-	return s.itemDone(it, index)
+	return s.itemDone(it, index, enc)
 }
 
-// textDone writes the text of the item just ended, from s.text, as its
+// eventOf writes an event of head, the pieces of an encoded text and
+// tail.
+func (s *StreamWriter) eventOf(typ string, head []byte, text [][]byte, tail ...[]byte) error {
+	s.out = head
+	s.parts = append(s.parts[:0], head)
+	s.parts = append(s.parts, text...)
+	s.parts = append(s.parts, tail...)
+	return s.EventJSON(typ, s.parts...)
+}
+
+// textDone writes the encoded text of the item just ended as its
 // output_text.done or reasoning_summary_text.done.
-func (s *StreamWriter) textDone(typ, itemID string, index int, indexKey string, logprobs bool) error {
+func (s *StreamWriter) textDone(typ, itemID string, index int, indexKey string, text [][]byte, logprobs bool) error {
 	b := appendHead(s.out[:0], typ, s.next())
 	b = appendItemRef(b, index, itemID, indexKey)
 	b = append(b, `,"text":`...)
-	s.out = b
 	tail := closeObject
 	if logprobs {
 		tail = logprobsTail
 	}
-	return s.EventJSON(typ, b, s.text, tail)
+	return s.eventOf(typ, b, text, tail)
 }
 
 var (
@@ -232,23 +244,21 @@ var (
 	logprobsTail = []byte(`,"logprobs":[]}`)
 )
 
-// partDone writes the part of the item just ended, of the text in s.text,
+// partDone writes the part of the item just ended, of its encoded text,
 // as its content_part.done or reasoning_summary_part.done.
-func (s *StreamWriter) partDone(typ, itemID string, index int, indexKey string, shape partShape) error {
+func (s *StreamWriter) partDone(typ, itemID string, index int, indexKey string, shape partShape, text [][]byte) error {
 	b := appendHead(s.out[:0], typ, s.next())
 	b = appendItemRef(b, index, itemID, indexKey)
 	b = append(b, `,"part":`...)
 	b = append(b, shape.head...)
-	s.out = b
-	return s.EventJSON(typ, b, s.text, shape.tail, closeObject)
+	return s.eventOf(typ, b, text, shape.tail, closeObject)
 }
 
 // itemDone adds the ended item to the output and writes its
-// output_item.done; s.text holds its text, or a call's arguments, as JSON.
-func (s *StreamWriter) itemDone(it *OutputItem, index int) error {
+// output_item.done; text is its encoded text, or a call's arguments.
+func (s *StreamWriter) itemDone(it *OutputItem, index int, text [][]byte) error {
 	s.resp.Output = append(s.resp.Output, *it)
-	text := htmlEscaped(s.text)
-	encoded, ok := appendItem(make([]byte, 0, len(text)+len(it.ID)+len(it.CallID)+len(it.Name)+len(it.Namespace)+256), it, text)
+	encoded, ok := appendItem(make([]byte, 0, s.enc.size+len(it.ID)+len(it.CallID)+len(it.Name)+len(it.Namespace)+256), it, text)
 	if !ok {
 		return fmt.Errorf("unknown output item type %q", it.Type)
 	}
@@ -338,7 +348,7 @@ func (s *StreamWriter) ToolCallEnd(complete bool) error {
 	if !complete {
 		it.Status = StatusIncomplete
 	}
-	s.text = sse.AppendString(slices.Grow(s.text[:0], len(it.Arguments)+2), it.Arguments)
+	enc := s.enc.of(it.Arguments)
 	b := appendHead(s.out[:0], EventArgumentsDone, s.next())
 	b = appendItemRef(b, index, it.ID, "")
 	if it.Name != "" {
@@ -346,11 +356,10 @@ func (s *StreamWriter) ToolCallEnd(complete bool) error {
 		b = sse.AppendString(b, it.Name)
 	}
 	b = append(b, `,"arguments":`...)
-	s.out = b
-	if err := s.EventJSON(EventArgumentsDone, b, s.text, closeObject); err != nil {
+	if err := s.eventOf(EventArgumentsDone, b, enc, closeObject); err != nil {
 		return err
 	}
-	return s.itemDone(it, index)
+	return s.itemDone(it, index, enc)
 }
 
 // Finish ends the last item and writes response.completed with the whole
@@ -440,7 +449,7 @@ func (s *StreamWriter) Error(e *models.Error) error {
 			it.Text = text
 		}
 		s.resp.Output = append(s.resp.Output, *it)
-		if encoded, ok := appendItem(nil, it, appendStringHTML(nil, text)); ok {
+		if encoded, ok := appendItem(nil, it, s.enc.of(text)); ok {
 			s.items = append(s.items, encoded)
 		}
 	}
