@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/bits"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -179,6 +180,12 @@ var plainASCII = func() (t [utf8.RuneSelf]bool) {
 	return t
 }()
 
+// Bytes repeated in every byte of a word.
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
 // AppendString appends s as a JSON string, byte for byte as Event's
 // encoder writes it (encoding/json with HTML escaping off): invalid UTF-8
 // becomes U+FFFD, U+2028 and U+2029 are escaped, <, > and & are not. Doors
@@ -188,6 +195,25 @@ func AppendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		if i+8 <= len(s) {
+			// Plain ASCII, the bulk of most text, is skipped eight bytes
+			// at a time. m has the high bit of every byte that is not
+			// plain: a byte below n gives its high bit in (x - n·ones) &^ x,
+			// a byte equal to c is a zero byte of x ^ c·ones (the classic
+			// "has less" and "has zero" words), and a byte from 0x80 has
+			// its own. A borrow can mark a byte above one that is not
+			// plain, never one below, so the lowest bit is the first.
+			w := s[i : i+8]
+			x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+				uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
+			quote, backslash := x^(ones*'"'), x^(ones*'\\')
+			m := ((x-ones*0x20)&^x | (quote-ones)&^quote | (backslash-ones)&^backslash | x) & highs
+			if m == 0 {
+				i += 8
+				continue
+			}
+			i += bits.TrailingZeros64(m) / 8 // the first byte that is not plain
+		}
 		if c := s[i]; c < utf8.RuneSelf {
 			if plainASCII[c] {
 				i++
@@ -214,20 +240,23 @@ func AppendString(b []byte, s string) []byte {
 			start = i
 			continue
 		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
-		default:
+		// Multi-byte characters come in runs (a word, a line of CJK):
+		// read the run character by character before looking for plain
+		// ASCII again.
+		for i < len(s) && s[i] >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			switch {
+			case r == utf8.RuneError && size == 1:
+				b = append(b, s[start:i]...)
+				b = append(b, `\ufffd`...)
+				start = i + size
+			case r == '\u2028' || r == '\u2029':
+				b = append(b, s[start:i]...)
+				b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
+				start = i + size
+			}
 			i += size
-			continue
 		}
-		i += size
-		start = i
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')

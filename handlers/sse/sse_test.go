@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
@@ -107,10 +108,55 @@ func TestAppendStringMatchesEvent(t *testing.T) {
 	}
 }
 
+// TestAppendStringWordAtATime: the escaper skips plain ASCII eight bytes
+// at a time; every byte value at every place of such a word, and random
+// words of the bytes that matter, must still come out as Event's.
+func TestAppendStringWordAtATime(t *testing.T) {
+	check := func(s string) {
+		t.Helper()
+		var out bytes.Buffer
+		require.NoError(t, NewWriter(&out, nil, nil, nil).Event("", s))
+		require.Equal(t, strings.TrimSuffix(strings.TrimPrefix(out.String(), "data: "), "\n\n"), string(AppendString(nil, s)), "%q", s)
+	}
+	for pos := range 20 {
+		for c := range 256 {
+			w := []byte("abcdefghijklmnopqrst")
+			w[pos] = byte(c)
+			check(string(w))
+		}
+	}
+	r := rand.New(rand.NewPCG(7, 8))
+	w := make([]byte, 24)
+	for range 50000 {
+		for i := range w {
+			w[i] = []byte{byte(r.IntN(256)), 'a', 0x7f, 0x80, 0xbf, 0xc3, 0xa9, 0xe2, 0x80, 0xa8, 0xff, 0x1f, 0x20, '"', '\\', 0x21, 0x5d, 0x00}[r.IntN(18)]
+		}
+		check(string(w[:r.IntN(len(w)+1)]))
+	}
+}
+
+// FuzzAppendString holds the escaper to Event's encoder on any string.
+func FuzzAppendString(f *testing.F) {
+	for _, s := range []string{"", "plain text here", "a\"b\\c\n\x00\x1f", "é 漢字 🎉 \u2028", "bad \xff \xe2\x82 end"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var out bytes.Buffer
+		require.NoError(t, NewWriter(&out, nil, nil, nil).Event("", s))
+		want := strings.TrimSuffix(strings.TrimPrefix(out.String(), "data: "), "\n\n")
+		if got := string(AppendString(nil, s)); got != want {
+			t.Fatalf("%q:\nappend: %s\njson:   %s", s, got, want)
+		}
+	})
+}
+
 func BenchmarkAppendString(b *testing.B) {
 	for name, text := range map[string]string{
-		"1KB plain": strings.Repeat("abcdefgh", 128), // the common case
-		"1KB prose": strings.Repeat("Say \"héllo\"\n", 85),
+		"plain":   strings.Repeat("abcdefgh", 128),
+		"english": strings.Repeat("The gateway reads every frame, and the \"door\" writes it again.\n", 16),
+		"code":    strings.Repeat("\tif err := s.write(b); err != nil {\n\t\treturn fmt.Errorf(\"writing %q: %w\", name, err)\n\t}\n", 12),
+		"dense":   strings.Repeat("Say \"héllo\"\n", 85), // a special byte every few
+		"CJK":     strings.Repeat("漢字", 170),
 	} {
 		b.Run(name, func(b *testing.B) {
 			buf := make([]byte, 0, 2048)
