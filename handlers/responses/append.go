@@ -72,15 +72,10 @@ func appendHTMLEscaped(b, enc []byte) []byte {
 	return append(b, enc[start:]...)
 }
 
-// appendStringHTML appends s as json.Marshal does, HTML escaping on.
+// appendStringHTML appends s as json.Marshal does, HTML escaping on. It
+// is for an item's few short strings (id, status, name).
 func appendStringHTML(b []byte, s string) []byte {
-	n := len(b)
-	b = sse.AppendString(b, s)
-	if bytes.IndexAny(b[n:], "<>&") < 0 {
-		return b
-	}
-	enc := bytes.Clone(b[n:])
-	return appendHTMLEscaped(b[:n], enc)
+	return appendHTMLEscaped(b, sse.AppendString(nil, s))
 }
 
 // appendItem appends it as OutputItem.MarshalJSON writes it, its text (a
