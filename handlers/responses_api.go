@@ -54,7 +54,7 @@ func (s *server) createResponse(c *gin.Context) {
 		w := responses.NewStreamWriter(s.eventStream(c, nil), base, dec.Names)
 		s.stream(c, prepared, w)
 		if resp := w.Response(); resp.Status == responses.StatusCompleted {
-			s.keepResponse(c, &wire, dec, resp)
+			s.keepResponse(c, &wire, dec, resp, w.OutputItems())
 		}
 		return
 	}
@@ -63,20 +63,23 @@ func (s *server) createResponse(c *gin.Context) {
 		return
 	}
 	resp := responses.FromAnswer(base, ans, dec.Names)
-	s.keepResponse(c, &wire, dec, resp)
+	s.keepResponse(c, &wire, dec, resp, nil)
 	c.PureJSON(http.StatusOK, resp)
 }
 
 // keepResponse stores a completed response with its conversation, unless
-// the request said store: false.
-func (s *server) keepResponse(c *gin.Context, wire *responses.Request, dec *responses.Decoded, resp responses.Response) {
+// the request said store: false. out are its output items as JSON when
+// the stream writer has them already, nil to encode them here.
+func (s *server) keepResponse(c *gin.Context, wire *responses.Request, dec *responses.Decoded, resp responses.Response, out []json.RawMessage) {
 	if !wire.Stored() {
 		return
 	}
-	out, err := responses.OutputItems(resp)
-	if err != nil {
-		s.Logger.Warn("responses: not stored", "request_id", c.GetString(keyRequestID), "error", err)
-		return
+	if out == nil {
+		var err error
+		if out, err = responses.OutputItems(resp); err != nil {
+			s.Logger.Warn("responses: not stored", "request_id", c.GetString(keyRequestID), "error", err)
+			return
+		}
 	}
 	items := append(dec.Items[:len(dec.Items):len(dec.Items)], out...)
 	s.Responses.Put(resp.ID, responses.Stored{Response: resp, Items: items})

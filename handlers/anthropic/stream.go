@@ -3,6 +3,7 @@ package anthropic
 import (
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 
 	"cursor2api/handlers/sse"
@@ -52,6 +53,8 @@ type StreamWriter struct {
 
 	call  *pendingCall // the call being received, not yet sent
 	calls int          // tool_use blocks sent
+
+	buf []byte // reused for every delta event
 }
 
 // pendingCall is a tool call whose arguments are still arriving.
@@ -114,7 +117,7 @@ func (s *StreamWriter) closeBlock() error {
 	case blockNone:
 		return nil
 	case blockThinking:
-		if err := s.delta(map[string]any{"type": "signature_delta", "signature": signature()}); err != nil {
+		if err := s.delta("signature_delta", "signature", signature()); err != nil {
 			return err
 		}
 	}
@@ -124,8 +127,26 @@ func (s *StreamWriter) closeBlock() error {
 	return err
 }
 
-func (s *StreamWriter) delta(d map[string]any) error {
-	return s.Event("content_block_delta", map[string]any{"type": "content_block_delta", "index": s.index, "delta": d})
+// delta writes a content_block_delta of the open block: the delta's type
+// (text_delta, thinking_delta, input_json_delta) and its one field. It is
+// the hot event of a stream, appended to a reused buffer: the same bytes
+// Event writes for the map {"type", "index", "delta": {"type", field}}
+// (keys in order, HTML not escaped), without reflection.
+func (s *StreamWriter) delta(kind, field, value string) error {
+	b := append(s.buf[:0], `{"delta":{"`...)
+	b = append(b, field...) // text, thinking, partial_json, signature: all sort before "type"
+	b = append(b, `":`...)
+	b = sse.AppendString(b, value)
+	b = append(b, `,"type":"`...)
+	b = append(b, kind...)
+	b = append(b, `"},"index":`...)
+	b = strconv.AppendInt(b, int64(s.index), 10)
+	b = append(b, `,"type":"content_block_delta"}`...)
+	s.buf = b
+	if cap(s.buf) > 64<<10 {
+		s.buf = nil // keep no huge buffer for the rest of the stream
+	}
+	return s.EventJSON("content_block_delta", b)
 }
 
 // Text writes a text_delta, opening a text block if need be, up to the
@@ -141,7 +162,7 @@ func (s *StreamWriter) text(text string) error {
 	if err := s.openBlock(blockText, map[string]any{"type": "text", "text": ""}); err != nil {
 		return err
 	}
-	return s.delta(map[string]any{"type": "text_delta", "text": text})
+	return s.delta("text_delta", "text", text)
 }
 
 // flushText writes the text held back for a possible stop sequence:
@@ -159,7 +180,7 @@ func (s *StreamWriter) Reasoning(text string) error {
 	if err := s.openBlock(blockThinking, map[string]any{"type": "thinking", "thinking": "", "signature": ""}); err != nil {
 		return err
 	}
-	return s.delta(map[string]any{"type": "thinking_delta", "thinking": text})
+	return s.delta("thinking_delta", "thinking", text)
 }
 
 // ToolCallStart begins a call, which is sent when it ends complete.
@@ -203,7 +224,7 @@ func (s *StreamWriter) ToolCallEnd(complete bool) error {
 		return err
 	}
 	for _, f := range call.fragments {
-		if err := s.delta(map[string]any{"type": "input_json_delta", "partial_json": f}); err != nil {
+		if err := s.delta("input_json_delta", "partial_json", f); err != nil {
 			return err
 		}
 	}

@@ -2,6 +2,7 @@ package anthropic
 
 import (
 	"bytes"
+	"io"
 	"strings"
 	"testing"
 
@@ -177,4 +178,41 @@ func names(events []string) []string {
 		out[i], _, _ = strings.Cut(e, " ")
 	}
 	return out
+}
+
+// TestDeltaMatchesEncodingJSON holds the appended delta events to what
+// Event writes for the same event as a map, for every delta type and
+// texts with every special case.
+func TestDeltaMatchesEncodingJSON(t *testing.T) {
+	texts := []string{
+		"plain", `quote " and backslash \`, "new\nline\r\ttab", "\b\f\x00\x01\x1f\x7f", "<html> & 'apostrophe'",
+		"é ü 漢字 🎉", "\u2028\u2029", "bad \xff utf-8 \xe2\x82", "\xed\xa0\x80 surrogate", strings.Repeat("long <&> ", 9000),
+	}
+	for _, kind := range [][2]string{{"text_delta", "text"}, {"thinking_delta", "thinking"}, {"input_json_delta", "partial_json"}, {"signature_delta", "signature"}} {
+		for _, text := range texts {
+			for _, index := range []int{0, 7, 12345} {
+				var fast, slow bytes.Buffer
+				w := NewStreamWriter(sse.NewWriter(&fast, nil, nil, nil), "msg_x", "m", 1, nil)
+				w.index = index
+				require.NoError(t, w.delta(kind[0], kind[1], text))
+				require.NoError(t, w.delta(kind[0], kind[1], text), "the reused buffer")
+				ref := sse.NewWriter(&slow, nil, nil, nil)
+				for range 2 {
+					require.NoError(t, ref.Event("content_block_delta", map[string]any{"type": "content_block_delta", "index": index, "delta": map[string]any{"type": kind[0], kind[1]: text}}))
+				}
+				require.Equal(t, slow.String(), fast.String(), "%s %q", kind[0], text)
+			}
+		}
+	}
+}
+
+func BenchmarkTextDelta(b *testing.B) {
+	w := NewStreamWriter(sse.NewWriter(io.Discard, nil, nil, nil), "msg_x", "claude-sonnet-4.6", 10, nil)
+	require.NoError(b, w.Text("open"))
+	text := strings.Repeat("abcdefgh", 32)
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = w.Text(text)
+	}
 }

@@ -60,12 +60,3 @@ func BenchmarkTextChunk(b *testing.B) {
 		_ = w.Text("word00042 ")
 	}
 }
-
-func BenchmarkAppendString(b *testing.B) {
-	text := strings.Repeat("abcdefgh", 128) // 1 KB of plain text, the common case
-	buf := make([]byte, 0, 2048)
-	b.SetBytes(int64(len(text)))
-	for b.Loop() {
-		buf = appendString(buf[:0], text)
-	}
-}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"cursor2api/handlers/sse"
 	"cursor2api/models"
@@ -46,11 +45,11 @@ type StreamWriter struct {
 func NewStreamWriter(w *sse.Writer, id, model string, created int64, includeUsage bool) *StreamWriter {
 	s := &StreamWriter{Writer: w, id: id, model: model, created: created, includeUsage: includeUsage}
 	s.prefix = append(s.prefix, `{"id":`...)
-	s.prefix = appendString(s.prefix, id)
+	s.prefix = sse.AppendString(s.prefix, id)
 	s.prefix = append(s.prefix, `,"object":"chat.completion.chunk","created":`...)
 	s.prefix = strconv.AppendInt(s.prefix, created, 10)
 	s.prefix = append(s.prefix, `,"model":`...)
-	s.prefix = appendString(s.prefix, model)
+	s.prefix = sse.AppendString(s.prefix, model)
 	s.prefix = append(s.prefix, `,"choices":[{"index":0,"delta":{"`...)
 	return s
 }
@@ -92,74 +91,13 @@ func (s *StreamWriter) textChunk(field, text string) error {
 	b := append(s.buf[:0], s.prefix...)
 	b = append(b, field...)
 	b = append(b, `":`...)
-	b = appendString(b, text)
+	b = sse.AppendString(b, text)
 	b = append(b, `},"finish_reason":null}]}`...)
 	s.buf = b
 	if cap(s.buf) > 64<<10 {
 		s.buf = nil // keep no huge buffer for the rest of the stream
 	}
 	return s.EventJSON("", b)
-}
-
-// plainASCII marks the ASCII bytes a JSON string holds as they are.
-var plainASCII = func() (t [utf8.RuneSelf]bool) {
-	for c := range t {
-		t[c] = c >= 0x20 && c != '"' && c != '\\'
-	}
-	return t
-}()
-
-// appendString appends s as a JSON string as encoding/json writes it with
-// HTML escaping off: invalid UTF-8 becomes U+FFFD, and U+2028 and U+2029
-// are escaped.
-func appendString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if plainASCII[c] {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }
 
 // delta writes one delta chunk, opening the stream first if need be.

@@ -1,7 +1,11 @@
 package responses
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 
 	"cursor2api/handlers/sse"
@@ -39,6 +43,13 @@ const (
 // with the whole response and its usage. Nothing is written before the
 // first event (see sse.Writer), so a failure until then still gets an
 // HTTP status.
+//
+// The events that carry the answer's text, the deltas and the four done
+// events that repeat an item's whole text, are appended without
+// reflection (append.go), the same bytes encoding/json writes. An item's
+// text is encoded once, piece by piece by its delta events, and those
+// encodings make its done events, its JSON for response.completed and
+// the store. The other events are few and small, and go through Event.
 type StreamWriter struct {
 	*sse.Writer
 
@@ -48,11 +59,28 @@ type StreamWriter struct {
 
 	opened bool
 	cur    *OutputItem // the item being streamed, nil between items
-	buf    strings.Builder
+	buf    textPieces  // the text of cur so far
 	// space is white space waiting for the text it precedes: alone, as
 	// before a call, it would be a blank message.
 	space string
+
+	// items are the done items of resp.Output as JSON, each encoded once
+	// for its output_item.done and reused by response.completed and the
+	// store.
+	items []json.RawMessage
+	out   []byte      // the event being appended, reused
+	enc   encodedText // cur's text as JSON, from its delta events
+	parts [][]byte    // the pieces of an event, reused
 }
+
+// textPieces collects the text of the item in progress as the pieces it
+// streams in, put together once when the item ends: a buffer would copy
+// a long text again each time it grows.
+type textPieces []string
+
+func (p *textPieces) WriteString(s string) { *p = append(*p, s) }
+func (p textPieces) String() string        { return strings.Join(p, "") }
+func (p *textPieces) Reset()               { clear(*p); *p = (*p)[:0] }
 
 // NewStreamWriter returns a writer of the response base on w; names map
 // the core's tool names back into their namespaces.
@@ -64,6 +92,36 @@ func NewStreamWriter(w *sse.Writer, base Response, names Names) *StreamWriter {
 // Response returns the response as written so far: whole once Finish has
 // returned.
 func (s *StreamWriter) Response() Response { return s.resp }
+
+// OutputItems returns the response's output items as JSON, the same as
+// OutputItems(s.Response()) without encoding them again.
+func (s *StreamWriter) OutputItems() []json.RawMessage { return s.items }
+
+// emitJSON writes the appended event b and keeps b's memory for the next
+// one, unless an answer's whole text made it huge.
+func (s *StreamWriter) emitJSON(typ string, b []byte) error {
+	s.out = b[:0]
+	if cap(b) > 64<<10 {
+		s.out = nil
+	}
+	return s.EventJSON(typ, b)
+}
+
+// deltaEvent writes a delta of the item in progress: its type, sequence
+// number, item reference (with indexKey, if any), the delta, and for a
+// message's text an empty logprobs.
+func (s *StreamWriter) deltaEvent(typ, indexKey, delta string, logprobs bool) error {
+	b := appendHead(s.out[:0], typ, s.next())
+	b = appendItemRef(b, len(s.resp.Output), s.cur.ID, indexKey)
+	b = append(b, `,"delta":`...)
+	at := len(b)
+	b = sse.AppendString(b, delta)
+	s.enc.add(delta, b[at+1:len(b)-1])
+	if logprobs {
+		b = append(b, `,"logprobs":[]`...)
+	}
+	return s.emitJSON(typ, append(b, '}'))
+}
 
 func (s *StreamWriter) emit(ev Event) error {
 	ev.SequenceNumber = s.next()
@@ -108,6 +166,7 @@ func (s *StreamWriter) start(it OutputItem) error {
 	it.Status = StatusInProgress
 	s.cur = &it
 	s.buf.Reset()
+	s.enc.reset()
 	if err := s.emit(Event{Type: EventItemAdded, OutputIndex: ptr(len(s.resp.Output)), Item: ptr(it)}); err != nil {
 		return err
 	}
@@ -121,6 +180,8 @@ func (s *StreamWriter) start(it OutputItem) error {
 }
 
 // closeItem ends the item in progress, if any, with its done events.
+// They repeat the item's whole text, which is encoded once for all of
+// them.
 func (s *StreamWriter) closeItem() error {
 	it := s.cur
 	if it == nil {
@@ -129,21 +190,22 @@ func (s *StreamWriter) closeItem() error {
 	s.cur = nil
 	index := len(s.resp.Output)
 	text := s.buf.String()
+	enc := s.enc.of(text)
 	switch it.Type {
 	case ItemMessage:
 		it.Text, it.Status = text, StatusCompleted
-		if err := s.emit(Event{Type: EventTextDone, ItemID: it.ID, OutputIndex: ptr(index), ContentIndex: ptr(0), Text: ptr(text), Logprobs: emptyList()}); err != nil {
+		if err := s.textDone(EventTextDone, it.ID, index, "content_index", enc, true); err != nil {
 			return err
 		}
-		if err := s.emit(Event{Type: EventPartDone, ItemID: it.ID, OutputIndex: ptr(index), ContentIndex: ptr(0), Part: ptr(TextPart(text))}); err != nil {
+		if err := s.partDone(EventPartDone, it.ID, index, "content_index", textPart, enc); err != nil {
 			return err
 		}
 	case ItemReasoning:
 		it.Text, it.Status = text, StatusCompleted
-		if err := s.emit(Event{Type: EventSummaryTextDone, ItemID: it.ID, OutputIndex: ptr(index), SummaryIndex: ptr(0), Text: ptr(text)}); err != nil {
+		if err := s.textDone(EventSummaryTextDone, it.ID, index, "summary_index", enc, false); err != nil {
 			return err
 		}
-		if err := s.emit(Event{Type: EventSummaryPartDone, ItemID: it.ID, OutputIndex: ptr(index), SummaryIndex: ptr(0), Part: ptr(SummaryPart(text))}); err != nil {
+		if err := s.partDone(EventSummaryPartDone, it.ID, index, "summary_index", summaryPart, enc); err != nil {
 			return err
 		}
 	case ItemFunctionCall:
@@ -151,8 +213,62 @@ func (s *StreamWriter) closeItem() error {
 		// they are, incomplete.
 		it.Arguments, it.Status = text, StatusIncomplete
 	}
+	return s.itemDone(it, index, enc)
+}
+
+// eventOf writes an event of head, the pieces of an encoded text and
+// tail.
+func (s *StreamWriter) eventOf(typ string, head []byte, text [][]byte, tail ...[]byte) error {
+	s.out = head
+	s.parts = append(s.parts[:0], head)
+	s.parts = append(s.parts, text...)
+	s.parts = append(s.parts, tail...)
+	return s.EventJSON(typ, s.parts...)
+}
+
+// textDone writes the encoded text of the item just ended as its
+// output_text.done or reasoning_summary_text.done.
+func (s *StreamWriter) textDone(typ, itemID string, index int, indexKey string, text [][]byte, logprobs bool) error {
+	b := appendHead(s.out[:0], typ, s.next())
+	b = appendItemRef(b, index, itemID, indexKey)
+	b = append(b, `,"text":`...)
+	tail := closeObject
+	if logprobs {
+		tail = logprobsTail
+	}
+	return s.eventOf(typ, b, text, tail)
+}
+
+var (
+	closeObject  = []byte(`}`)
+	logprobsTail = []byte(`,"logprobs":[]}`)
+)
+
+// partDone writes the part of the item just ended, of its encoded text,
+// as its content_part.done or reasoning_summary_part.done.
+func (s *StreamWriter) partDone(typ, itemID string, index int, indexKey string, shape partShape, text [][]byte) error {
+	b := appendHead(s.out[:0], typ, s.next())
+	b = appendItemRef(b, index, itemID, indexKey)
+	b = append(b, `,"part":`...)
+	b = append(b, shape.head...)
+	return s.eventOf(typ, b, text, shape.tail, closeObject)
+}
+
+// itemDone adds the ended item to the output and writes its
+// output_item.done; text is its encoded text, or a call's arguments.
+func (s *StreamWriter) itemDone(it *OutputItem, index int, text [][]byte) error {
 	s.resp.Output = append(s.resp.Output, *it)
-	return s.emit(Event{Type: EventItemDone, OutputIndex: ptr(index), Item: it})
+	encoded, ok := appendItem(make([]byte, 0, s.enc.size+len(it.ID)+len(it.CallID)+len(it.Name)+len(it.Namespace)+256), it, text)
+	if !ok {
+		return fmt.Errorf("unknown output item type %q", it.Type)
+	}
+	s.items = append(s.items, encoded)
+	b := appendHead(s.out[:0], EventItemDone, s.next())
+	b = append(b, `,"output_index":`...)
+	b = strconv.AppendInt(b, int64(index), 10)
+	b = append(b, `,"item":`...)
+	s.out = b
+	return s.EventJSON(EventItemDone, b, encoded, closeObject)
 }
 
 // Text streams visible text into the message item in progress, starting
@@ -181,7 +297,7 @@ func (s *StreamWriter) textDelta(text string) error {
 		}
 	}
 	s.buf.WriteString(text)
-	return s.emit(Event{Type: EventTextDelta, ItemID: s.cur.ID, OutputIndex: ptr(len(s.resp.Output)), ContentIndex: ptr(0), Delta: &text, Logprobs: emptyList()})
+	return s.deltaEvent(EventTextDelta, "content_index", text, true)
 }
 
 // Reasoning streams shown reasoning as the summary of a reasoning item.
@@ -195,7 +311,7 @@ func (s *StreamWriter) Reasoning(text string) error {
 		}
 	}
 	s.buf.WriteString(text)
-	return s.emit(Event{Type: EventSummaryTextDelta, ItemID: s.cur.ID, OutputIndex: ptr(len(s.resp.Output)), SummaryIndex: ptr(0), Delta: &text})
+	return s.deltaEvent(EventSummaryTextDelta, "summary_index", text, false)
 }
 
 // ToolCallStart adds a function_call item with empty arguments.
@@ -214,7 +330,7 @@ func (s *StreamWriter) ToolCallArguments(fragment string) error {
 		return errors.New("tool-call arguments outside a tool call")
 	}
 	s.buf.WriteString(fragment)
-	return s.emit(Event{Type: EventArgumentsDelta, ItemID: s.cur.ID, OutputIndex: ptr(len(s.resp.Output)), Delta: &fragment})
+	return s.deltaEvent(EventArgumentsDelta, "", fragment, false)
 }
 
 // ToolCallEnd ends the open call: its arguments are done, and the item is
@@ -232,11 +348,18 @@ func (s *StreamWriter) ToolCallEnd(complete bool) error {
 	if !complete {
 		it.Status = StatusIncomplete
 	}
-	if err := s.emit(Event{Type: EventArgumentsDone, ItemID: it.ID, OutputIndex: ptr(index), Name: it.Name, Arguments: ptr(it.Arguments)}); err != nil {
+	enc := s.enc.of(it.Arguments)
+	b := appendHead(s.out[:0], EventArgumentsDone, s.next())
+	b = appendItemRef(b, index, it.ID, "")
+	if it.Name != "" {
+		b = append(b, `,"name":`...)
+		b = sse.AppendString(b, it.Name)
+	}
+	b = append(b, `,"arguments":`...)
+	if err := s.eventOf(EventArgumentsDone, b, enc, closeObject); err != nil {
 		return err
 	}
-	s.resp.Output = append(s.resp.Output, *it)
-	return s.emit(Event{Type: EventItemDone, OutputIndex: ptr(index), Item: it})
+	return s.itemDone(it, index, enc)
 }
 
 // Finish ends the last item and writes response.completed with the whole
@@ -259,8 +382,46 @@ func (s *StreamWriter) Finish(_ models.FinishReason, usage models.Usage) error {
 	u := toUsage(usage)
 	s.resp.Usage = &u
 	defer s.Close()
-	return s.emit(Event{Type: EventCompleted, Response: s.snapshot()})
+	return s.completed()
 }
+
+// outputMarker is where the output goes in a lifecycle event encoded
+// without it. Before it come only keys and encoded strings, numbers and
+// literals, in which `,"` cannot occur but between fields, and
+// incomplete_details, which is then null.
+var outputMarker = []byte(`,"output":null,`)
+
+// completed writes response.completed: the response is encoded by
+// reflection without its output, and the items already encoded for their
+// output_item.done events go in its place.
+func (s *StreamWriter) completed() error {
+	seq := s.next()
+	shell := s.resp
+	shell.Output = nil
+	var head bytes.Buffer
+	enc := json.NewEncoder(&head)
+	enc.SetEscapeHTML(false) // as sse.Writer.Event
+	if err := enc.Encode(Event{Type: EventCompleted, SequenceNumber: seq, Response: &shell}); err != nil {
+		return fmt.Errorf("encoding %s: %w", EventCompleted, err)
+	}
+	raw := bytes.TrimSuffix(head.Bytes(), []byte("\n"))
+	at := bytes.Index(raw, outputMarker)
+	if at < 0 || shell.IncompleteDetails != nil {
+		return s.Event(EventCompleted, Event{Type: EventCompleted, SequenceNumber: seq, Response: s.snapshot()})
+	}
+	pieces := make([][]byte, 0, 2*len(s.items)+3)
+	pieces = append(pieces, raw[:at], []byte(`,"output":[`))
+	for i, it := range s.items {
+		if i > 0 {
+			pieces = append(pieces, comma)
+		}
+		pieces = append(pieces, it)
+	}
+	pieces = append(pieces, []byte("],"), raw[at+len(outputMarker):])
+	return s.EventJSON(EventCompleted, pieces...)
+}
+
+var comma = []byte(",")
 
 // Error ends a started stream with an error event, then response.failed
 // carrying the error and the output so far, the item it cut off marked
@@ -281,12 +442,16 @@ func (s *StreamWriter) Error(e *models.Error) error {
 	if it := s.cur; it != nil {
 		s.cur = nil
 		it.Status = StatusIncomplete
+		text := s.buf.String()
 		if it.Type == ItemFunctionCall {
-			it.Arguments = s.buf.String()
+			it.Arguments = text
 		} else {
-			it.Text = s.buf.String()
+			it.Text = text
 		}
 		s.resp.Output = append(s.resp.Output, *it)
+		if encoded, ok := appendItem(nil, it, s.enc.of(text)); ok {
+			s.items = append(s.items, encoded)
+		}
 	}
 	s.resp.Status = StatusFailed
 	s.resp.Error = &ResponseError{Code: failureCode(e), Message: e.Message}

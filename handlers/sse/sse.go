@@ -11,8 +11,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/bits"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // DefaultPing is a comment line, which every SSE client ignores.
@@ -71,15 +73,24 @@ func (s *Writer) Event(name string, v any) error {
 }
 
 // EventJSON writes one event whose data is json, already encoded on one
-// line, for doors that encode their hot events without reflection.
-func (s *Writer) EventJSON(name string, json []byte) error {
+// line, for doors that encode their hot events without reflection. The
+// line may come in pieces, written in order, so that a door repeating a
+// long text in several events encodes it once and copies it never.
+func (s *Writer) EventJSON(name string, json ...[]byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.event(name, json)
+	return s.event(name, json...)
 }
 
+// copyBelow is the size of data under which an event is framed in one
+// buffer and written whole; a larger one is written piece by piece,
+// without copying its data.
+const copyBelow = 32 << 10
+
+var eventEnd = []byte("\n\n")
+
 // event frames and writes one event; s.mu is held.
-func (s *Writer) event(name string, data []byte) error {
+func (s *Writer) event(name string, data ...[]byte) error {
 	s.buf.Reset()
 	if name != "" {
 		s.buf.WriteString("event: ")
@@ -87,8 +98,20 @@ func (s *Writer) event(name string, data []byte) error {
 		s.buf.WriteByte('\n')
 	}
 	s.buf.WriteString("data: ")
-	s.buf.Write(data)
-	s.buf.WriteString("\n\n")
+	size := 0
+	for _, d := range data {
+		size += len(d)
+	}
+	if size >= copyBelow {
+		parts := make([][]byte, 0, len(data)+2)
+		parts = append(parts, s.buf.Bytes())
+		parts = append(parts, data...)
+		return s.write(append(parts, eventEnd)...)
+	}
+	for _, d := range data {
+		s.buf.Write(d)
+	}
+	s.buf.Write(eventEnd)
 	return s.write(s.buf.Bytes())
 }
 
@@ -129,7 +152,8 @@ func (s *Writer) PingIfIdle(idle time.Duration) error {
 	return s.write(s.ping)
 }
 
-func (s *Writer) write(b []byte) error {
+// write writes the pieces of one event, or a ping, and flushes them.
+func (s *Writer) write(pieces ...[]byte) error {
 	if !s.committed {
 		s.committed = true
 		if s.start != nil {
@@ -137,11 +161,103 @@ func (s *Writer) write(b []byte) error {
 		}
 	}
 	s.lastWrite = time.Now()
-	if _, err := s.w.Write(b); err != nil {
-		return err
+	for _, b := range pieces {
+		if _, err := s.w.Write(b); err != nil {
+			return err
+		}
 	}
 	if s.flush != nil {
 		s.flush()
 	}
 	return nil
+}
+
+// plainASCII marks the ASCII bytes a JSON string holds as they are.
+var plainASCII = func() (t [utf8.RuneSelf]bool) {
+	for c := range t {
+		t[c] = c >= 0x20 && c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// Bytes repeated in every byte of a word.
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// AppendString appends s as a JSON string, byte for byte as Event's
+// encoder writes it (encoding/json with HTML escaping off): invalid UTF-8
+// becomes U+FFFD, U+2028 and U+2029 are escaped, <, > and & are not. Doors
+// build their hot events with it, for EventJSON, without reflection.
+func AppendString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if i+8 <= len(s) {
+			// Plain ASCII, the bulk of most text, is skipped eight bytes
+			// at a time. m has the high bit of every byte that is not
+			// plain: a byte below n gives its high bit in (x - n·ones) &^ x,
+			// a byte equal to c is a zero byte of x ^ c·ones (the classic
+			// "has less" and "has zero" words), and a byte from 0x80 has
+			// its own. A borrow can mark a byte above one that is not
+			// plain, never one below, so the lowest bit is the first.
+			w := s[i : i+8]
+			x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+				uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
+			quote, backslash := x^(ones*'"'), x^(ones*'\\')
+			m := ((x-ones*0x20)&^x | (quote-ones)&^quote | (backslash-ones)&^backslash | x) & highs
+			if m == 0 {
+				i += 8
+				continue
+			}
+			i += bits.TrailingZeros64(m) / 8 // the first byte that is not plain
+		}
+		if c := s[i]; c < utf8.RuneSelf {
+			if plainASCII[c] {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		// Multi-byte characters come in runs (a word, a line of CJK):
+		// read the run character by character before looking for plain
+		// ASCII again.
+		for i < len(s) && s[i] >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			switch {
+			case r == utf8.RuneError && size == 1:
+				b = append(b, s[start:i]...)
+				b = append(b, `\ufffd`...)
+				start = i + size
+			case r == '\u2028' || r == '\u2029':
+				b = append(b, s[start:i]...)
+				b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
+				start = i + size
+			}
+			i += size
+		}
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
 }

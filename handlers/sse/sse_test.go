@@ -2,7 +2,10 @@ package sse
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -82,4 +85,115 @@ func TestWriterSerialisesPingsWithEvents(t *testing.T) {
 		s := string(ev)
 		assert.True(t, s == `data: {"k":"v"}` || s == ": ping", "events never interleave: %q", s)
 	}
+}
+
+// TestAppendStringMatchesEvent holds the appending escaper to the bytes
+// Event's encoder writes for the same string, on every special case.
+func TestAppendStringMatchesEvent(t *testing.T) {
+	texts := []string{
+		"", "plain", `quote " and backslash \`, "new\nline\r\ttab", "\b\f\x00\x01\x1f\x7f",
+		"<html> & 'apostrophe'", "é ü 漢字 🎉", "\u2028\u2029 a\u2028b", "bad \xff utf-8 \xe2\x82", "\xed\xa0\x80 surrogate",
+		"\xf4\x90\x80\x80 past U+10FFFF", "\xc0\xaf overlong", "end \xe2", strings.Repeat("long ", 2000),
+	}
+	for i := range 256 {
+		texts = append(texts, string(rune(i)), string([]byte{byte(i)}))
+	}
+	for _, text := range texts {
+		var out bytes.Buffer
+		w := NewWriter(&out, nil, nil, nil)
+		require.NoError(t, w.Event("", text))
+		want := strings.TrimSuffix(strings.TrimPrefix(out.String(), "data: "), "\n\n")
+		assert.Equal(t, want, string(AppendString(nil, text)), "%q", text)
+		assert.Equal(t, "x"+want, string(AppendString([]byte("x"), text)), "appends")
+	}
+}
+
+// TestAppendStringWordAtATime: the escaper skips plain ASCII eight bytes
+// at a time; every byte value at every place of such a word, and random
+// words of the bytes that matter, must still come out as Event's.
+func TestAppendStringWordAtATime(t *testing.T) {
+	check := func(s string) {
+		t.Helper()
+		var out bytes.Buffer
+		require.NoError(t, NewWriter(&out, nil, nil, nil).Event("", s))
+		require.Equal(t, strings.TrimSuffix(strings.TrimPrefix(out.String(), "data: "), "\n\n"), string(AppendString(nil, s)), "%q", s)
+	}
+	for pos := range 20 {
+		for c := range 256 {
+			w := []byte("abcdefghijklmnopqrst")
+			w[pos] = byte(c)
+			check(string(w))
+		}
+	}
+	r := rand.New(rand.NewPCG(7, 8))
+	w := make([]byte, 24)
+	for range 50000 {
+		for i := range w {
+			w[i] = []byte{byte(r.IntN(256)), 'a', 0x7f, 0x80, 0xbf, 0xc3, 0xa9, 0xe2, 0x80, 0xa8, 0xff, 0x1f, 0x20, '"', '\\', 0x21, 0x5d, 0x00}[r.IntN(18)]
+		}
+		check(string(w[:r.IntN(len(w)+1)]))
+	}
+}
+
+// FuzzAppendString holds the escaper to Event's encoder on any string.
+func FuzzAppendString(f *testing.F) {
+	for _, s := range []string{"", "plain text here", "a\"b\\c\n\x00\x1f", "é 漢字 🎉 \u2028", "bad \xff \xe2\x82 end"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var out bytes.Buffer
+		require.NoError(t, NewWriter(&out, nil, nil, nil).Event("", s))
+		want := strings.TrimSuffix(strings.TrimPrefix(out.String(), "data: "), "\n\n")
+		if got := string(AppendString(nil, s)); got != want {
+			t.Fatalf("%q:\nappend: %s\njson:   %s", s, got, want)
+		}
+	})
+}
+
+func BenchmarkAppendString(b *testing.B) {
+	for name, text := range map[string]string{
+		"plain":   strings.Repeat("abcdefgh", 128),
+		"english": strings.Repeat("The gateway reads every frame, and the \"door\" writes it again.\n", 16),
+		"code":    strings.Repeat("\tif err := s.write(b); err != nil {\n\t\treturn fmt.Errorf(\"writing %q: %w\", name, err)\n\t}\n", 12),
+		"dense":   strings.Repeat("Say \"héllo\"\n", 85), // a special byte every few
+		"CJK":     strings.Repeat("漢字", 170),
+	} {
+		b.Run(name, func(b *testing.B) {
+			buf := make([]byte, 0, 2048)
+			b.SetBytes(int64(len(text)))
+			for b.Loop() {
+				buf = AppendString(buf[:0], text)
+			}
+		})
+	}
+}
+
+// TestWriterEventInPieces: an event given in pieces is the event of their
+// concatenation, flushed once, small or large (a large one is written
+// without being copied).
+func TestWriterEventInPieces(t *testing.T) {
+	long := strings.Repeat("y", copyBelow)
+	for _, pieces := range [][]string{
+		{`{"a":`, `"b"`, `}`},
+		{`{"text":"`, long, `","again":"`, long, `"}`},
+		{`{"text":"` + long + `"}`},
+	} {
+		var out bytes.Buffer
+		flushes := 0
+		w := NewWriter(&out, func() { flushes++ }, nil, nil)
+		var data [][]byte
+		for _, p := range pieces {
+			data = append(data, []byte(p))
+		}
+		require.NoError(t, w.EventJSON("name", data...))
+		require.NoError(t, w.EventJSON("", data...))
+		joined := strings.Join(pieces, "")
+		assert.Equal(t, "event: name\ndata: "+joined+"\n\ndata: "+joined+"\n\n", out.String())
+		assert.Equal(t, 2, flushes, "one flush an event")
+
+		var viaEvent bytes.Buffer
+		require.NoError(t, NewWriter(&viaEvent, nil, nil, nil).Event("name", json.RawMessage(joined)))
+		assert.Equal(t, "event: name\ndata: "+joined+"\n\n", viaEvent.String(), "Event frames alike")
+	}
+	assert.Error(t, NewWriter(failingWriter{}, nil, nil, nil).EventJSON("", []byte(`{"a":"`+long+`"}`)), "a failed write of a large event")
 }

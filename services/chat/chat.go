@@ -441,7 +441,6 @@ func (s *Service) attempt(ctx context.Context, p *Prepared, msgs []models.Turn, 
 		}
 		return nil
 	}
-	promptBytes := conversationBytes(msgs)
 	req := upstream.Request{Model: p.Model.Upstream, Messages: msgs, RequestID: p.RequestID}
 	reported, err := s.upstream.Stream(ctx, req, func(d upstream.Delta) error {
 		switch d.Kind {
@@ -482,7 +481,9 @@ func (s *Service) attempt(ctx context.Context, p *Prepared, msgs []models.Turn, 
 	if reported != nil && reported.TotalTokens > 0 {
 		return *reported, cut, nil
 	}
-	u := models.Usage{InputTokens: estimateTokens(promptBytes), OutputTokens: estimateTokens(outBytes)}
+	// The upstream reported nothing: estimate. The output was counted as
+	// it went (an addition per event), the prompt only now.
+	u := models.Usage{InputTokens: estimateTokens(conversationBytes(msgs)), OutputTokens: estimateTokens(outBytes)}
 	u.TotalTokens = u.InputTokens + u.OutputTokens
 	return u, cut, nil
 }

@@ -48,7 +48,7 @@ func (f *fakeUpstream) Stream(ctx context.Context, req upstream.Request, fn func
 	return f.usage, f.err
 }
 
-func newCore(t *testing.T, up upstream.Upstream, settings Settings) *Service {
+func newCore(t testing.TB, up upstream.Upstream, settings Settings) *Service {
 	t.Helper()
 	catalog, err := models.NewCatalog([]string{"claude-sonnet-4.6"}, nil)
 	require.NoError(t, err)
@@ -116,6 +116,77 @@ func TestCoreAnswerStream(t *testing.T) {
 			assert.Equal(t, thinking, strings.Contains(up.requests[0].Messages[len(up.requests[0].Messages)-1].Text, "<thinking>"),
 				"the thinking hint goes with thinking turns only")
 		})
+	}
+}
+
+// usageRecorder keeps the usage Finish gives.
+type usageRecorder struct {
+	strictRecorder
+	usage models.Usage
+}
+
+func (r *usageRecorder) Finish(reason models.FinishReason, usage models.Usage) error {
+	r.usage = usage
+	return r.strictRecorder.Finish(reason, usage)
+}
+
+// TestUsageEstimate: the usage the client sees is the upstream's when it
+// reports a total, and otherwise estimated at four bytes a token, the
+// output from what the parser delivered (text, thinking of a thinking
+// turn, each call's arguments once), the input from the turns sent.
+func TestUsageEstimate(t *testing.T) {
+	withTools := func(r *models.Request) { r.Tools = []models.Tool{{Name: "ls"}} }
+	cases := []struct {
+		name     string
+		model    string
+		edit     func(*models.Request)
+		deltas   []string
+		reported *models.Usage
+		outBytes int // 0 with reported
+	}{
+		{"reported", "claude-sonnet-4.6", nil, []string{"Hello"}, &models.Usage{InputTokens: 7, OutputTokens: 3, TotalTokens: 10}, 0},
+		{"reported without a total is estimated", "claude-sonnet-4.6", nil, []string{"Hello"}, &models.Usage{InputTokens: 7}, len("Hello")},
+		{"text, in bytes", "claude-sonnet-4.6", nil, []string{"1234", "5678é"}, nil, len("12345678é")},
+		{"thinking counts", "claude-sonnet-4.6-thinking", nil, []string{"<thinking>plan</thinking>", "answer"}, nil, len("plan") + len("answer")},
+		{"a call's arguments count once", "claude-sonnet-4.6", withTools,
+			[]string{"TRIGGER<invoke name=\"ls\">", `{"path":`, ` "src"}`, "</invoke>"}, nil, len(`{"path": "src"}`)},
+	}
+	for _, tc := range cases {
+		for _, whole := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s, whole %v", tc.name, whole), func(t *testing.T) {
+				up := &fakeUpstream{deltas: tc.deltas, usage: tc.reported}
+				core := newCore(t, up, Settings{Strict: StrictOff})
+				req := &models.Request{Model: tc.model, Messages: []models.Message{userText("say hi")}}
+				if tc.edit != nil {
+					tc.edit(req)
+				}
+				p, err := core.Prepare(req, "req_usage")
+				require.NoError(t, err)
+				var got models.Usage
+				if whole {
+					ans, err := core.Complete(context.Background(), p)
+					require.NoError(t, err)
+					got = ans.Usage
+				} else {
+					rec := &usageRecorder{}
+					require.NoError(t, core.Stream(context.Background(), p, rec))
+					got = rec.usage
+				}
+				if tc.reported != nil && tc.reported.TotalTokens > 0 {
+					assert.Equal(t, *tc.reported, got)
+					return
+				}
+				require.Len(t, up.requests, 1)
+				sent := 0
+				for _, m := range up.requests[0].Messages {
+					sent += len(m.Text)
+				}
+				want := models.Usage{InputTokens: (sent + 3) / 4, OutputTokens: (tc.outBytes + 3) / 4}
+				want.TotalTokens = want.InputTokens + want.OutputTokens
+				assert.Equal(t, want, got)
+				assert.Equal(t, want.InputTokens, p.EstimatedInputTokens(), "what a door states before the answer")
+			})
+		}
 	}
 }
 
@@ -212,4 +283,53 @@ func TestKnownAgent(t *testing.T) {
 		assert.Equal(t, tc.want, knownAgent(tc.client, agents), "%+v", tc.client)
 	}
 	assert.Empty(t, knownAgent(models.Client{UserAgent: "anything"}, []string{" - "}), "an empty pattern matches nothing")
+}
+
+// replayUpstream streams the same text deltas on every request.
+type replayUpstream struct {
+	deltas []string
+	usage  *models.Usage
+}
+
+func (u replayUpstream) Stream(_ context.Context, _ upstream.Request, fn func(upstream.Delta) error) (*models.Usage, error) {
+	for _, d := range u.deltas {
+		if err := fn(upstream.Delta{Kind: upstream.DeltaText, Text: d}); err != nil {
+			return nil, err
+		}
+	}
+	return u.usage, nil
+}
+
+// discardSink takes an answer and keeps nothing.
+type discardSink struct{}
+
+func (discardSink) Text(string) error                              { return nil }
+func (discardSink) Reasoning(string) error                         { return nil }
+func (discardSink) ToolCallStart(string, string) error             { return nil }
+func (discardSink) ToolCallArguments(string) error                 { return nil }
+func (discardSink) ToolCallEnd(bool) error                         { return nil }
+func (discardSink) Finish(models.FinishReason, models.Usage) error { return nil }
+
+// BenchmarkStream1MB is the core's own cost of a 1 MB answer in 4,096
+// deltas, no tools: the parser, the turn sink and the usage, reported by
+// the upstream or estimated.
+func BenchmarkStream1MB(b *testing.B) {
+	deltas := make([]string, 4096)
+	for i := range deltas {
+		deltas[i] = strings.Repeat("abcdefgh", 32)
+	}
+	for _, reported := range []*models.Usage{{InputTokens: 1, OutputTokens: 1, TotalTokens: 2}, nil} {
+		b.Run(fmt.Sprintf("reported=%v", reported != nil), func(b *testing.B) {
+			core := newCore(b, replayUpstream{deltas: deltas, usage: reported}, Settings{})
+			p, err := core.Prepare(&models.Request{Model: "claude-sonnet-4.6", Messages: []models.Message{userText("hi")}}, "r")
+			require.NoError(b, err)
+			b.SetBytes(1 << 20)
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := core.Stream(context.Background(), p, discardSink{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -165,9 +166,18 @@ func Frames(usage *Usage, reasoning []string, deltas []string) []string {
 	return append(ev, "[DONE]")
 }
 
+// frame is a delta frame as the upstream writes it: the keys in the AI
+// SDK's order, and <, > and & as they are (JSON.stringify escapes no HTML).
 func frame(typ, id, delta string) string {
-	b, _ := json.Marshal(map[string]string{"type": typ, "id": id, "delta": delta})
-	return string(b)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(struct {
+		Type  string `json:"type"`
+		ID    string `json:"id"`
+		Delta string `json:"delta"`
+	}{typ, id, delta})
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // LogBuffer collects log lines written from several goroutines and can be

@@ -199,6 +199,9 @@ func (c *Client) attempt(ctx context.Context, req upstream.Request, fn func(upst
 		if bytes.Equal(data, []byte("[DONE]")) {
 			return usage, fr.flush(fn)
 		}
+		if fr.fastDelta(data) {
+			continue // the common text or reasoning delta, read without a parser
+		}
 		frame := gjson.ParseBytes(data)
 		switch frame.Get("type").String() {
 		case "text-delta":

@@ -38,9 +38,13 @@ func referenceText(body string) (text string, ended bool) {
 		if data == "[DONE]" {
 			return b.String(), true
 		}
-		switch gjson.Get(data, "type").String() {
+		// A frame is the JSON value the data holds: data that does not
+		// start with one (junk before an object) is no frame, although
+		// gjson.Get would find keys in it.
+		frame := gjson.Parse(data)
+		switch frame.Get("type").String() {
 		case "text-delta":
-			b.WriteString(gjson.Get(data, "delta").String())
+			b.WriteString(frame.Get("delta").String())
 		case "finish", "error":
 			return b.String(), true
 		}
