@@ -31,7 +31,7 @@ var importRules = map[string][]string{
 	"services/readiness": {"models", "utils", "services/upstream"},
 	// The wiring is the one place that reads config and knows every part.
 	"services":           {"config", "models", "utils", "utils/toolproto", "services/upstream", "services/chat", "services/human", "services/webchat", "services/agentcli", "services/metrics", "services/readiness"},
-	"handlers/sse":       nil,
+	"handlers/sse":       {"utils"},
 	"handlers/openai":    {"models", "utils", "handlers/sse"},
 	"handlers/anthropic": {"models", "utils", "handlers/sse"},
 	// The Responses door shares the OpenAI door's content decoding and

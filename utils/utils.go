@@ -63,3 +63,23 @@ const JSONSpace = " \t\r\n"
 
 // IsJSONSpace reports whether c is JSON white space.
 func IsJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// Bytes repeated in every byte of a word.
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// JSONSpecial8 finds, among the eight bytes of w (read little-endian),
+// those a JSON string cannot hold as they are: control characters, '"'
+// and '\\'. It returns their high bits: zero when there is none, and the
+// lowest set bit is that of the first (bits.TrailingZeros64 / 8 is its
+// index). A byte below n gives its high bit in (w - n·ones) &^ w, and a
+// byte equal to c is a zero byte of w ^ c·ones (the classic "has less"
+// and "has zero" words); a borrow can mark a byte above a special one,
+// never one below. Bytes from 0x80 are not marked. Text scanners use it
+// to skip plain text eight bytes at a time.
+func JSONSpecial8(w uint64) uint64 {
+	quote, backslash := w^(ones*'"'), w^(ones*'\\')
+	return ((w-ones*0x20)&^w | (quote-ones)&^quote | (backslash-ones)&^backslash) & highs
+}

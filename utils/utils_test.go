@@ -1,11 +1,15 @@
 package utils
 
 import (
+	"encoding/binary"
+	"math/bits"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestRandomString(t *testing.T) {
@@ -54,4 +58,41 @@ func TestJSONSpace(t *testing.T) {
 		assert.Equal(t, strings.IndexByte(JSONSpace, byte(c)) >= 0, IsJSONSpace(byte(c)), "byte %#x", c)
 	}
 	assert.False(t, IsJSONSpace('\f'), "a form feed is not JSON white space")
+}
+
+// TestJSONSpecial8 holds the word-at-a-time search to a byte-by-byte one:
+// whether a special byte is there, and where the first is.
+func TestJSONSpecial8(t *testing.T) {
+	first := func(b []byte) int {
+		for i, c := range b {
+			if c < 0x20 || c == '"' || c == '\\' {
+				return i
+			}
+		}
+		return -1
+	}
+	check := func(w []byte) {
+		t.Helper()
+		m := JSONSpecial8(binary.LittleEndian.Uint64(w))
+		got := -1
+		if m != 0 {
+			got = bits.TrailingZeros64(m) / 8
+		}
+		require.Equal(t, first(w), got, "%q", w)
+	}
+	for pos := range 8 {
+		for c := range 256 {
+			w := []byte("abcdefgh")
+			w[pos] = byte(c)
+			check(w)
+		}
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	word := make([]byte, 8)
+	for range 200000 {
+		for i := range word {
+			word[i] = []byte{byte(r.IntN(256)), byte(r.IntN(256)), 'a', 0x80, 0xff, 0x1f, 0x20, '"', '\\', 0x21, 0x5d, 0x00, 0xa2, 0xdc}[r.IntN(14)]
+		}
+		check(word)
+	}
 }

@@ -8,6 +8,7 @@ package sse
 
 import (
 	"bytes"
+	"cursor2api/utils"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -180,12 +181,6 @@ var plainASCII = func() (t [utf8.RuneSelf]bool) {
 	return t
 }()
 
-// Bytes repeated in every byte of a word.
-const (
-	ones  = 0x0101010101010101
-	highs = 0x8080808080808080
-)
-
 // AppendString appends s as a JSON string, byte for byte as Event's
 // encoder writes it (encoding/json with HTML escaping off): invalid UTF-8
 // becomes U+FFFD, U+2028 and U+2029 are escaped, <, > and & are not. Doors
@@ -197,17 +192,12 @@ func AppendString(b []byte, s string) []byte {
 	for i := 0; i < len(s); {
 		if i+8 <= len(s) {
 			// Plain ASCII, the bulk of most text, is skipped eight bytes
-			// at a time. m has the high bit of every byte that is not
-			// plain: a byte below n gives its high bit in (x - n·ones) &^ x,
-			// a byte equal to c is a zero byte of x ^ c·ones (the classic
-			// "has less" and "has zero" words), and a byte from 0x80 has
-			// its own. A borrow can mark a byte above one that is not
-			// plain, never one below, so the lowest bit is the first.
+			// at a time: m has the high bit of every byte that is not
+			// plain (special to JSON, or from 0x80), the lowest first.
 			w := s[i : i+8]
 			x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
 				uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
-			quote, backslash := x^(ones*'"'), x^(ones*'\\')
-			m := ((x-ones*0x20)&^x | (quote-ones)&^quote | (backslash-ones)&^backslash | x) & highs
+			m := utils.JSONSpecial8(x) | x&0x8080808080808080
 			if m == 0 {
 				i += 8
 				continue

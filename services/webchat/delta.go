@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"cursor2api/services/upstream"
+	"cursor2api/utils"
 )
 
 // The upstream writes every text and reasoning delta in one fixed shape,
@@ -81,7 +82,7 @@ func appendJSONText(dst, s []byte) (out []byte, ok bool) {
 	start := 0
 	for i := 0; i < len(s); {
 		if i+8 <= len(s) {
-			m := special8(binary.LittleEndian.Uint64(s[i:]))
+			m := utils.JSONSpecial8(binary.LittleEndian.Uint64(s[i:]))
 			if m == 0 {
 				i += 8
 				continue
@@ -134,24 +135,6 @@ func appendJSONText(dst, s []byte) (out []byte, ok bool) {
 		start = i
 	}
 	return append(dst, s[start:]...), true
-}
-
-// Bytes repeated in every byte of a word.
-const (
-	ones  = 0x0101010101010101
-	highs = 0x8080808080808080
-)
-
-// special8 finds control characters, quotes and backslashes among the
-// eight bytes of w (little-endian), eight bytes at a time: a byte below n
-// gives its high bit in (w - n·ones) &^ w, and a byte equal to c is a zero
-// byte of w ^ c·ones (the classic "has less" and "has zero" words). It
-// returns those high bits: none when no byte is special, and the lowest
-// is that of the first special byte (a borrow can mark a byte above a
-// special one, never one below).
-func special8(w uint64) uint64 {
-	quote, backslash := w^(ones*'"'), w^(ones*'\\')
-	return ((w-ones*0x20)&^w | (quote-ones)&^quote | (backslash-ones)&^backslash) & highs
 }
 
 // hex4 reads four hex digits.

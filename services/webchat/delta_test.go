@@ -1,9 +1,7 @@
 package webchat
 
 import (
-	"encoding/binary"
 	"encoding/json"
-	"math/bits"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -126,43 +124,6 @@ func TestFastDelta(t *testing.T) {
 				assert.Equal(t, tc.text, text)
 			}
 		})
-	}
-}
-
-// TestSpecial8 holds the word-at-a-time search to a byte-by-byte one:
-// whether a special byte is there, and where the first is.
-func TestSpecial8(t *testing.T) {
-	first := func(b []byte) int {
-		for i, c := range b {
-			if c < 0x20 || c == '"' || c == '\\' {
-				return i
-			}
-		}
-		return -1
-	}
-	check := func(w []byte) {
-		t.Helper()
-		m := special8(binary.LittleEndian.Uint64(w))
-		got := -1
-		if m != 0 {
-			got = bits.TrailingZeros64(m) / 8
-		}
-		require.Equal(t, first(w), got, "%q", w)
-	}
-	for pos := range 8 {
-		for c := range 256 {
-			w := []byte("abcdefgh")
-			w[pos] = byte(c)
-			check(w)
-		}
-	}
-	r := rand.New(rand.NewPCG(5, 6))
-	word := make([]byte, 8)
-	for range 200000 {
-		for i := range word {
-			word[i] = []byte{byte(r.IntN(256)), byte(r.IntN(256)), 'a', 0x80, 0xff, 0x1f, 0x20, '"', '\\', 0x21, 0x5d, 0x00, 0xa2, 0xdc}[r.IntN(14)]
-		}
-		check(word)
 	}
 }
 
