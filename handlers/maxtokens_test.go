@@ -8,8 +8,10 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/responses"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/tidwall/gjson"
 )
 
 // longAnswer is 64 deltas of 16 bytes: 1 KB, about 256 tokens.
@@ -111,4 +113,50 @@ func TestMaxTokensInvalid(t *testing.T) {
 		assertAPIError(t, r, http.StatusBadRequest, "invalid_request_error", tc.param, "", tc.param, "at least 1")
 	}
 	assert.Empty(t, s.up.Requests(), "nothing reached the upstream")
+}
+
+// TestMaxOutputTokensResponses: a response cut at max_output_tokens is
+// incomplete, with incomplete_details.reason "max_output_tokens", its
+// message incomplete, the stream ending with response.incomplete; it is
+// stored, so previous_response_id can follow it.
+func TestMaxOutputTokensResponses(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			s := newStack(t, nil, script(t, longAnswer))
+			params := responses.ResponseNewParams{
+				Model:           "claude-sonnet-4.6",
+				Input:           userInput("Count"),
+				MaxOutputTokens: openai.Int(10),
+			}
+			var res *responses.Response
+			if m.streaming {
+				out, err := readStream(t, s.sdk("sk-any").Responses.NewStreaming(context.Background(), params))
+				require.NoError(t, err)
+				types := out.Types()
+				assert.Equal(t, []string{"response.output_text.done", "response.content_part.done", "response.output_item.done", "response.incomplete"}, types[len(types)-4:])
+				assert.Equal(t, "response.incomplete", out.Snapshot.TerminalEvent)
+				require.NotNil(t, out.Final)
+				res = out.Final
+			} else {
+				var err error
+				res, err = s.sdk("sk-any").Responses.New(context.Background(), params)
+				require.NoError(t, err)
+			}
+			assert.Equal(t, responses.ResponseStatusIncomplete, res.Status)
+			assert.Equal(t, "max_output_tokens", res.IncompleteDetails.Reason)
+			assert.Equal(t, strings.Join(longAnswer, "")[:40], res.OutputText())
+			require.Len(t, res.Output, 1)
+			assert.Equal(t, "incomplete", string(res.Output[0].Status))
+			assert.EqualValues(t, 10, res.MaxOutputTokens)
+
+			got, err := s.sdk("sk-any").Responses.Get(context.Background(), res.ID, responses.ResponseGetParams{})
+			require.NoError(t, err, "an incomplete response is stored")
+			assert.Equal(t, responses.ResponseStatusIncomplete, got.Status)
+			assert.Equal(t, res.OutputText(), got.OutputText())
+		})
+	}
+	s := newStack(t, nil, script(t, []string{"unused"}))
+	r := s.do(t, http.MethodPost, "/v1/responses", `{"model":"claude-sonnet-4.6","input":"hi","max_output_tokens":0}`)
+	require.Equal(t, http.StatusBadRequest, r.status, r.body)
+	assert.Equal(t, "max_output_tokens", gjson.Get(r.body, "error.param").String())
 }

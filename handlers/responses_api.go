@@ -53,7 +53,7 @@ func (s *server) createResponse(c *gin.Context) {
 	if wire.Stream {
 		w := responses.NewStreamWriter(s.eventStream(c, nil), base, dec.Names)
 		s.stream(c, prepared, w)
-		if resp := w.Response(); resp.Status == responses.StatusCompleted {
+		if resp := w.Response(); resp.Status == responses.StatusCompleted || resp.Status == responses.StatusIncomplete {
 			s.keepResponse(c, &wire, dec, resp, w.OutputItems())
 		}
 		return
@@ -67,7 +67,8 @@ func (s *server) createResponse(c *gin.Context) {
 	c.PureJSON(http.StatusOK, resp)
 }
 
-// keepResponse stores a completed response with its conversation, unless
+// keepResponse stores a completed (or incomplete) response with its
+// conversation, unless
 // the request said store: false. out are its output items as JSON when
 // the stream writer has them already, nil to encode them here.
 func (s *server) keepResponse(c *gin.Context, wire *responses.Request, dec *responses.Decoded, resp responses.Response, out []json.RawMessage) {

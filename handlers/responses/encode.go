@@ -86,6 +86,11 @@ func FromAnswer(base Response, ans *models.Answer, names Names) Response {
 		})
 	}
 	out.Status = StatusCompleted
+	if ans.Finish == models.FinishLength {
+		// The answer was cut in its text or reasoning, the last item.
+		out.Status, out.IncompleteDetails = StatusIncomplete, &maxOutputTokensReached
+		out.Output[len(out.Output)-1].Status = StatusIncomplete
+	}
 	u := toUsage(ans.Usage)
 	out.Usage = &u
 	return out

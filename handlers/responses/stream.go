@@ -19,6 +19,7 @@ const (
 	EventInProgress       = "response.in_progress"
 	EventCompleted        = "response.completed"
 	EventFailed           = "response.failed"
+	EventIncomplete       = "response.incomplete"
 	EventItemAdded        = "response.output_item.added"
 	EventItemDone         = "response.output_item.done"
 	EventPartAdded        = "response.content_part.added"
@@ -58,8 +59,11 @@ type StreamWriter struct {
 	seq   int
 
 	opened bool
-	cur    *OutputItem // the item being streamed, nil between items
-	buf    textPieces  // the text of cur so far
+	// cut is set when the answer ended at max_output_tokens: its last
+	// item and the response are incomplete.
+	cut bool
+	cur *OutputItem // the item being streamed, nil between items
+	buf textPieces  // the text of cur so far
 	// space is white space waiting for the text it precedes: alone, as
 	// before a call, it would be a blank message.
 	space string
@@ -191,9 +195,13 @@ func (s *StreamWriter) closeItem() error {
 	index := len(s.resp.Output)
 	text := s.buf.String()
 	enc := s.enc.of(text)
+	status := StatusCompleted
+	if s.cut {
+		status = StatusIncomplete
+	}
 	switch it.Type {
 	case ItemMessage:
-		it.Text, it.Status = text, StatusCompleted
+		it.Text, it.Status = text, status
 		if err := s.textDone(EventTextDone, it.ID, index, "content_index", enc, true); err != nil {
 			return err
 		}
@@ -201,7 +209,7 @@ func (s *StreamWriter) closeItem() error {
 			return err
 		}
 	case ItemReasoning:
-		it.Text, it.Status = text, StatusCompleted
+		it.Text, it.Status = text, status
 		if err := s.textDone(EventSummaryTextDone, it.ID, index, "summary_index", enc, false); err != nil {
 			return err
 		}
@@ -363,8 +371,9 @@ func (s *StreamWriter) ToolCallEnd(complete bool) error {
 }
 
 // Finish ends the last item and writes response.completed with the whole
-// response and its usage.
-func (s *StreamWriter) Finish(_ models.FinishReason, usage models.Usage) error {
+// response and its usage; or, for an answer cut at max_output_tokens,
+// response.incomplete, the last item and the response incomplete.
+func (s *StreamWriter) Finish(r models.FinishReason, usage models.Usage) error {
 	if err := s.open(); err != nil {
 		return err
 	}
@@ -375,15 +384,25 @@ func (s *StreamWriter) Finish(_ models.FinishReason, usage models.Usage) error {
 		}
 	}
 	s.space = ""
+	s.cut = r == models.FinishLength
 	if err := s.closeItem(); err != nil {
 		return err
 	}
+	typ := EventCompleted
 	s.resp.Status = StatusCompleted
+	if s.cut {
+		typ = EventIncomplete
+		s.resp.Status = StatusIncomplete
+		s.resp.IncompleteDetails = &maxOutputTokensReached
+	}
 	u := toUsage(usage)
 	s.resp.Usage = &u
 	defer s.Close()
-	return s.completed()
+	return s.completed(typ)
 }
+
+// maxOutputTokensReached is the incomplete_details of a cut answer.
+var maxOutputTokensReached = json.RawMessage(`{"reason":"max_output_tokens"}`)
 
 // outputMarker is where the output goes in a lifecycle event encoded
 // without it. Before it come only keys and encoded strings, numbers and
@@ -391,23 +410,24 @@ func (s *StreamWriter) Finish(_ models.FinishReason, usage models.Usage) error {
 // incomplete_details, which is then null.
 var outputMarker = []byte(`,"output":null,`)
 
-// completed writes response.completed: the response is encoded by
+// completed writes the last event, typ (response.completed or
+// response.incomplete): the response is encoded by
 // reflection without its output, and the items already encoded for their
 // output_item.done events go in its place.
-func (s *StreamWriter) completed() error {
+func (s *StreamWriter) completed(typ string) error {
 	seq := s.next()
 	shell := s.resp
 	shell.Output = nil
 	var head bytes.Buffer
 	enc := json.NewEncoder(&head)
 	enc.SetEscapeHTML(false) // as sse.Writer.Event
-	if err := enc.Encode(Event{Type: EventCompleted, SequenceNumber: seq, Response: &shell}); err != nil {
-		return fmt.Errorf("encoding %s: %w", EventCompleted, err)
+	if err := enc.Encode(Event{Type: typ, SequenceNumber: seq, Response: &shell}); err != nil {
+		return fmt.Errorf("encoding %s: %w", typ, err)
 	}
 	raw := bytes.TrimSuffix(head.Bytes(), []byte("\n"))
 	at := bytes.Index(raw, outputMarker)
 	if at < 0 || shell.IncompleteDetails != nil {
-		return s.Event(EventCompleted, Event{Type: EventCompleted, SequenceNumber: seq, Response: s.snapshot()})
+		return s.Event(typ, Event{Type: typ, SequenceNumber: seq, Response: s.snapshot()})
 	}
 	pieces := make([][]byte, 0, 2*len(s.items)+3)
 	pieces = append(pieces, raw[:at], []byte(`,"output":[`))
@@ -418,7 +438,7 @@ func (s *StreamWriter) completed() error {
 		pieces = append(pieces, it)
 	}
 	pieces = append(pieces, []byte("],"), raw[at+len(outputMarker):])
-	return s.EventJSON(EventCompleted, pieces...)
+	return s.EventJSON(typ, pieces...)
 }
 
 var comma = []byte(",")
