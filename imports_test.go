@@ -39,7 +39,10 @@ var importRules = map[string][]string{
 	"handlers/responses": {"models", "utils", "handlers/sse", "handlers/openai"},
 	// The HTTP surface reaches back doors only through the core.
 	"handlers": {"models", "utils", "utils/toolproto", "services/upstream", "services/chat", "handlers/sse", "handlers/openai", "handlers/responses", "handlers/anthropic", "services/metrics", "services/readiness"},
-	"":         nil, // main: anything
+	// Runs the gateway a configuration describes, for main and bench:
+	// the one place above handlers that reads config.
+	"server": {"config", "models", "utils", "utils/toolproto", "services/upstream", "services/chat", "services/human", "services/webchat", "services/agentcli", "services/metrics", "services/readiness", "services", "handlers/sse", "handlers/openai", "handlers/responses", "handlers/anthropic", "handlers"},
+	"":       nil, // main: anything
 	// The Docker smoke test's fake upstream command.
 	"scripts/fakeupstream": {"services/cursortest"},
 	// The generator of the Anthropic door's packed token ranks.
