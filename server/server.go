@@ -1,6 +1,7 @@
 // Package server runs the gateway a configuration describes: the handler,
 // the listener limits, the metrics listener, background jobs and graceful
-// shutdown.
+// shutdown. The command (main) and the benchmark (bench) both run their
+// gateway through it, so what is measured is what users run.
 package server
 
 import (
