@@ -1,100 +1,83 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"io"
+	"fmt"
 	"log/slog"
 	"maps"
 	"net"
-	"net/http"
+	"net/url"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"cursor2api/config"
+	"cursor2api/handlers/server"
 	"cursor2api/services/cursortest"
 )
 
-// startGateway serves the real wiring on a loopback port until the
-// returned cancel is called; done yields serve's result. Unless env says
-// otherwise, x-is-human is a static value: the default would fetch the
-// challenge script from cursor.com, and tests never leave the loopback.
+// startGateway serves the gateway as run does, on a loopback port, until
+// the returned cancel is called; done yields Serve's result. Unless env
+// says otherwise, x-is-human is a static value: the default would fetch
+// the challenge script from cursor.com, and tests never leave the
+// loopback. (The server package tests the serving itself.)
 func startGateway(t *testing.T, env map[string]string) (url string, cancel context.CancelFunc, done <-chan error) {
+	t.Helper()
 	gin.SetMode(gin.TestMode)
 	vars := map[string]string{"X_IS_HUMAN_MODE": "static:test-x-is-human"}
 	maps.Copy(vars, env)
 	cfg, err := config.FromMap(vars)
 	require.NoError(t, err)
+	srv, err := server.New(cfg, slog.New(slog.DiscardHandler), server.Options{Version: version})
+	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
-	go func() { errc <- serve(ctx, cfg, slog.New(slog.DiscardHandler), ln) }()
+	go func() { errc <- srv.Serve(ctx, ln) }()
 	t.Cleanup(cancel)
 	return "http://" + ln.Addr().String(), cancel, errc
 }
 
 const streamBody = `{"model":"claude-sonnet-4.6","stream":true,"messages":[{"role":"user","content":"hi"}]}`
 
-func TestShutdownDrainsInFlightStreams(t *testing.T) {
-	up := cursortest.NewServer(t, cursortest.Always(cursortest.Response{
-		Events: cursortest.Frames(nil, nil, []string{"one ", "two ", "three"}), Delay: 150 * time.Millisecond,
-	}))
-	url, shutdown, done := startGateway(t, map[string]string{"CURSOR_API_URL": up.URL, "TLS_FINGERPRINT": "off", "SHUTDOWN_TIMEOUT": "10", "X_IS_HUMAN_MODE": "random"})
-	resp, err := http.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(streamBody))
+func TestHealthcheckSubcommand(t *testing.T) {
+	up := cursortest.NewServer(t, cursortest.Always(cursortest.Text(nil, "ok")))
+	gw, _, _ := startGateway(t, map[string]string{"CURSOR_API_URL": up.URL, "TLS_FINGERPRINT": "off"})
+	u, err := url.Parse(gw)
 	require.NoError(t, err)
-	defer resp.Body.Close()
-	r := bufio.NewReader(resp.Body)
-	_, err = r.ReadString('\n') // the stream has started
-	require.NoError(t, err)
+	assert.NoError(t, healthcheck("0.0.0.0", u.Port()), "a wildcard host is checked on loopback")
+	assert.NoError(t, healthcheck("127.0.0.1", u.Port()))
 
-	shutdown() // SIGTERM
-	rest, err := io.ReadAll(r)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	assert.Contains(t, string(rest), "three", "the in-flight answer is finished")
-	assert.True(t, strings.HasSuffix(string(rest), "data: [DONE]\n\n"))
-	select {
-	case err := <-done:
-		assert.NoError(t, err)
-	case <-time.After(5 * time.Second):
-		t.Fatal("serve did not return after draining")
-	}
-	_, err = http.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(streamBody))
-	assert.Error(t, err, "no new connections after shutdown")
+	port := fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
+	ln.Close()
+	assert.ErrorContains(t, healthcheck("127.0.0.1", port), "/health", "nothing listens there")
 }
 
-func TestShutdownIsBounded(t *testing.T) {
-	up := cursortest.NewServer(t, cursortest.Always(cursortest.Response{
-		Events: []string{`{"type":"text-delta","id":"t","delta":"stuck"}`}, Hang: true,
-	}))
-	url, shutdown, done := startGateway(t, map[string]string{"CURSOR_API_URL": up.URL, "TLS_FINGERPRINT": "off", "SHUTDOWN_TIMEOUT": "0.5", "X_IS_HUMAN_MODE": "random"})
-	resp, err := http.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(streamBody))
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	r := bufio.NewReader(resp.Body)
-	_, err = r.ReadString('\n')
-	require.NoError(t, err)
-
-	start := time.Now()
-	shutdown()
-	select {
-	case err := <-done:
-		assert.NoError(t, err)
-	case <-time.After(5 * time.Second):
-		t.Fatal("serve did not return after SHUTDOWN_TIMEOUT")
+func TestOperationsSettingsAreValidated(t *testing.T) {
+	cases := []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"TRUSTED_PROXIES": "10.0.0.0/8,nginx"}, `TRUSTED_PROXIES: "nginx" is neither an IP address nor a CIDR`},
+		{map[string]string{"LOG_FORMAT": "xml"}, `LOG_FORMAT="xml": use text or json`},
+		{map[string]string{"PROXY_URL": "http://127.0.0.1:3128,ftp://user:pw@127.0.0.1:21"}, `PROXY_URL: "ftp://user:xxxxx@127.0.0.1:21"`},
+		{map[string]string{"METRICS_ADDR": "9090"}, `METRICS_ADDR="9090": use host:port`},
+		{map[string]string{"PROXY_COOLDOWN": "0"}, `PROXY_COOLDOWN=0s: must be a positive number of seconds`},
 	}
-	assert.Less(t, time.Since(start), 3*time.Second)
-	_, _ = io.Copy(io.Discard, r) // the connection was closed
-	select {
-	case <-up.Canceled():
-	case <-time.After(5 * time.Second):
-		t.Fatal("the upstream request outlived the shutdown")
+	for _, c := range cases {
+		_, err := config.FromMap(c.env)
+		assert.ErrorContains(t, err, c.want)
 	}
+	cfg, err := config.FromMap(map[string]string{"TRUSTED_PROXIES": " 10.0.0.0/8 , 127.0.0.1 ", "PROXY_URL": "http://a:1, socks5://b:2"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"10.0.0.0/8", "127.0.0.1"}, cfg.TrustedProxies)
+	assert.Equal(t, []string{"http://a:1", "socks5://b:2"}, cfg.ProxyURLs())
 }
 
 func TestXihReportsTheHeaderOrTheMissingGlobals(t *testing.T) {

@@ -83,12 +83,3 @@ func xih(args []string, stdout, stderr io.Writer) int {
 	}
 	return 0
 }
-
-// xIsHumanHealth is what /health reports of the x-is-human check: nothing
-// on a backend without one.
-func xIsHumanHealth(gw *services.Gateway) func() any {
-	if gw.Human == nil {
-		return nil
-	}
-	return func() any { return gw.Human.Health() }
-}

@@ -1,7 +1,8 @@
 // Command bench measures the gateway's overhead against its upstream, side
 // by side in one run: an in-process fake upstream speaking the real frame
 // format (services/cursortest's), asked directly and through each front
-// door of an in-process gateway. For a ~2 KB answer in small deltas and a
+// door of an in-process gateway that package server runs, as it runs the
+// command's. For a ~2 KB answer in small deltas and a
 // 1 MB answer, at concurrency 1, 50 and 500, it reports the time to the
 // first content byte (p50, p99), the mean total time and the requests per
 // second, with the ratios of gateway to direct; then the peak RSS of a
@@ -23,7 +24,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -41,10 +41,8 @@ import (
 	"github.com/tidwall/gjson"
 
 	"cursor2api/config"
-	"cursor2api/handlers"
-	"cursor2api/services"
+	"cursor2api/handlers/server"
 	"cursor2api/services/cursortest"
-	"cursor2api/services/webchat"
 )
 
 // door is one front door of the gateway, as the benchmark drives it.
@@ -378,35 +376,37 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 // gatewayEnv is the configuration of the measured gateway: the defaults,
-// as a new user runs it, pointed at the fake.
+// as a new user runs it, pointed at the fake. A static x-is-human sends a
+// fixed value without fetching the challenge script.
 func gatewayEnv(upstream string) map[string]string {
 	return map[string]string{"CURSOR_API_URL": upstream, "X_IS_HUMAN_MODE": "static:bench", "LOG_LEVEL": "warn", "MAX_CONNECTIONS": "10000"}
 }
 
-// startGateway serves the gateway as main.go wires it, on loopback.
+// startGateway serves the gateway on loopback as main does, through
+// server: the same handler, limits and shutdown. stop shuts it down.
 func startGateway(upstream string) (url string, stop func(), err error) {
 	cfg, err := config.FromMap(gatewayEnv(upstream))
 	if err != nil {
 		return "", nil, err
 	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	gw, err := services.FromConfig(cfg, logger)
+	srv, err := server.New(cfg, server.NewLogger(cfg, os.Stderr), server.Options{Version: "bench"})
 	if err != nil {
 		return "", nil, err
 	}
-	gw.Web.Human = webchat.StaticHuman("bench")
-	h := handlers.New(handlers.Options{
-		Chat: gw.Chat, Catalog: gw.Catalog, APIKeys: cfg.APIKeys, MaxBodyBytes: cfg.MaxBodyBytes,
-		PingInterval: cfg.PingInterval.Duration(), Version: "bench", Logger: logger,
-		AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins, BodyReadTimeout: cfg.BodyReadTimeout.Duration(),
-	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", nil, err
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	return "http://" + ln.Addr().String(), func() { _ = srv.Close() }, nil
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	stop = func() {
+		cancel()
+		if err := <-done; err != nil {
+			fmt.Fprintln(os.Stderr, "bench gateway:", err)
+		}
+	}
+	return "http://" + ln.Addr().String(), stop, nil
 }
 
 // runGatewayChild is -role=gateway: a gateway alone in its process, whose

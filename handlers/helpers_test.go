@@ -26,7 +26,7 @@ import (
 	"cursor2api/services/webchat"
 )
 
-// stack is the whole gateway, wired as main.go's build wires it, served by
+// stack is the whole gateway, wired as server.New wires it, served by
 // a loopback httptest server in front of a fake upstream.
 type stack struct {
 	*httptest.Server
@@ -39,7 +39,7 @@ type stack struct {
 
 // newStack starts the gateway configured by env (on top of CURSOR_API_URL
 // pointing at a fake upstream answering with reply, and two public models)
-// the way main.go does (config, services.FromConfig, handlers.New), with a
+// the way server.New does (config, services.FromConfig, handlers.New), with a
 // static x-is-human value in place of the script.
 func newStack(t testing.TB, env map[string]string, reply func(int, cursortest.Request) cursortest.Response) *stack {
 	t.Helper()

@@ -20,7 +20,7 @@ import (
 	"cursor2api/services/webchat"
 )
 
-// newOpsStack is newStack with the operations surface wired as main.go
+// newOpsStack is newStack with the operations surface wired as server.New
 // wires it: metrics, readiness and trusted proxies.
 func newOpsStack(t *testing.T, env map[string]string, reply func(int, cursortest.Request) cursortest.Response) *stack {
 	t.Helper()

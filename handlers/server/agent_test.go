@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package server
 
 import (
 	"io"
@@ -46,6 +46,6 @@ func TestServeAgentBackend(t *testing.T) {
 	case err := <-done:
 		assert.NoError(t, err)
 	case <-time.After(10 * time.Second):
-		t.Fatal("serve did not return")
+		t.Fatal("Serve did not return")
 	}
 }

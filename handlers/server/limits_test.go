@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"bufio"
@@ -43,7 +43,7 @@ func TestShutdownEndsOpenStreamsWithAnErrorEvent(t *testing.T) {
 	case err := <-done:
 		assert.NoError(t, err)
 	case <-time.After(10 * time.Second):
-		t.Fatal("serve did not return")
+		t.Fatal("Serve did not return")
 	}
 }
 
@@ -123,6 +123,6 @@ func TestShutdownEndsWholeAnswersToo(t *testing.T) {
 	case err := <-done:
 		assert.NoError(t, err)
 	case <-time.After(10 * time.Second):
-		t.Fatal("serve did not return")
+		t.Fatal("Serve did not return")
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"context"
@@ -14,9 +14,11 @@ import (
 	"cursor2api/config"
 )
 
-// newLogger is the program's logger: LOG_FORMAT=json writes one JSON
-// object per line (for log collectors), text writes key=value lines.
-func newLogger(cfg *config.Config, w io.Writer, level slog.Level) *slog.Logger {
+// NewLogger is the gateway's logger at LOG_LEVEL: LOG_FORMAT=json writes
+// one JSON object per line (for log collectors), text writes key=value
+// lines.
+func NewLogger(cfg *config.Config, w io.Writer) *slog.Logger {
+	level, _ := cfg.SlogLevel() // config validated it
 	opts := &slog.HandlerOptions{Level: level}
 	if cfg.LogFormat == "json" {
 		return slog.New(slog.NewJSONHandler(w, opts))
