@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# Builds the cursor2api image offline, twice (the real multi-stage
-# Dockerfile on a golang:1.26-bookworm made here with debootstrap and the
-# local Go toolchain, and the scratch image around a host-built binary), runs each with --network host
-# against a fake upstream on loopback, waits for its HEALTHCHECK, calls
-# /health, /ready, /v1/models and a streamed chat completion, checks that
-# the process is not root, and prints the image sizes.
+# Builds the cursor2api image offline, twice: the real multi-stage
+# Dockerfile, with no build arguments, on a golang:1.26-bookworm made here
+# with debootstrap and the local Go toolchain; and the scratch image around
+# a host-built binary. Runs each with --network host against a fake
+# upstream on loopback, waits for its HEALTHCHECK, calls /health, /ready,
+# /v1/models and a streamed chat completion, checks that the process is not
+# root, and prints the image sizes. Then brings up docker-compose.yml as
+# shipped and checks it.
 #
-# Needs a running Docker engine, Go and curl. Touches loopback only.
+# Needs a running Docker engine, Go and curl (debootstrap, docker-compose
+# optional). The gateway and its fake touch loopback only; debootstrap
+# downloads from Debian's mirror (DEBIAN_MIRROR).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/local/go/bin"
