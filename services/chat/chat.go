@@ -419,10 +419,11 @@ func (s *Service) attempt(ctx context.Context, p *Prepared, msgs []models.Turn, 
 	budget := maxOutputBytes(p.MaxOutputTokens)
 	deliver := func(events []toolproto.Event) error {
 		for _, ev := range events {
-			if ev.Kind == toolproto.EventToolCallDelta {
+			prose := ev.Kind == toolproto.EventText || ev.Kind == toolproto.EventThinking
+			switch {
+			case ev.Kind == toolproto.EventToolCallDelta:
 				// counted whole at the call's end
-			} else if n := len(ev.Text); budget > 0 && n > 0 && outBytes+n > budget &&
-				(ev.Kind == toolproto.EventText || ev.Kind == toolproto.EventThinking) {
+			case prose && budget > 0 && outBytes+len(ev.Text) > budget:
 				// The bound cuts text and reasoning, never a call.
 				ev.Text = cutAtRune(ev.Text, budget-outBytes)
 				outBytes += len(ev.Text)
@@ -432,7 +433,7 @@ func (s *Service) attempt(ctx context.Context, p *Prepared, msgs []models.Turn, 
 					}
 				}
 				return errOutputBound
-			} else {
+			default:
 				outBytes += len(ev.Text) + len(ev.Arguments)
 			}
 			if err := handle(ev); err != nil {
