@@ -67,21 +67,24 @@ func TestMaxOutputTokens(t *testing.T) {
 					ans, err := core.Complete(context.Background(), p)
 					require.NoError(t, err)
 					got.text.WriteString(ans.Text)
-					got.reasoning.WriteString(ans.Thinking)
-					for _, c := range ans.ToolCalls {
-						got.calls = append(got.calls, c.Name+c.Arguments)
-					}
+					got.thinking.WriteString(ans.Thinking)
+					got.calls = ans.ToolCalls
 					got.finish, got.usage = ans.Finish, ans.Usage
 				} else {
 					require.NoError(t, core.Stream(context.Background(), p, got))
 				}
 				assert.Equal(t, tc.text, got.text.String())
-				assert.Equal(t, tc.reasoning, got.reasoning.String())
-				if tc.call != "" {
-					assert.Equal(t, []string{tc.call}, got.calls)
-				} else {
-					assert.Empty(t, got.calls)
+				assert.Equal(t, tc.reasoning, got.thinking.String())
+				var calls []string
+				for _, c := range got.calls {
+					calls = append(calls, c.Name+c.Arguments)
 				}
+				if tc.call != "" {
+					assert.Equal(t, []string{tc.call}, calls)
+				} else {
+					assert.Empty(t, calls)
+				}
+				assert.Zero(t, got.incomplete, "no call is left incomplete")
 				assert.Equal(t, tc.finish, got.finish)
 				if tc.read > 0 {
 					assert.Equal(t, tc.read, up.read, "reading stopped at the bound")
@@ -95,31 +98,22 @@ func TestMaxOutputTokens(t *testing.T) {
 	}
 }
 
-// answerRecorder collects a streamed answer: text, reasoning, each call
-// as its name and arguments, and the finish.
+// answerRecorder is the answer Complete collects (answerSink), with the
+// calls left incomplete and the finish, as a streamed answer ends.
 type answerRecorder struct {
-	text, reasoning strings.Builder
-	calls           []string
-	finish          models.FinishReason
-	usage           models.Usage
+	answerSink
+	incomplete int
+	finish     models.FinishReason
+	usage      models.Usage
 }
 
-func (r *answerRecorder) Text(s string) error      { r.text.WriteString(s); return nil }
-func (r *answerRecorder) Reasoning(s string) error { r.reasoning.WriteString(s); return nil }
-func (r *answerRecorder) ToolCallStart(_, name string) error {
-	r.calls = append(r.calls, name)
-	return nil
-}
-func (r *answerRecorder) ToolCallArguments(s string) error {
-	r.calls[len(r.calls)-1] += s
-	return nil
-}
 func (r *answerRecorder) ToolCallEnd(complete bool) error {
 	if !complete {
-		r.calls[len(r.calls)-1] += " (incomplete)"
+		r.incomplete++
 	}
 	return nil
 }
+
 func (r *answerRecorder) Finish(reason models.FinishReason, usage models.Usage) error {
 	r.finish, r.usage = reason, usage
 	return nil
