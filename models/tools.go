@@ -43,3 +43,15 @@ func HasTool(tools []Tool, name string) bool {
 	}
 	return false
 }
+
+// OutputBound reads an optional output bound that the request gave in
+// param: 0 when it is absent, an error when it is below 1.
+func OutputBound(param string, v *int) (int, error) {
+	if v == nil {
+		return 0, nil
+	}
+	if *v < 1 {
+		return 0, InvalidRequest(param, "%s is %d: it must be at least 1", param, *v)
+	}
+	return *v, nil
+}

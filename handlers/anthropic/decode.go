@@ -18,13 +18,12 @@ const clipLen = 100
 // whose Param is an Anthropic field path. The model name is taken as is;
 // resolving an alias is the caller's business.
 func ToRequest(req *MessagesRequest) (*models.Request, error) {
-	if req.MaxTokens != nil && *req.MaxTokens < 1 {
-		return nil, models.InvalidRequest("max_tokens", "max_tokens is %d: it must be at least 1", *req.MaxTokens)
+	// Thinking counts against max_tokens, as Anthropic counts it.
+	bound, err := models.OutputBound("max_tokens", req.MaxTokens)
+	if err != nil {
+		return nil, err
 	}
-	out := &models.Request{Model: req.Model, Stream: req.Stream, IncludeUsage: true}
-	if req.MaxTokens != nil {
-		out.MaxOutputTokens = *req.MaxTokens // thinking counts against it, as Anthropic counts it
-	}
+	out := &models.Request{Model: req.Model, Stream: req.Stream, IncludeUsage: true, MaxOutputTokens: bound}
 	tools, err := toTools(req.Tools)
 	if err != nil {
 		return nil, err

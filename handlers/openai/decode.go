@@ -51,19 +51,10 @@ func ToRequest(req *ChatRequest) (*models.Request, error) {
 // maxOutputTokens reads max_completion_tokens, else the older max_tokens
 // (0: neither).
 func maxOutputTokens(req *ChatRequest) (int, error) {
-	for _, f := range []struct {
-		param string
-		value *int
-	}{{"max_completion_tokens", req.MaxCompletionTokens}, {"max_tokens", req.MaxTokens}} {
-		if f.value == nil {
-			continue
-		}
-		if *f.value < 1 {
-			return 0, models.InvalidRequest(f.param, "%s is %d: it must be at least 1", f.param, *f.value)
-		}
-		return *f.value, nil
+	if req.MaxCompletionTokens != nil {
+		return models.OutputBound("max_completion_tokens", req.MaxCompletionTokens)
 	}
-	return 0, nil
+	return models.OutputBound("max_tokens", req.MaxTokens)
 }
 
 // toMessage converts one message of the history; its error means an

@@ -85,13 +85,10 @@ func ToRequest(req *Request, history []json.RawMessage) (*Decoded, error) {
 	if rs := req.Reasoning; rs != nil && rs.Summary != nil && *rs.Summary != "" && *rs.Summary != "none" {
 		r.ShowThinking = true
 	}
-	if m := req.MaxOutputTokens; m != nil {
-		if *m < 1 {
-			return nil, models.InvalidRequest("max_output_tokens", "max_output_tokens is %d: it must be at least 1", *m)
-		}
-		r.MaxOutputTokens = *m
-	}
 	var err error
+	if r.MaxOutputTokens, err = models.OutputBound("max_output_tokens", req.MaxOutputTokens); err != nil {
+		return nil, err
+	}
 	if r.Tools, err = out.tools(req.Tools); err != nil {
 		return nil, err
 	}
