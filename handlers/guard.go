@@ -17,11 +17,6 @@ import (
 	"cursor2api/utils"
 )
 
-// clipLen bounds a client-supplied string quoted in a log line or an
-// error message, so that a megabyte of model name costs a line, not a
-// megabyte of log and response.
-const clipLen = 100
-
 // guard is the first line against hostile input and cross-site requests,
 // for every route and door:
 //   - the Host must be allowed (against DNS rebinding: a page on an
@@ -37,13 +32,13 @@ func guard(hosts, origins []string, timeout time.Duration) gin.HandlerFunc {
 		r := c.Request
 		if !hostAllowed(hosts, r.Host) {
 			abortWithError(c, &models.Error{Status: http.StatusForbidden, Kind: models.KindPermission, Code: "host_not_allowed",
-				Message: fmt.Sprintf("the Host %q is not allowed; add it to ALLOWED_HOSTS on the gateway", utils.Clip(r.Host, clipLen))})
+				Message: fmt.Sprintf("the Host %q is not allowed; add it to ALLOWED_HOSTS on the gateway", utils.Clip(r.Host, utils.QuoteLen))})
 			return
 		}
 		if origin := r.Header.Get("Origin"); origin != "" && !sameOrigin(origin, r.Host) {
 			if !originAllowed(origins, origin) {
 				abortWithError(c, &models.Error{Status: http.StatusForbidden, Kind: models.KindPermission, Code: "origin_not_allowed",
-					Message: fmt.Sprintf("browser requests from %q are not allowed; add the origin to ALLOWED_ORIGINS on the gateway", utils.Clip(origin, clipLen))})
+					Message: fmt.Sprintf("browser requests from %q are not allowed; add the origin to ALLOWED_ORIGINS on the gateway", utils.Clip(origin, utils.QuoteLen))})
 				return
 			}
 			h := c.Writer.Header()
@@ -66,7 +61,7 @@ func guard(hosts, origins []string, timeout time.Duration) gin.HandlerFunc {
 		}
 		if !isJSON(r.Header.Get("Content-Type")) {
 			abortWithError(c, &models.Error{Status: http.StatusUnsupportedMediaType, Kind: models.KindInvalidRequest, Code: "unsupported_media_type",
-				Message: fmt.Sprintf("the request body has Content-Type %q; send JSON with the header Content-Type: application/json", utils.Clip(r.Header.Get("Content-Type"), clipLen))})
+				Message: fmt.Sprintf("the request body has Content-Type %q; send JSON with the header Content-Type: application/json", utils.Clip(r.Header.Get("Content-Type"), utils.QuoteLen))})
 			return
 		}
 		if timeout > 0 {

@@ -117,11 +117,11 @@ func New(opts Options) http.Handler {
 	msgs.POST("/count_tokens", s.countTokens)
 	r.NoRoute(useDoorByRequest, func(c *gin.Context) {
 		writeError(c, &models.Error{Status: http.StatusNotFound, Kind: models.KindNotFound, Code: "not_found",
-			Message: fmt.Sprintf("no route %s %s: this gateway serves GET /v1/models, POST /v1/chat/completions, POST /v1/responses, POST /v1/messages and POST /v1/messages/count_tokens", utils.Clip(c.Request.Method, clipLen), utils.Clip(c.Request.URL.Path, clipLen))})
+			Message: fmt.Sprintf("no route %s %s: this gateway serves GET /v1/models, POST /v1/chat/completions, POST /v1/responses, POST /v1/messages and POST /v1/messages/count_tokens", utils.Clip(c.Request.Method, utils.QuoteLen), utils.Clip(c.Request.URL.Path, utils.QuoteLen))})
 	})
 	r.NoMethod(useDoorByRequest, func(c *gin.Context) {
 		writeError(c, &models.Error{Status: http.StatusMethodNotAllowed, Kind: models.KindInvalidRequest, Code: "method_not_allowed",
-			Message: fmt.Sprintf("%s is not allowed on %s", utils.Clip(c.Request.Method, clipLen), utils.Clip(c.Request.URL.Path, clipLen))})
+			Message: fmt.Sprintf("%s is not allowed on %s", utils.Clip(c.Request.Method, utils.QuoteLen), utils.Clip(c.Request.URL.Path, utils.QuoteLen))})
 	})
 	return stripTrailingSlash(r)
 }

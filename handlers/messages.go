@@ -54,7 +54,7 @@ func (s *server) messages(c *gin.Context) {
 		return
 	}
 	if req.Model != asked {
-		s.Logger.Debug("model alias", "request_id", c.GetString(keyRequestID), "asked", utils.Clip(asked, 100), "model", req.Model)
+		s.Logger.Debug("model alias", "request_id", c.GetString(keyRequestID), "asked", utils.Clip(asked, utils.QuoteLen), "model", req.Model)
 	}
 	prepared, ok := s.prepare(c, req)
 	if !ok {
@@ -110,6 +110,6 @@ func (s *server) resolveModel(name string) (string, error) {
 	return "", &models.Error{
 		Status: http.StatusNotFound, Kind: models.KindNotFound, Code: "model_not_found", Param: "model",
 		Message: fmt.Sprintf("model: the model %q does not exist and no MODEL_ALIASES entry maps it; available models: %s",
-			utils.Clip(name, 100), strings.Join(s.Catalog.Names(), ", ")),
+			utils.Clip(name, utils.QuoteLen), strings.Join(s.Catalog.Names(), ", ")),
 	}
 }

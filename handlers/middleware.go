@@ -59,10 +59,10 @@ func accessLog(logger *slog.Logger) gin.HandlerFunc {
 		attrs := []any{
 			"request_id", c.GetString(keyRequestID),
 			"door", doorOf(c).name,
-			"client", utils.Clip(c.ClientIP(), clipLen),
-			"method", utils.Clip(c.Request.Method, clipLen),
-			"path", utils.Clip(c.Request.URL.Path, clipLen),
-			"model", utils.Clip(c.GetString(keyModel), clipLen),
+			"client", utils.Clip(c.ClientIP(), utils.QuoteLen),
+			"method", utils.Clip(c.Request.Method, utils.QuoteLen),
+			"path", utils.Clip(c.Request.URL.Path, utils.QuoteLen),
+			"model", utils.Clip(c.GetString(keyModel), utils.QuoteLen),
 			"status", status,
 			"duration_ms", time.Since(start).Milliseconds(),
 		}

@@ -32,7 +32,7 @@ func (s *server) createResponse(c *gin.Context) {
 		if !ok {
 			writeError(c, models.InvalidRequest("previous_response_id",
 				"previous_response_id %q is unknown or has expired: this gateway keeps responses in its own memory only (the last RESPONSES_STORE_MAX, for RESPONSES_STORE_TTL, lost on restart and not shared between replicas); send the whole conversation in input instead",
-				utils.Clip(wire.PreviousResponseID, 100)))
+				utils.Clip(wire.PreviousResponseID, utils.QuoteLen)))
 			return
 		}
 		history = prev.Items
@@ -108,5 +108,5 @@ func (s *server) deleteResponse(c *gin.Context) {
 
 func responseNotFound(id string) *models.Error {
 	return &models.Error{Status: http.StatusNotFound, Kind: models.KindNotFound, Code: "not_found",
-		Message: fmt.Sprintf("no response with id %q: it was never stored (store: false), has expired (RESPONSES_STORE_TTL), was evicted (RESPONSES_STORE_MAX), was deleted, or belongs to another gateway process", utils.Clip(id, 100))}
+		Message: fmt.Sprintf("no response with id %q: it was never stored (store: false), has expired (RESPONSES_STORE_TTL), was evicted (RESPONSES_STORE_MAX), was deleted, or belongs to another gateway process", utils.Clip(id, utils.QuoteLen))}
 }

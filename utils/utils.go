@@ -45,6 +45,11 @@ func CutRunes(s string, n int) string {
 	return s[:n]
 }
 
+// QuoteLen is how much of a client-supplied string (a model name, a role,
+// a path) an error message or a log line quotes: enough to recognise it,
+// never the whole of a hostile value.
+const QuoteLen = 100
+
 // Clip makes a client- or upstream-supplied string fit a log line or an
 // error message: runs of white space become one space, and past n bytes
 // it is cut at a rune and ends with "…".

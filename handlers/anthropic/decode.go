@@ -9,9 +9,6 @@ import (
 	"cursor2api/utils"
 )
 
-// clipLen bounds a client-supplied string quoted in an error message.
-const clipLen = 100
-
 // ToRequest converts a Messages request into the core's request, checking
 // what only this wire format can get wrong: roles, tool types, the shape
 // of tool_choice, thinking and max_tokens. Its errors are *models.Error
@@ -57,7 +54,7 @@ func ToRequest(req *MessagesRequest) (*models.Request, error) {
 			}
 			out.Messages = append(out.Messages, msg)
 		default:
-			return nil, models.InvalidRequest(fmt.Sprintf("messages.%d.role", i), "messages.%d.role %q is not supported: use \"user\" or \"assistant\" (the system prompt goes in the top-level system field)", i, utils.Clip(m.Role, clipLen))
+			return nil, models.InvalidRequest(fmt.Sprintf("messages.%d.role", i), "messages.%d.role %q is not supported: use \"user\" or \"assistant\" (the system prompt goes in the top-level system field)", i, utils.Clip(m.Role, utils.QuoteLen))
 		}
 	}
 	return out, nil
@@ -107,11 +104,11 @@ func toToolChoice(tc *ToolChoice, tools []models.Tool) (models.ToolChoice, bool,
 			return models.ToolChoice{}, false, models.InvalidRequest("tool_choice.name", "tool_choice.name is required when tool_choice.type is \"tool\"")
 		}
 		if !models.HasTool(tools, tc.Name) {
-			return models.ToolChoice{}, false, models.InvalidRequest("tool_choice.name", "tool_choice.name %q is not the name of a tool in tools", utils.Clip(tc.Name, clipLen))
+			return models.ToolChoice{}, false, models.InvalidRequest("tool_choice.name", "tool_choice.name %q is not the name of a tool in tools", utils.Clip(tc.Name, utils.QuoteLen))
 		}
 		return models.ToolChoice{Mode: models.ChoiceFunction, Name: tc.Name}, single, nil
 	}
-	return models.ToolChoice{}, false, models.InvalidRequest("tool_choice.type", "tool_choice.type %q is not supported: use \"auto\", \"any\", \"tool\" or \"none\"", utils.Clip(tc.Type, clipLen))
+	return models.ToolChoice{}, false, models.InvalidRequest("tool_choice.type", "tool_choice.type %q is not supported: use \"auto\", \"any\", \"tool\" or \"none\"", utils.Clip(tc.Type, utils.QuoteLen))
 }
 
 // contentBlocks converts the content of a system prompt, a user turn or a

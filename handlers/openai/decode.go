@@ -22,7 +22,7 @@ func ToRequest(req *ChatRequest) (*models.Request, error) {
 	}
 	for i, t := range req.Tools {
 		if t.Type != "function" && t.Type != "" {
-			return nil, models.InvalidRequest(fmt.Sprintf("tools[%d].type", i), "tools[%d].type is %q: only \"function\" tools are supported", i, utils.Clip(t.Type, 100))
+			return nil, models.InvalidRequest(fmt.Sprintf("tools[%d].type", i), "tools[%d].type is %q: only \"function\" tools are supported", i, utils.Clip(t.Type, utils.QuoteLen))
 		}
 		out.Tools = append(out.Tools, models.Tool{Name: t.Function.Name, Description: t.Function.Description, Parameters: t.Function.Parameters})
 	}
@@ -41,7 +41,7 @@ func ToRequest(req *ChatRequest) (*models.Request, error) {
 	for i, m := range req.Messages {
 		msg, err := toMessage(m)
 		if err != nil {
-			return nil, models.InvalidRequest(fmt.Sprintf("messages[%d].role", i), "messages[%d].role %q is not supported: use system, developer, user, assistant or tool", i, utils.Clip(m.Role, 100))
+			return nil, models.InvalidRequest(fmt.Sprintf("messages[%d].role", i), "messages[%d].role %q is not supported: use system, developer, user, assistant or tool", i, utils.Clip(m.Role, utils.QuoteLen))
 		}
 		out.Messages = append(out.Messages, msg)
 	}
@@ -111,7 +111,7 @@ func toToolChoice(raw json.RawMessage, tools []models.Tool) (models.ToolChoice, 
 		return models.ToolChoice{}, models.InvalidRequest("tool_choice", "tool_choice must be a string or an object like %s", objectForm)
 	}
 	if obj.Type != "function" && obj.Type != "tool" {
-		return models.ToolChoice{}, models.InvalidRequest("tool_choice.type", "tool_choice.type %q is not supported: use \"function\"", utils.Clip(obj.Type, clipLen))
+		return models.ToolChoice{}, models.InvalidRequest("tool_choice.type", "tool_choice.type %q is not supported: use \"function\"", utils.Clip(obj.Type, utils.QuoteLen))
 	}
 	name := obj.Function.Name
 	if name == "" {
@@ -119,9 +119,6 @@ func toToolChoice(raw json.RawMessage, tools []models.Tool) (models.ToolChoice, 
 	}
 	return NamedToolChoice(name, tools, "tool_choice.function.name")
 }
-
-// clipLen bounds a client-supplied string quoted in an error message.
-const clipLen = 100
 
 // StringToolChoice reads the forms of tool_choice that the OpenAI formats
 // share: absent or null (auto) and the strings "auto", "none" and
@@ -148,7 +145,7 @@ func StringToolChoice(raw json.RawMessage, tools []models.Tool, objectForm strin
 		}
 		return models.ToolChoice{Mode: models.ChoiceRequired}, true, nil
 	}
-	return models.ToolChoice{}, true, models.InvalidRequest("tool_choice", "tool_choice %q is not supported: use \"auto\", \"none\", \"required\" or %s", utils.Clip(s, clipLen), objectForm)
+	return models.ToolChoice{}, true, models.InvalidRequest("tool_choice", "tool_choice %q is not supported: use \"auto\", \"none\", \"required\" or %s", utils.Clip(s, utils.QuoteLen), objectForm)
 }
 
 // NamedToolChoice is the choice of the declared function name, which the
@@ -158,7 +155,7 @@ func NamedToolChoice(name string, tools []models.Tool, param string) (models.Too
 		return models.ToolChoice{}, models.InvalidRequest(param, "%s is required", param)
 	}
 	if !models.HasTool(tools, name) {
-		return models.ToolChoice{}, models.InvalidRequest(param, "tool_choice names function %q, which is not in tools", utils.Clip(name, clipLen))
+		return models.ToolChoice{}, models.InvalidRequest(param, "tool_choice names function %q, which is not in tools", utils.Clip(name, utils.QuoteLen))
 	}
 	return models.ToolChoice{Mode: models.ChoiceFunction, Name: name}, nil
 }

@@ -12,9 +12,6 @@ import (
 	"cursor2api/utils"
 )
 
-// clipLen bounds a client-supplied string quoted in an error message.
-const clipLen = 100
-
 // NamespaceSeparator joins a namespace and the name of one of its
 // functions into the one tool name the core knows: "crm" and "find" are
 // "crm__find" (see FlatName). The way out splits it again by Names, not
@@ -203,7 +200,7 @@ func toolChoice(raw json.RawMessage, tools []models.Tool) (models.ToolChoice, er
 		return models.ToolChoice{}, models.InvalidRequest("tool_choice", "tool_choice must be a string or an object like %s", objectForm)
 	}
 	if obj.Type != "function" {
-		return models.ToolChoice{}, models.InvalidRequest("tool_choice.type", "tool_choice.type %q is not supported: the gateway runs no built-in tools; use \"function\"", utils.Clip(obj.Type, clipLen))
+		return models.ToolChoice{}, models.InvalidRequest("tool_choice.type", "tool_choice.type %q is not supported: the gateway runs no built-in tools; use \"function\"", utils.Clip(obj.Type, utils.QuoteLen))
 	}
 	name := obj.Name
 	if obj.Namespace != "" && obj.Name != "" {
@@ -242,7 +239,7 @@ func formatNote(t *TextConfig) (string, error) {
 		b.Write(schema)
 		return b.String(), nil
 	}
-	return "", models.InvalidRequest("text.format.type", "text.format.type %q is not supported: use \"text\", \"json_object\" or \"json_schema\"", utils.Clip(t.Format.Type, clipLen))
+	return "", models.InvalidRequest("text.format.type", "text.format.type %q is not supported: use \"text\", \"json_object\" or \"json_schema\"", utils.Clip(t.Format.Type, utils.QuoteLen))
 }
 
 // inputItems splits input into items: a string is one user message.
@@ -297,7 +294,7 @@ func (c *conversation) add(raw json.RawMessage, field string, i int) error {
 		case "assistant":
 			c.assistant(blocks(it.Content)...)
 		default:
-			return models.InvalidRequest(path+".role", "%s.role %q is not supported: use system, developer, user or assistant", path, utils.Clip(it.Role, clipLen))
+			return models.InvalidRequest(path+".role", "%s.role %q is not supported: use system, developer, user or assistant", path, utils.Clip(it.Role, utils.QuoteLen))
 		}
 	case "function_call":
 		if it.Name == "" || it.CallID == "" {

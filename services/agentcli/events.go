@@ -259,7 +259,7 @@ func (c *CLI) classify(ctx context.Context, model, said string) *models.Error {
 			offered = strings.Join(ids, ", ")
 		}
 		return &models.Error{Status: http.StatusBadRequest, Kind: models.KindInvalidRequest, Code: "model_not_found", Param: "model",
-			Message: fmt.Sprintf("the Cursor Agent CLI does not offer the model %q; `agent models` lists: %s", utils.Clip(model, 100), offered)}
+			Message: fmt.Sprintf("the Cursor Agent CLI does not offer the model %q; `agent models` lists: %s", utils.Clip(model, utils.QuoteLen), offered)}
 	}
 	return models.Upstream(http.StatusBadGateway, "agent_failed", nil, "the Cursor Agent CLI failed: %s", orNone(clipped))
 }

@@ -123,7 +123,7 @@ func (s *Service) Prepare(req *models.Request, requestID string) (*Prepared, err
 	if !ok {
 		return nil, &models.Error{
 			Status: http.StatusNotFound, Kind: models.KindNotFound, Code: "model_not_found", Param: "model",
-			Message: fmt.Sprintf("the model %q does not exist; available models: %s", utils.Clip(req.Model, 100), strings.Join(s.settings.Catalog.Names(), ", ")),
+			Message: fmt.Sprintf("the model %q does not exist; available models: %s", utils.Clip(req.Model, utils.QuoteLen), strings.Join(s.settings.Catalog.Names(), ", ")),
 		}
 	}
 	opts := toolproto.PromptOptions{
