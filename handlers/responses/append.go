@@ -79,9 +79,9 @@ func appendStringHTML(b []byte, s string) []byte {
 }
 
 // appendItem appends it as OutputItem.MarshalJSON writes it, its text (a
-// message's or reasoning item's text, a call's arguments) given already
-// encoded by sse.AppendString, in pieces. It reports false for a type it
-// does not know.
+// message's or reasoning item's text, a function call's arguments, a
+// custom call's input) given already encoded by sse.AppendString, in
+// pieces. It reports false for a type it does not know.
 func appendItem(b []byte, it *OutputItem, text [][]byte) ([]byte, bool) {
 	b = append(b, `{"id":`...)
 	b = appendStringHTML(b, it.ID)
@@ -102,7 +102,7 @@ func appendItem(b []byte, it *OutputItem, text [][]byte) ([]byte, bool) {
 			b = appendPart(b, summaryPart, text)
 		}
 		b = append(b, ']')
-	case ItemFunctionCall:
+	case ItemFunctionCall, ItemCustomToolCall:
 		b = append(b, `,"status":`...)
 		b = appendStringHTML(b, it.Status)
 		b = append(b, `,"call_id":`...)
@@ -113,7 +113,11 @@ func appendItem(b []byte, it *OutputItem, text [][]byte) ([]byte, bool) {
 			b = append(b, `,"namespace":`...)
 			b = appendStringHTML(b, it.Namespace)
 		}
-		b = append(b, `,"arguments":`...)
+		if it.Type == ItemFunctionCall {
+			b = append(b, `,"arguments":`...)
+		} else {
+			b = append(b, `,"input":`...)
+		}
 		for _, p := range text {
 			b = appendHTMLEscaped(b, p)
 		}
@@ -190,4 +194,14 @@ func (e *encodedText) of(text string) [][]byte {
 func (e *encodedText) reset() {
 	clear(e.chunks)
 	e.chunks, e.size, e.broken = e.chunks[:0], 0, false
+}
+
+// set makes text the whole text, encoded anew, and returns its encoding
+// as of does: for a custom call's input, which is not the text its
+// pieces streamed (they were JSON arguments around it).
+func (e *encodedText) set(text string) [][]byte {
+	e.reset()
+	enc := sse.AppendString(nil, text)
+	e.add(text, enc[1:len(enc)-1])
+	return e.of(text)
 }

@@ -7,6 +7,8 @@ import (
 	"hash/fnv"
 	"strings"
 
+	"github.com/tidwall/gjson"
+
 	"cursor2api/handlers/openai"
 	"cursor2api/models"
 	"cursor2api/utils"
@@ -35,12 +37,16 @@ func FlatName(namespace, name string) string {
 	return fmt.Sprintf("%s_%08x", full[:maxFlatName-9], h.Sum32())
 }
 
-// QualifiedName is a function's own name and the namespace it belongs to
-// ("" for a top-level function).
-type QualifiedName struct{ Namespace, Name string }
+// QualifiedName is a tool's own name, the namespace it belongs to ("" for
+// a top-level tool), and whether it is a custom tool, whose calls carry
+// raw text (input) rather than JSON arguments.
+type QualifiedName struct {
+	Namespace, Name string
+	Custom          bool
+}
 
-// Names maps the core's name of every namespaced function to its
-// namespace and own name.
+// Names maps the core's name of every namespaced or custom tool to its
+// namespace, own name and kind.
 type Names map[string]QualifiedName
 
 // Split returns the namespace and own name of a core tool name; a name
@@ -124,24 +130,34 @@ func ToRequest(req *Request, history []json.RawMessage) (*Decoded, error) {
 	return out, nil
 }
 
-// tools flattens the function tools and the members of namespaces into
-// the core's tools, noting the built-in tools it drops.
+// tools flattens the function and custom tools and the members of
+// namespaces into the core's tools, noting the built-in tools it drops.
 func (d *Decoded) tools(raws []json.RawMessage) ([]models.Tool, error) {
 	var tools []models.Tool
 	var paths []string
-	add := func(t Tool, path string, ns *Tool) {
-		name, desc := t.Name, t.Description
+	add := func(t Tool, path string, ns *Tool) error {
+		name, desc, params := t.Name, t.Description, t.Parameters
+		q := QualifiedName{Name: t.Name, Custom: t.Type == "custom"}
+		if q.Custom {
+			var err error
+			if params, err = customParameters(t.Format, path+".format"); err != nil {
+				return err
+			}
+		}
 		if ns != nil {
-			name = FlatName(ns.Name, t.Name)
-			d.Names[name] = QualifiedName{Namespace: ns.Name, Name: t.Name}
+			name, q.Namespace = FlatName(ns.Name, t.Name), ns.Name
 			if ns.Description != "" {
 				// The namespace's description is the only place that says
 				// what its server is for.
 				desc = strings.TrimSpace(desc + "\n(" + ns.Name + ": " + ns.Description + ")")
 			}
 		}
-		tools = append(tools, models.Tool{Name: name, Description: desc, Parameters: t.Parameters})
+		if q.Custom || ns != nil {
+			d.Names[name] = q
+		}
+		tools = append(tools, models.Tool{Name: name, Description: desc, Parameters: params})
 		paths = append(paths, path)
+		return nil
 	}
 	for i, raw := range raws {
 		path := fmt.Sprintf("tools[%d]", i)
@@ -150,29 +166,37 @@ func (d *Decoded) tools(raws []json.RawMessage) ([]models.Tool, error) {
 			return nil, models.InvalidRequest(path, "%s must be a tool object like {\"type\":\"function\",\"name\":\"...\",\"parameters\":{...}}", path)
 		}
 		switch t.Type {
-		case "function":
-			add(t, path, nil)
+		case "function", "custom":
+			if err := add(t, path, nil); err != nil {
+				return nil, err
+			}
 		case "namespace":
 			if t.Name == "" {
 				return nil, models.InvalidRequest(path+".name", "%s.name is required: it names the namespace in calls", path)
 			}
 			for j, m := range t.Tools {
 				mpath := fmt.Sprintf("%s.tools[%d]", path, j)
-				if m.Type != "function" && m.Type != "" {
+				switch m.Type {
+				case "":
+					m.Type = "function"
+				case "function", "custom":
+				default:
 					d.Ignored = append(d.Ignored, fmt.Sprintf("%s (%s)", mpath, m.Type))
 					continue
 				}
 				if m.Name == "" {
 					return nil, models.InvalidRequest(mpath+".name", "%s.name is required", mpath)
 				}
-				add(m, mpath, &t)
+				if err := add(m, mpath, &t); err != nil {
+					return nil, err
+				}
 			}
 		case "":
-			return nil, models.InvalidRequest(path+".type", "%s.type is required: use \"function\" or \"namespace\"", path)
+			return nil, models.InvalidRequest(path+".type", "%s.type is required: use \"function\", \"custom\" or \"namespace\"", path)
 		default:
 			// Built-in tools (web_search, file_search, computer_use,
-			// local_shell, custom, mcp...) run on OpenAI's side or need
-			// a grammar; the model here cannot use them.
+			// local_shell, mcp...) run on OpenAI's side; the model here
+			// cannot use them.
 			d.Ignored = append(d.Ignored, fmt.Sprintf("%s (%s)", path, t.Type))
 		}
 	}
@@ -182,9 +206,67 @@ func (d *Decoded) tools(raws []json.RawMessage) ([]models.Tool, error) {
 	return tools, nil
 }
 
+// CustomInput is the one argument, a string, of the function that stands
+// for a custom tool in the core: the model writes the tool's raw text
+// there, and the way out unwraps it (see CustomCallInput).
+const CustomInput = "input"
+
+// customParameters is the JSON Schema of the function standing for a
+// custom tool of the given format: one string argument, input, described
+// by the format, so that a grammar reaches the model as text.
+func customParameters(f *CustomFormat, path string) (json.RawMessage, error) {
+	desc := "The tool's input: raw text, not JSON, passed to the tool as it is."
+	if f != nil {
+		switch f.Type {
+		case "", "text":
+		case "grammar":
+			if f.Syntax != "lark" && f.Syntax != "regex" {
+				return nil, models.InvalidRequest(path+".syntax", "%s.syntax %q is not supported: use \"lark\" or \"regex\"", path, utils.Clip(f.Syntax, utils.QuoteLen))
+			}
+			if strings.TrimSpace(f.Definition) == "" {
+				return nil, models.InvalidRequest(path+".definition", "%s.definition is required: it is the grammar the input follows", path)
+			}
+			desc = fmt.Sprintf("The tool's input: raw text, not JSON, passed to the tool as it is. It must match this %s grammar:\n%s", f.Syntax, f.Definition)
+		default:
+			return nil, models.InvalidRequest(path+".type", "%s.type %q is not supported: use \"text\" or \"grammar\"", path, utils.Clip(f.Type, utils.QuoteLen))
+		}
+	}
+	type property struct {
+		Type        string `json:"type"`
+		Description string `json:"description"`
+	}
+	return json.Marshal(struct {
+		Type                 string              `json:"type"`
+		Properties           map[string]property `json:"properties"`
+		Required             []string            `json:"required"`
+		AdditionalProperties bool                `json:"additionalProperties"`
+	}{"object", map[string]property{CustomInput: {"string", desc}}, []string{CustomInput}, false})
+}
+
+// customArguments are the core's arguments of a custom call with input,
+// as the model would write them: without HTML escapes, which would show
+// a patch's < > & as \u003c in the history it reads.
+func customArguments(input string) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(map[string]string{CustomInput: input}) // a string always encodes
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// CustomCallInput is the input of a custom call whose core arguments are
+// args: their input string, or args themselves when they are not the
+// object the tool's schema asks for (a call cut off or found invalid).
+func CustomCallInput(args string) string {
+	if v := gjson.Get(args, CustomInput); gjson.Valid(args) && v.Type == gjson.String {
+		return v.String()
+	}
+	return args
+}
+
 // toolChoice reads tool_choice: absent or null (auto), "auto", "none",
-// "required", or {"type":"function","name":...} naming a declared
-// function (a namespace member by its namespace and name, or by its
+// "required", or {"type":"function"|"custom","name":...} naming a
+// declared tool (a namespace member by its namespace and name, or by its
 // flattened name).
 func toolChoice(raw json.RawMessage, tools []models.Tool) (models.ToolChoice, error) {
 	const objectForm = `{"type":"function","name":"..."}`
@@ -199,8 +281,8 @@ func toolChoice(raw json.RawMessage, tools []models.Tool) (models.ToolChoice, er
 	if err := json.Unmarshal(raw, &obj); err != nil {
 		return models.ToolChoice{}, models.InvalidRequest("tool_choice", "tool_choice must be a string or an object like %s", objectForm)
 	}
-	if obj.Type != "function" {
-		return models.ToolChoice{}, models.InvalidRequest("tool_choice.type", "tool_choice.type %q is not supported: the gateway runs no built-in tools; use \"function\"", utils.Clip(obj.Type, utils.QuoteLen))
+	if obj.Type != "function" && obj.Type != "custom" {
+		return models.ToolChoice{}, models.InvalidRequest("tool_choice.type", "tool_choice.type %q is not supported: the gateway runs no built-in tools; use \"function\" or \"custom\"", utils.Clip(obj.Type, utils.QuoteLen))
 	}
 	name := obj.Name
 	if obj.Namespace != "" && obj.Name != "" {
@@ -296,18 +378,22 @@ func (c *conversation) add(raw json.RawMessage, field string, i int) error {
 		default:
 			return models.InvalidRequest(path+".role", "%s.role %q is not supported: use system, developer, user or assistant", path, utils.Clip(it.Role, utils.QuoteLen))
 		}
-	case "function_call":
+	case "function_call", "custom_tool_call":
 		if it.Name == "" || it.CallID == "" {
-			return models.InvalidRequest(path, "%s: a function_call needs a name and a call_id", path)
+			return models.InvalidRequest(path, "%s: a %s needs a name and a call_id", path, it.Type)
 		}
 		name := it.Name
 		if it.Namespace != "" {
 			name = FlatName(it.Namespace, it.Name)
 		}
-		c.assistant(models.Block{Kind: models.BlockToolCall, ID: it.CallID, Name: name, Arguments: string(it.Arguments)})
-	case "function_call_output":
+		args := string(it.Arguments)
+		if it.Type == "custom_tool_call" {
+			args = customArguments(it.Input)
+		}
+		c.assistant(models.Block{Kind: models.BlockToolCall, ID: it.CallID, Name: name, Arguments: args})
+	case "function_call_output", "custom_tool_call_output":
 		if it.CallID == "" {
-			return models.InvalidRequest(path+".call_id", "%s.call_id is required: it names the function_call this output answers", path)
+			return models.InvalidRequest(path+".call_id", "%s.call_id is required: it names the call this output answers", path)
 		}
 		c.push(models.Message{Role: models.RoleTool, ToolCallID: it.CallID, Blocks: blocks(it.Output)})
 	case "reasoning":

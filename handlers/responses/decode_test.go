@@ -35,7 +35,7 @@ func TestToRequestCodexShapedInput(t *testing.T) {
 	  "reasoning":{"effort":"high","summary":"auto"},"include":["reasoning.encrypted_content"],"prompt_cache_key":"k",
 	  "tools":[
 	    {"type":"function","name":"shell","description":"runs","parameters":{"type":"object"},"strict":false},
-	    {"type":"namespace","name":"crm","description":"records","tools":[{"type":"function","name":"find","parameters":{"type":"object"}},{"type":"custom","name":"grammar"}]},
+	    {"type":"namespace","name":"crm","description":"records","tools":[{"type":"function","name":"find","parameters":{"type":"object"}},{"type":"file_search"}]},
 	    {"type":"web_search"},{"type":"local_shell"}],
 	  "input":[
 	    {"type":"message","role":"developer","content":[{"type":"input_text","text":"base prompt"}]},
@@ -62,7 +62,7 @@ func TestToRequestCodexShapedInput(t *testing.T) {
 		{Name: "crm__find", Description: "(crm: records)", Parameters: json.RawMessage(`{"type":"object"}`)},
 	}, r.Tools, "a member's description says what its namespace is for")
 	assert.Equal(t, Names{"crm__find": {Namespace: "crm", Name: "find"}}, dec.Names)
-	assert.Equal(t, []string{"tools[1].tools[1] (custom)", "tools[2] (web_search)", "tools[3] (local_shell)", "input[9] (web_search_call)"}, dec.Ignored)
+	assert.Equal(t, []string{"tools[1].tools[1] (file_search)", "tools[2] (web_search)", "tools[3] (local_shell)", "input[9] (web_search_call)"}, dec.Ignored)
 	assert.Equal(t, []models.Message{
 		{Role: models.RoleSystem, Blocks: []models.Block{text("base prompt")}},
 		{Role: models.RoleUser, Blocks: []models.Block{text("look"), {Kind: models.BlockMedia, Text: "input_image"}}},

@@ -66,9 +66,19 @@ func NewResponse(id string, createdAt int64, req *Request) Response {
 	return r
 }
 
+// callItem is the output item, without arguments or input, of the call
+// id to the core's tool name: a function_call, or a custom_tool_call for
+// a custom tool, named back into its namespace.
+func (n Names) callItem(id, name string) OutputItem {
+	q := n.Split(name)
+	if q.Custom {
+		return OutputItem{ID: itemID("ctc"), Type: ItemCustomToolCall, CallID: id, Name: q.Name, Namespace: q.Namespace}
+	}
+	return OutputItem{ID: itemID("fc"), Type: ItemFunctionCall, CallID: id, Name: q.Name, Namespace: q.Namespace}
+}
+
 // FromAnswer completes base with a whole answer: its reasoning (when
-// shown), its text, then its function calls, named back into their
-// namespaces.
+// shown), its text, then its calls, named back into their namespaces.
 func FromAnswer(base Response, ans *models.Answer, names Names) Response {
 	out := base
 	out.Output = []OutputItem{}
@@ -79,11 +89,14 @@ func FromAnswer(base Response, ans *models.Answer, names Names) Response {
 		out.Output = append(out.Output, OutputItem{ID: itemID("msg"), Type: ItemMessage, Status: StatusCompleted, Text: ans.Text})
 	}
 	for _, c := range ans.ToolCalls {
-		q := names.Split(c.Name)
-		out.Output = append(out.Output, OutputItem{
-			ID: itemID("fc"), Type: ItemFunctionCall, Status: StatusCompleted,
-			CallID: c.ID, Name: q.Name, Namespace: q.Namespace, Arguments: c.Arguments,
-		})
+		it := names.callItem(c.ID, c.Name)
+		it.Status = StatusCompleted
+		if it.Type == ItemCustomToolCall {
+			it.Input = CustomCallInput(c.Arguments)
+		} else {
+			it.Arguments = c.Arguments
+		}
+		out.Output = append(out.Output, it)
 	}
 	out.Status = StatusCompleted
 	if ans.Finish == models.FinishLength {

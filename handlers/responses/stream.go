@@ -28,6 +28,8 @@ const (
 	EventTextDone         = "response.output_text.done"
 	EventArgumentsDelta   = "response.function_call_arguments.delta"
 	EventArgumentsDone    = "response.function_call_arguments.done"
+	EventCustomInputDelta = "response.custom_tool_call_input.delta"
+	EventCustomInputDone  = "response.custom_tool_call_input.done"
 	EventSummaryPartAdded = "response.reasoning_summary_part.added"
 	EventSummaryPartDone  = "response.reasoning_summary_part.done"
 	EventSummaryTextDelta = "response.reasoning_summary_text.delta"
@@ -220,6 +222,9 @@ func (s *StreamWriter) closeItem() error {
 		// A call the core did not end is cut off: its arguments stay as
 		// they are, incomplete.
 		it.Arguments, it.Status = text, StatusIncomplete
+	case ItemCustomToolCall:
+		it.Input, it.Status = CustomCallInput(text), StatusIncomplete
+		enc = s.enc.set(it.Input)
 	}
 	return s.itemDone(it, index, enc)
 }
@@ -322,40 +327,55 @@ func (s *StreamWriter) Reasoning(text string) error {
 	return s.deltaEvent(EventSummaryTextDelta, "summary_index", text, false)
 }
 
-// ToolCallStart adds a function_call item with empty arguments.
+// ToolCallStart adds a function_call item with empty arguments, or a
+// custom_tool_call with empty input.
 func (s *StreamWriter) ToolCallStart(id, name string) error {
 	s.space = ""
-	q := s.names.Split(name)
-	return s.start(OutputItem{ID: itemID("fc"), Type: ItemFunctionCall, CallID: id, Name: q.Name, Namespace: q.Namespace})
+	return s.start(s.names.callItem(id, name))
 }
 
-// ToolCallArguments streams a fragment of the open call's arguments.
+// inCall reports whether a call is in progress.
+func (s *StreamWriter) inCall() bool {
+	return s.cur != nil && (s.cur.Type == ItemFunctionCall || s.cur.Type == ItemCustomToolCall)
+}
+
+// ToolCallArguments streams a fragment of the open call's arguments. A
+// custom call's fragments are JSON around its input: they are kept, and
+// the input goes out whole when the call ends.
 func (s *StreamWriter) ToolCallArguments(fragment string) error {
 	if fragment == "" {
 		return nil
 	}
-	if s.cur == nil || s.cur.Type != ItemFunctionCall {
+	if !s.inCall() {
 		return errors.New("tool-call arguments outside a tool call")
 	}
 	s.buf.WriteString(fragment)
+	if s.cur.Type == ItemCustomToolCall {
+		return nil
+	}
 	return s.deltaEvent(EventArgumentsDelta, "", fragment, false)
 }
 
-// ToolCallEnd ends the open call: its arguments are done, and the item is
-// completed, or incomplete when the core found the call invalid after
-// its arguments had streamed (they are then not valid JSON).
+// ToolCallEnd ends the open call: its arguments (or input) are done, and
+// the item is completed, or incomplete when the core found the call
+// invalid after its arguments had streamed (they are then not valid
+// JSON).
 func (s *StreamWriter) ToolCallEnd(complete bool) error {
-	it := s.cur
-	if it == nil || it.Type != ItemFunctionCall {
+	if !s.inCall() {
 		return errors.New("tool-call end outside a tool call")
+	}
+	it := s.cur
+	status := StatusCompleted
+	if !complete {
+		status = StatusIncomplete
+	}
+	if it.Type == ItemCustomToolCall {
+		return s.customCallEnd(status)
 	}
 	s.cur = nil
 	index := len(s.resp.Output)
 	it.Arguments = s.buf.String()
-	it.Status = StatusCompleted
-	if !complete {
-		it.Status = StatusIncomplete
-	}
+	it.Status = status
 	enc := s.enc.of(it.Arguments)
 	b := appendHead(s.out[:0], EventArgumentsDone, s.next())
 	b = appendItemRef(b, index, it.ID, "")
@@ -365,6 +385,30 @@ func (s *StreamWriter) ToolCallEnd(complete bool) error {
 	}
 	b = append(b, `,"arguments":`...)
 	if err := s.eventOf(EventArgumentsDone, b, enc, closeObject); err != nil {
+		return err
+	}
+	return s.itemDone(it, index, enc)
+}
+
+// customCallEnd ends the open custom call with status: its input, taken
+// out of the arguments the core streamed, goes out as one
+// custom_tool_call_input.delta, then its done event and the item.
+func (s *StreamWriter) customCallEnd(status string) error {
+	it := s.cur
+	index := len(s.resp.Output)
+	it.Input, it.Status = CustomCallInput(s.buf.String()), status
+	s.enc.reset()
+	if it.Input != "" {
+		if err := s.deltaEvent(EventCustomInputDelta, "", it.Input, false); err != nil {
+			return err
+		}
+	}
+	s.cur = nil
+	enc := s.enc.of(it.Input)
+	b := appendHead(s.out[:0], EventCustomInputDone, s.next())
+	b = appendItemRef(b, index, it.ID, "")
+	b = append(b, `,"input":`...)
+	if err := s.eventOf(EventCustomInputDone, b, enc, closeObject); err != nil {
 		return err
 	}
 	return s.itemDone(it, index, enc)
@@ -463,13 +507,18 @@ func (s *StreamWriter) Error(e *models.Error) error {
 		s.cur = nil
 		it.Status = StatusIncomplete
 		text := s.buf.String()
-		if it.Type == ItemFunctionCall {
+		enc := s.enc.of(text)
+		switch it.Type {
+		case ItemFunctionCall:
 			it.Arguments = text
-		} else {
+		case ItemCustomToolCall:
+			it.Input = CustomCallInput(text)
+			enc = s.enc.set(it.Input)
+		default:
 			it.Text = text
 		}
 		s.resp.Output = append(s.resp.Output, *it)
-		if encoded, ok := appendItem(nil, it, s.enc.of(text)); ok {
+		if encoded, ok := appendItem(nil, it, enc); ok {
 			s.items = append(s.items, encoded)
 		}
 	}

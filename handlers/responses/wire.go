@@ -65,30 +65,45 @@ type Reasoning struct {
 	Summary *string `json:"summary,omitempty"`
 }
 
-// Tool is one entry of tools: a function, a namespace of functions, or a
-// built-in tool (web_search, file_search, ...) that only Type names.
+// Tool is one entry of tools: a function, a custom (freeform) tool, a
+// namespace of them, or a built-in tool (web_search, file_search, ...)
+// that only Type names.
 type Tool struct {
 	Type        string          `json:"type"`
 	Name        string          `json:"name"`
 	Description string          `json:"description,omitempty"`
 	Parameters  json.RawMessage `json:"parameters,omitempty"`
+	// Format is a custom tool's input format: unconstrained text when
+	// absent.
+	Format *CustomFormat `json:"format,omitempty"`
 	// Tools are the members of a namespace.
 	Tools []Tool `json:"tools,omitempty"`
 }
 
+// CustomFormat is the input format of a custom tool: {"type":"text"}, or
+// {"type":"grammar","syntax":"lark"|"regex","definition":...}, which
+// Codex CLI uses for apply_patch.
+type CustomFormat struct {
+	Type       string `json:"type"`
+	Syntax     string `json:"syntax,omitempty"`
+	Definition string `json:"definition,omitempty"`
+}
+
 // InputItem is one item of input: a message (with or without "type"), a
-// function_call, a function_call_output or a reasoning item. Other types
-// are history of built-in tools the gateway does not run.
+// function_call or custom_tool_call, their outputs, or a reasoning item.
+// Other types are history of built-in tools the gateway does not run.
 type InputItem struct {
 	Type    string         `json:"type"`
 	Role    string         `json:"role"`
 	Content openai.Content `json:"content"`
-	// CallID, Name, Namespace and Arguments describe a function_call;
-	// CallID and Output a function_call_output.
+	// CallID, Name, Namespace and Arguments describe a function_call,
+	// Input instead of Arguments a custom_tool_call; CallID and Output a
+	// function_call_output or custom_tool_call_output.
 	CallID    string         `json:"call_id"`
 	Name      string         `json:"name"`
 	Namespace string         `json:"namespace"`
 	Arguments Arguments      `json:"arguments"`
+	Input     string         `json:"input"`
 	Output    openai.Content `json:"output"`
 	// Summary is a reasoning item's summary; its encrypted_content is
 	// opaque to the gateway and not declared.
@@ -171,21 +186,26 @@ type OutputTokensDetails struct {
 
 // Output item types.
 const (
-	ItemMessage      = "message"
-	ItemFunctionCall = "function_call"
-	ItemReasoning    = "reasoning"
+	ItemMessage        = "message"
+	ItemFunctionCall   = "function_call"
+	ItemCustomToolCall = "custom_tool_call"
+	ItemReasoning      = "reasoning"
 )
 
 // OutputItem is one item of a response's output: a message, a
-// function_call or a reasoning item. It marshals to its type's shape.
+// function_call, a custom_tool_call or a reasoning item. It marshals to
+// its type's shape.
 type OutputItem struct {
-	ID     string
-	Type   string
-	Status string // message and function_call: in_progress, completed, incomplete
+	ID   string
+	Type string
+	// Status is in_progress, completed or incomplete; a reasoning item
+	// does not show it.
+	Status string
 	// Text is a message's output_text, or a reasoning item's summary text.
 	Text string
-	// CallID, Name, Namespace and Arguments describe a function_call.
-	CallID, Name, Namespace, Arguments string
+	// CallID, Name, Namespace and Arguments describe a function_call,
+	// Input instead of Arguments a custom_tool_call.
+	CallID, Name, Namespace, Arguments, Input string
 }
 
 // MarshalJSON writes the item as the Responses API does.
@@ -223,6 +243,18 @@ func (it OutputItem) MarshalJSON() ([]byte, error) {
 			Namespace string `json:"namespace,omitempty"`
 			Arguments string `json:"arguments"`
 		}{it.ID, it.Type, it.Status, it.CallID, it.Name, it.Namespace, it.Arguments})
+	case ItemCustomToolCall:
+		// The API's custom_tool_call has no status; Codex CLI reads one
+		// when it is there, and an incomplete call must say so.
+		return json.Marshal(struct {
+			ID        string `json:"id"`
+			Type      string `json:"type"`
+			Status    string `json:"status"`
+			CallID    string `json:"call_id"`
+			Name      string `json:"name"`
+			Namespace string `json:"namespace,omitempty"`
+			Input     string `json:"input"`
+		}{it.ID, it.Type, it.Status, it.CallID, it.Name, it.Namespace, it.Input})
 	}
 	return nil, fmt.Errorf("unknown output item type %q", it.Type)
 }
