@@ -215,7 +215,10 @@ const CustomInput = "input"
 // custom tool of the given format: one string argument, input, described
 // by the format, so that a grammar reaches the model as text.
 func customParameters(f *CustomFormat, path string) (json.RawMessage, error) {
-	desc := "The tool's input: raw text, not JSON, passed to the tool as it is."
+	// The model writes arguments as JSON; the text goes in a JSON string
+	// and the tool gets it raw. Saying only "raw text" invites the model
+	// to leave the JSON out.
+	desc := "The tool's input, written as one JSON string: the tool receives the string's text as it is."
 	if f != nil {
 		switch f.Type {
 		case "", "text":
@@ -226,7 +229,7 @@ func customParameters(f *CustomFormat, path string) (json.RawMessage, error) {
 			if strings.TrimSpace(f.Definition) == "" {
 				return nil, models.InvalidRequest(path+".definition", "%s.definition is required: it is the grammar the input follows", path)
 			}
-			desc = fmt.Sprintf("The tool's input: raw text, not JSON, passed to the tool as it is. It must match this %s grammar:\n%s", f.Syntax, f.Definition)
+			desc += fmt.Sprintf(" That text must match this %s grammar:\n%s", f.Syntax, f.Definition)
 		default:
 			return nil, models.InvalidRequest(path+".type", "%s.type %q is not supported: use \"text\" or \"grammar\"", path, utils.Clip(f.Type, utils.QuoteLen))
 		}
