@@ -21,7 +21,7 @@ const (
 	codexPatchGrammar = `start: begin_patch hunk+ end_patch
 begin_patch: "*** Begin Patch" LF
 end_patch: "*** End Patch" LF?`
-	codexPatch = "*** Begin Patch\n*** Update File: main.go\n@@\n-\tfmt.Println(\"hi\")\n+\tfmt.Println(\"<hi> & \\\"bye\\\"\")\n*** End Patch\n"
+	codexPatch = "*** Begin Patch\n*** Update File: main.go\n@@\n-\tfmt.Println(\"hi\")\n+\tfmt.Println(\"<hi> & \\\"bye\\\"\")\n*** End Patch"
 )
 
 func TestResponsesCustomTool(t *testing.T) {
@@ -38,7 +38,12 @@ func TestResponsesCustomTool(t *testing.T) {
 	e.SetEscapeHTML(false) // as a model writes it
 	require.NoError(t, e.Encode(map[string]string{"input": codexPatch}))
 	args := strings.TrimSpace(enc.String())
-	turn := []string{"Editing main.go.\nTRIGGER\n", `<invoke name="apply_patch">`, args[:20], args[20:], `</invoke>`}
+	// The model may write the input as the JSON it is asked for, or bare,
+	// as Codex's own description of apply_patch tells it to.
+	turns := map[string][]string{
+		"json": {"Editing main.go.\nTRIGGER\n", `<invoke name="apply_patch">`, args[:20], args[20:], `</invoke>`},
+		"bare": {"Editing main.go.\nTRIGGER\n", "<invoke name=\"apply_patch\">\n" + codexPatch[:30], codexPatch[30:] + "\n</invoke>"},
+	}
 	params := responses.ResponseNewParams{
 		Model: "claude-sonnet-4.6", Input: userInput("Make main.go say bye."), Tools: tools,
 		ToolChoice: responses.ResponseNewParamsToolChoiceUnion{OfCustomTool: &responses.ToolChoiceCustomParam{Name: "apply_patch"}},
@@ -55,11 +60,15 @@ func TestResponsesCustomTool(t *testing.T) {
 		assert.True(t, strings.HasPrefix(call.CallID, "call_"), call.CallID)
 		return call
 	}
-	for _, streaming := range []bool{false, true} {
-		t.Run(map[bool]string{false: "non-streaming", true: "streaming"}[streaming], func(t *testing.T) {
+	for _, tc := range []struct {
+		body      string
+		streaming bool
+	}{{"json", false}, {"json", true}, {"bare", false}, {"bare", true}} {
+		t.Run(tc.body+map[bool]string{false: " non-streaming", true: " streaming"}[tc.streaming], func(t *testing.T) {
+			streaming := tc.streaming
 			// STREAM_ARGS_AFTER=0 streams every call's arguments as they
 			// come, which a custom call must still not show.
-			s := newStack(t, map[string]string{"STREAM_ARGS_AFTER": "0"}, script(t, turn, []string{"Patched."}))
+			s := newStack(t, map[string]string{"STREAM_ARGS_AFTER": "0"}, script(t, turns[tc.body], []string{"Patched."}))
 			client := s.sdk("sk-any")
 			var call responses.ResponseCustomToolCall
 			if streaming {

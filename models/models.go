@@ -93,6 +93,12 @@ type Tool struct {
 	Name        string
 	Description string
 	Parameters  json.RawMessage
+	// RawInput, when set, names the one string parameter of a tool whose
+	// input is free text (a Responses custom tool): a call written with
+	// that text bare rather than as JSON still counts, the text being that
+	// parameter's value. Models asked for "a freeform tool, not JSON" do
+	// write it so.
+	RawInput string
 }
 
 // ToolChoiceMode is how the request wants tools used.

@@ -47,6 +47,7 @@ func TestToRequestCustomTools(t *testing.T) {
 		assert.Equal(t, `["input"]`, p.Get("required").Raw, "the raw text is the one argument, required")
 		assert.Equal(t, "string", p.Get("properties.input.type").String(), tool.Name)
 		assert.Equal(t, "false", p.Get("additionalProperties").Raw, tool.Name)
+		assert.Equal(t, "input", tool.RawInput, "%s: a bare call body is its input", tool.Name)
 	}
 	grammarDesc := gjson.GetBytes(r.Tools[0].Parameters, "properties.input.description").String()
 	assert.Contains(t, grammarDesc, "lark grammar", "the model is told which grammar the input follows")

@@ -155,7 +155,11 @@ func (d *Decoded) tools(raws []json.RawMessage) ([]models.Tool, error) {
 		if q.Custom || ns != nil {
 			d.Names[name] = q
 		}
-		tools = append(tools, models.Tool{Name: name, Description: desc, Parameters: params})
+		tool := models.Tool{Name: name, Description: desc, Parameters: params}
+		if q.Custom {
+			tool.RawInput = CustomInput
+		}
+		tools = append(tools, tool)
 		paths = append(paths, path)
 		return nil
 	}

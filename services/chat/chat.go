@@ -99,6 +99,9 @@ type Prepared struct {
 	Messages     []models.Turn
 	// ToolNames are the names a call may have.
 	ToolNames []string
+	// RawBodies map the tools whose calls may be bare text to the
+	// parameter that text fills (models.Tool.RawInput).
+	RawBodies map[string]string
 	// RequireCall is true when the turn must contain a tool call.
 	RequireCall bool
 	// SingleCall keeps only the first tool call.
@@ -142,6 +145,12 @@ func (s *Service) Prepare(req *models.Request, requestID string) (*Prepared, err
 		p.Trigger = opts.Trigger
 		for _, t := range req.Tools {
 			p.ToolNames = append(p.ToolNames, t.Name)
+			if t.RawInput != "" {
+				if p.RawBodies == nil {
+					p.RawBodies = map[string]string{}
+				}
+				p.RawBodies[t.Name] = t.RawInput
+			}
 		}
 		mode := req.Choice.Mode
 		p.RequireCall = mode == models.ChoiceRequired || mode == models.ChoiceFunction || s.strict(req, requestID)
@@ -411,6 +420,7 @@ func (s *Service) attempt(ctx context.Context, p *Prepared, msgs []models.Turn, 
 		Trigger:       p.Trigger,
 		Thinking:      p.Thinking,
 		ToolNames:     p.ToolNames,
+		RawBody:       p.RawBodies,
 		MaxBuffered:   s.settings.MaxToolCallBytes,
 		EndTurnAtCall: true,
 		StreamArgs:    streamArgs,

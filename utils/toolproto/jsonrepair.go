@@ -139,6 +139,18 @@ var (
 	parameterOpenRE = regexp.MustCompile(`^\s*<parameter[\s>]`)
 )
 
+// rawArguments are the arguments of a call whose body is bare text for
+// the string parameter param: the text without the line breaks that set
+// it off from the tags, and without trailing white space.
+func rawArguments(param, body string) string {
+	text := strings.TrimRight(strings.TrimLeft(body, "\r\n"), " \t\r\n")
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(map[string]string{param: text}) // strings always encode
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
 // ParametersToJSON reads an invoke body written as <parameter name="k">v
 // </parameter> children (the Anthropic-style form models fall back to)
 // into a compact JSON object. A value that is valid JSON (a number, true,

@@ -102,6 +102,11 @@ type ParserOptions struct {
 	// the copy of a thinking block kept to recover an unterminated one as
 	// text. Zero means DefaultMaxBuffered.
 	MaxBuffered int
+	// RawBody maps a tool's name to the string parameter that takes a
+	// body written as bare text (models.Tool.RawInput): such a body, when
+	// it is neither JSON nor <parameter> children and </invoke> closes it,
+	// is a call with that one argument rather than a bad call.
+	RawBody map[string]string
 	// StreamArgs passes the arguments of a declared tool's call on as they
 	// arrive (EventToolCallStart, EventToolCallDelta) when its body opens
 	// like a JSON object. Other bodies, fenced or written as <parameter>
@@ -514,6 +519,9 @@ func (p *Parser) finishInvoke(closed bool) {
 	if !ok && closed {
 		args, ok = ParametersToJSON(body)
 	}
+	if param, raw := p.opts.RawBody[p.name]; !ok && closed && raw && !meantAsJSON(body) {
+		args, ok = rawArguments(param, body), true
+	}
 	if ok {
 		p.calls++
 		p.out = append(p.out, Event{Kind: EventToolCall, Name: p.name, Arguments: args})
@@ -524,6 +532,14 @@ func (p *Parser) finishInvoke(closed bool) {
 		reason = p.cutOffReason()
 	}
 	p.out = append(p.out, Event{Kind: EventBadCall, Name: p.name, Text: body, Reason: reason})
+}
+
+// meantAsJSON reports whether a body opens as a JSON object or a fence
+// would: broken, it is a bad call to ask again, not free text. With
+// StreamArgs such a body may have streamed already.
+func meantAsJSON(body string) bool {
+	body = strings.TrimLeft(body, " \t\r\n")
+	return strings.HasPrefix(body, "{") || strings.HasPrefix(body, "`")
 }
 
 // cutOffReason says why a body the stream ended in is not a call.

@@ -184,6 +184,7 @@ var (
 	thinking = ParserOptions{Trigger: trig, Thinking: true, ToolNames: []string{"read_file"}}
 	noTools  = ParserOptions{}
 	small    = ParserOptions{Trigger: trig, ToolNames: []string{"write_file", "list_dir"}, MaxBuffered: 64}
+	rawPatch = ParserOptions{Trigger: trig, ToolNames: []string{"apply_patch", "read_file"}, RawBody: map[string]string{"apply_patch": "input"}}
 )
 
 var (
@@ -325,6 +326,16 @@ var parserCases = []parserCase{
 	{name: "native tag at the very end stays text", opts: endTurn, in: parts("done\n<function_calls> "), want: []Event{txt("done\n<function_calls> ")}},
 	{name: "native format without tools is text", opts: noTools, in: parts("<function_calls><invoke name=\"read_file\">{}</invoke></function_calls>"), want: []Event{txt("<function_calls><invoke name=\"read_file\">{}</invoke></function_calls>")}},
 	{name: "trigger followed by the native wrapper", opts: endTurn, in: parts(trig + "\n<function_calls>\n<invoke name=\"read_file\">{\"path\":\"b\"}</invoke>\n</function_calls>"), want: []Event{tcall("read_file", `{"path":"b"}`)}, clean: true},
+
+	// A tool whose input is free text (RawBody) takes a bare body too.
+	{name: "bare body of a free-text tool", opts: rawPatch, in: parts(trig + "\n<invoke name=\"apply_patch\">\n*** Begin Patch\n+fmt.Println(\"<b> & \\n\")\n*** End Patch\n</invoke>"), want: []Event{tcall("apply_patch", `{"input":"*** Begin Patch\n+fmt.Println(\"<b> & \\n\")\n*** End Patch"}`)}, clean: true},
+	{name: "bare body with an odd quote", opts: rawPatch, in: parts(trig + "<invoke name=\"apply_patch\">say \"hi</invoke>\nDone."), want: []Event{tcall("apply_patch", `{"input":"say \"hi"}`), txt("Done.")}, clean: true},
+	{name: "JSON body of a free-text tool", opts: rawPatch, in: parts(trig + "<invoke name=\"apply_patch\">{\"input\": \"x\"}</invoke>"), want: []Event{tcall("apply_patch", `{"input":"x"}`)}, clean: true},
+	{name: "parameter children of a free-text tool", opts: rawPatch, in: parts(trig + "<invoke name=\"apply_patch\"><parameter name=\"input\">x</parameter></invoke>"), want: []Event{tcall("apply_patch", `{"input":"x"}`)}, clean: true},
+	{name: "bare body of another tool is a bad call", opts: rawPatch, in: parts(trig + "<invoke name=\"read_file\">a.go</invoke>"), want: []Event{bad("read_file", "a.go", ReasonBadJSON)}, clean: true},
+	{name: "bare body cut off is no call", opts: rawPatch, in: parts(trig + "<invoke name=\"apply_patch\">*** Begin Patch\n"), want: []Event{bad("apply_patch", "*** Begin Patch\n", ReasonCutOff)}, clean: true},
+	{name: "broken JSON body of a free-text tool stays bad", opts: rawPatch, in: parts(trig + "<invoke name=\"apply_patch\">{input: x}</invoke>"), want: []Event{bad("apply_patch", "{input: x}", ReasonBadJSON)}, clean: true},
+	{name: "broken fenced body of a free-text tool stays bad", opts: rawPatch, in: parts(trig + "<invoke name=\"apply_patch\">\n```json\n{input: x}\n```\n</invoke>"), want: []Event{bad("apply_patch", "\n```json\n{input: x}\n```\n", ReasonBadJSON)}, clean: true},
 }
 
 // markupFree reports whether in holds nothing the parser configured by
