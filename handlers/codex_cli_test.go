@@ -38,32 +38,8 @@ func TestCodexCLIRunsAToolCall(t *testing.T) {
 		[]string{"I'll create the file.\nTRIGGER\n", `<invoke name="exec_command">{"cmd": "printf 'made by codex' > out.txt", "login": false}</invoke>`},
 		[]string{"Created out.txt."},
 	))
-	home, work := t.TempDir(), t.TempDir()
-	config := `model = "claude-sonnet-4.6"
-model_provider = "cursor2api"
-check_for_update_on_startup = false
-
-[analytics]
-enabled = false
-
-[model_providers.cursor2api]
-name = "cursor2api"
-base_url = "` + s.URL + `/v1"
-wire_api = "responses"
-env_key = "CURSOR2API_KEY"
-`
-	require.NoError(t, os.WriteFile(filepath.Join(home, "config.toml"), []byte(config), 0o600))
-
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "exec", "--skip-git-repo-check", "--sandbox", "danger-full-access", "-C", work, "Create out.txt saying 'made by codex'.")
-	// Anything Codex sends elsewhere than the gateway goes to a closed
-	// loopback port: the test never leaves the machine.
-	cmd.Env = append(os.Environ(), "CODEX_HOME="+home, "HOME="+home, "CURSOR2API_KEY=sk-codex",
-		"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "ALL_PROXY=http://127.0.0.1:9", "NO_PROXY=127.0.0.1,localhost")
-	cmd.Stdin = strings.NewReader("")
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "codex exec:\n%s", out)
+	work := t.TempDir()
+	out := runCodex(t, bin, s.URL, work, "", "Create out.txt saying 'made by codex'.")
 
 	made, err := os.ReadFile(filepath.Join(work, "out.txt"))
 	require.NoError(t, err, "Codex did not run the call:\n%s", out)
@@ -71,7 +47,7 @@ env_key = "CURSOR2API_KEY"
 	assert.Contains(t, string(out), "Created out.txt.", "Codex prints the model's last answer")
 
 	reqs := s.up.Requests()
-	require.Len(t, reqs, 2, "one upstream request a turn:\n%s", out)
+	require.Equal(t, 2, len(reqs), "one upstream request a turn:\n%s", out)
 	first := reqs[0].Messages[0]
 	require.Equal(t, "system", first.Role)
 	assert.Contains(t, first.Text, `<function name="exec_command">`, "Codex's tools are offered")
@@ -85,4 +61,79 @@ env_key = "CURSOR2API_KEY"
 	logs := s.logs.String()
 	assert.Equal(t, 2, strings.Count(logs, "door=responses"), logs)
 	assert.NotContains(t, logs, "status=4", logs)
+}
+
+// runCodex runs codex exec in work with prompt against the gateway at url,
+// with extra lines of config.toml, and returns what it printed.
+func runCodex(t *testing.T, bin, url, work, extra, prompt string) []byte {
+	t.Helper()
+	home := t.TempDir()
+	config := `model = "claude-sonnet-4.6"
+model_provider = "cursor2api"
+check_for_update_on_startup = false
+` + extra + `
+[analytics]
+enabled = false
+
+[model_providers.cursor2api]
+name = "cursor2api"
+base_url = "` + url + `/v1"
+wire_api = "responses"
+env_key = "CURSOR2API_KEY"
+`
+	require.NoError(t, os.WriteFile(filepath.Join(home, "config.toml"), []byte(config), 0o600))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "exec", "--skip-git-repo-check", "--sandbox", "danger-full-access", "-C", work, prompt)
+	// Anything Codex sends elsewhere than the gateway goes to a closed
+	// loopback port: the test never leaves the machine.
+	cmd.Env = append(os.Environ(), "CODEX_HOME="+home, "HOME="+home, "CURSOR2API_KEY=sk-codex",
+		"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "ALL_PROXY=http://127.0.0.1:9", "NO_PROXY=127.0.0.1,localhost")
+	cmd.Stdin = strings.NewReader("")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "codex exec:\n%s", out)
+	return out
+}
+
+// codexCatalog describes claude-sonnet-4.6 to Codex (model_catalog_json)
+// with freeform apply_patch, as its catalog does for the GPT-5 family.
+const codexCatalog = `{"models":[{"slug":"claude-sonnet-4.6","display_name":"Claude Sonnet 4.6",
+  "apply_patch_tool_type":"freeform","supported_reasoning_levels":[],"shell_type":"default",
+  "visibility":"list","supported_in_api":true,"priority":0,"support_verbosity":false,
+  "truncation_policy":{"mode":"tokens","limit":10000},"experimental_supported_tools":[],
+  "base_instructions":"You are Codex, a coding agent. Edit files with the apply_patch tool."}]}`
+
+// TestCodexCLIAppliesAPatch has Codex offer apply_patch as a custom tool
+// with its Lark grammar; the model writes the patch bare, as Codex's
+// description of the tool asks, and Codex applies the custom_tool_call
+// the gateway returns to a file on disk.
+func TestCodexCLIAppliesAPatch(t *testing.T) {
+	bin := codexBinary(t)
+	work := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(work, "greet.txt"), []byte("hello\n"), 0o644))
+	patch := "*** Begin Patch\n*** Update File: greet.txt\n@@\n-hello\n+hello, <patched> & \"quoted\"\n*** End Patch"
+	s := newStack(t, nil, script(t,
+		[]string{"Patching greet.txt.\nTRIGGER\n", "<invoke name=\"apply_patch\">\n" + patch[:40], patch[40:] + "\n</invoke>"},
+		[]string{"Patched greet.txt."},
+	))
+	catalog := filepath.Join(t.TempDir(), "catalog.json")
+	require.NoError(t, os.WriteFile(catalog, []byte(codexCatalog), 0o600))
+	out := runCodex(t, bin, s.URL, work, `model_catalog_json = "`+catalog+`"`, "Change greet.txt.")
+
+	got, err := os.ReadFile(filepath.Join(work, "greet.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "hello, <patched> & \"quoted\"\n", string(got), "Codex applied the patch:\n%s", out)
+	assert.Contains(t, string(out), "Patched greet.txt.")
+
+	reqs := s.up.Requests()
+	require.Equal(t, 2, len(reqs), "one upstream request a turn:\n%s", out)
+	system := reqs[0].Messages[0].Text
+	assert.Contains(t, system, `<function name="apply_patch">`, "Codex offers apply_patch")
+	assert.Contains(t, system, "lark grammar", "as a custom tool with its grammar")
+	var replay strings.Builder
+	for _, m := range reqs[1].Messages {
+		replay.WriteString(m.Role + ": " + m.Text + "\n")
+	}
+	assert.Contains(t, replay.String(), `<invoke name="apply_patch">{"input":"*** Begin Patch`, "Codex sends the custom call back")
+	assert.NotContains(t, s.logs.String(), "(custom)", "nothing is dropped")
 }
