@@ -53,8 +53,13 @@ func ToRequest(req *MessagesRequest) (*models.Request, error) {
 				return nil, err
 			}
 			out.Messages = append(out.Messages, msg)
+		case "system":
+			// Instructions among the messages (Claude Code 2.1 sends
+			// its environment so); the upstream has one system prompt,
+			// and the core gathers them there.
+			out.Messages = append(out.Messages, models.Message{Role: models.RoleSystem, Blocks: contentBlocks(m.Content)})
 		default:
-			return nil, models.InvalidRequest(fmt.Sprintf("messages.%d.role", i), "messages.%d.role %q is not supported: use \"user\" or \"assistant\" (the system prompt goes in the top-level system field)", i, utils.Clip(m.Role, utils.QuoteLen))
+			return nil, models.InvalidRequest(fmt.Sprintf("messages.%d.role", i), "messages.%d.role %q is not supported: use \"user\", \"assistant\" or \"system\"", i, utils.Clip(m.Role, utils.QuoteLen))
 		}
 	}
 	return out, nil

@@ -93,11 +93,28 @@ func TestToRequestThinkingDisplayOmitted(t *testing.T) {
 	assert.False(t, req.ShowThinking, "but the client does not see it")
 }
 
+func TestToRequestSystemMessages(t *testing.T) {
+	// Claude Code 2.1 sends system messages among the others.
+	r, err := ToRequest(decode(t, `{"model":"m","system":"top","messages":[
+	  {"role":"user","content":"hi"},
+	  {"role":"system","content":[{"type":"text","text":"# Environment\ncwd: /w"}]},
+	  {"role":"assistant","content":"hello"},
+	  {"role":"system","content":"be brief"}]}`))
+	require.NoError(t, err)
+	assert.Equal(t, []models.Message{
+		{Role: models.RoleSystem, Blocks: []models.Block{{Kind: models.BlockText, Text: "top"}}},
+		{Role: models.RoleUser, Blocks: []models.Block{{Kind: models.BlockText, Text: "hi"}}},
+		{Role: models.RoleSystem, Blocks: []models.Block{{Kind: models.BlockText, Text: "# Environment\ncwd: /w"}}},
+		{Role: models.RoleAssistant, Blocks: []models.Block{{Kind: models.BlockText, Text: "hello"}}},
+		{Role: models.RoleSystem, Blocks: []models.Block{{Kind: models.BlockText, Text: "be brief"}}},
+	}, r.Messages)
+}
+
 func TestToRequestErrors(t *testing.T) {
 	cases := []struct{ body, param string }{
 		{`{"model":"m","messages":[]}`, "messages"},
 		{`{"model":"m","max_tokens":0,"messages":[{"role":"user","content":"hi"}]}`, "max_tokens"},
-		{`{"model":"m","messages":[{"role":"system","content":"hi"}]}`, "messages.0.role"},
+		{`{"model":"m","messages":[{"role":"tool","content":"hi"}]}`, "messages.0.role"},
 		{`{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"web_search_20250305","name":"web_search"}]}`, "tools.0.type"},
 		{`{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[{"name":"a b","input_schema":{}}]}`, "tools.0.name"},
 		{`{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[{"name":"a","input_schema":"x"}]}`, "tools.0.input_schema"},
