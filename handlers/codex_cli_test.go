@@ -13,18 +13,32 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// codexBinary is the real Codex CLI to drive: $CODEX_BIN (.ci/run installs
-// the npm package and sets it), else codex on PATH.
-func codexBinary(t *testing.T) string {
+// agentBinary is the real agent CLI named by the environment variable
+// envVar (.ci/run installs the npm package and sets it), else name on
+// PATH; the test skips without either, saying how to get one.
+func agentBinary(t *testing.T, envVar, name, pkg string) string {
 	t.Helper()
-	if bin := os.Getenv("CODEX_BIN"); bin != "" {
+	if bin := os.Getenv(envVar); bin != "" {
 		return bin
 	}
-	if bin, err := exec.LookPath("codex"); err == nil {
+	if bin, err := exec.LookPath(name); err == nil {
 		return bin
 	}
-	t.Skip("SKIPPED: no Codex CLI (set CODEX_BIN, or npm install @openai/codex); .ci/run installs it")
+	t.Skipf("SKIPPED: no %s (set %s, or npm install %s); .ci/run installs it", name, envVar, pkg)
 	return ""
+}
+
+// offlineEnv is the environment of an agent CLI under test, with extra
+// set: whatever it sends elsewhere than the gateway on loopback goes to a
+// closed loopback port, so the test never leaves the machine.
+func offlineEnv(extra ...string) []string {
+	env := append(os.Environ(), "HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9",
+		"ALL_PROXY=http://127.0.0.1:9", "NO_PROXY=127.0.0.1,localhost")
+	return append(env, extra...)
+}
+
+func codexBinary(t *testing.T) string {
+	return agentBinary(t, "CODEX_BIN", "codex", "@openai/codex@0.169.0")
 }
 
 // TestCodexCLIRunsAToolCall drives the real Codex CLI headless (codex exec)
@@ -85,10 +99,7 @@ env_key = "CURSOR2API_KEY"
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "exec", "--skip-git-repo-check", "--sandbox", "danger-full-access", "-C", work, prompt)
-	// Anything Codex sends elsewhere than the gateway goes to a closed
-	// loopback port: the test never leaves the machine.
-	cmd.Env = append(os.Environ(), "CODEX_HOME="+home, "HOME="+home, "CURSOR2API_KEY=sk-codex",
-		"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "ALL_PROXY=http://127.0.0.1:9", "NO_PROXY=127.0.0.1,localhost")
+	cmd.Env = offlineEnv("CODEX_HOME="+home, "HOME="+home, "CURSOR2API_KEY=sk-codex")
 	cmd.Stdin = strings.NewReader("")
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "codex exec:\n%s", out)
