@@ -1,10 +1,11 @@
 // Package utils holds the small helpers every layer shares: random ids,
-// rune-safe clipping of text, and JSON white space. It imports nothing of
+// rune-safe clipping of text, and small pieces of JSON. It imports nothing of
 // the project. Its sub-package toolproto is the text tool protocol.
 package utils
 
 import (
 	"crypto/rand"
+	"encoding/json"
 	"strings"
 	"unicode/utf8"
 )
@@ -87,4 +88,15 @@ const (
 func JSONSpecial8(w uint64) uint64 {
 	quote, backslash := w^(ones*'"'), w^(ones*'\\')
 	return ((w-ones*0x20)&^w | (quote-ones)&^quote | (backslash-ones)&^backslash) & highs
+}
+
+// StringObject is the JSON object {key: value} as a model writes it: no
+// HTML escapes, which would show a < > & in the value as \u003c when the
+// object is read back as text.
+func StringObject(key, value string) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(map[string]string{key: value}) // strings always encode
+	return strings.TrimSuffix(b.String(), "\n")
 }

@@ -2,6 +2,7 @@ package utils
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"math/bits"
 	"math/rand/v2"
 	"strings"
@@ -94,5 +95,22 @@ func TestJSONSpecial8(t *testing.T) {
 			word[i] = []byte{byte(r.IntN(256)), byte(r.IntN(256)), 'a', 0x80, 0xff, 0x1f, 0x20, '"', '\\', 0x21, 0x5d, 0x00, 0xa2, 0xdc}[r.IntN(14)]
 		}
 		check(word)
+	}
+}
+
+func TestStringObject(t *testing.T) {
+	for value, want := range map[string]string{
+		"":                    `{"k":""}`,
+		"a <b> & \"c\"\n\t\\": `{"k":"a <b> & \"c\"\n\t\\"}`,
+		"é \u2028":            `{"k":"é \u2028"}`,
+	} {
+		got := StringObject("k", value)
+		if got != want {
+			t.Errorf("StringObject(%q) = %s, want %s", value, got, want)
+		}
+		var back map[string]string
+		if err := json.Unmarshal([]byte(got), &back); err != nil || back["k"] != value {
+			t.Errorf("StringObject(%q) = %s does not read back: %v", value, got, err)
+		}
 	}
 }

@@ -251,15 +251,8 @@ func customParameters(f *CustomFormat, path string) (json.RawMessage, error) {
 }
 
 // customArguments are the core's arguments of a custom call with input,
-// as the model would write them: without HTML escapes, which would show
-// a patch's < > & as \u003c in the history it reads.
-func customArguments(input string) string {
-	var b strings.Builder
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(map[string]string{CustomInput: input}) // a string always encodes
-	return strings.TrimSuffix(b.String(), "\n")
-}
+// as the model would write them.
+func customArguments(input string) string { return utils.StringObject(CustomInput, input) }
 
 // CustomCallInput is the input of a custom call whose core arguments are
 // args: their input string, or args themselves when they are not the

@@ -143,12 +143,7 @@ var (
 // the string parameter param: the text without the line breaks that set
 // it off from the tags, and without trailing white space.
 func rawArguments(param, body string) string {
-	text := strings.TrimRight(strings.TrimLeft(body, "\r\n"), " \t\r\n")
-	var b strings.Builder
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(map[string]string{param: text}) // strings always encode
-	return strings.TrimSuffix(b.String(), "\n")
+	return utils.StringObject(param, strings.TrimRight(strings.TrimLeft(body, "\r\n"), " \t\r\n"))
 }
 
 // ParametersToJSON reads an invoke body written as <parameter name="k">v
