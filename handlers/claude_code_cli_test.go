@@ -21,7 +21,7 @@ import (
 // files on disk prove the calls reached it in a shape it runs, and the
 // access log that none of its requests was refused.
 func TestClaudeCodeCLIRunsToolCalls(t *testing.T) {
-	bin := agentBinary(t, "CLAUDE_BIN", "claude", "@anthropic-ai/claude-code@2.1.330")
+	bin := claudeBinary(t)
 	work := t.TempDir()
 	notes := filepath.Join(work, "notes.md")
 	s := newStack(t, nil, script(t,
@@ -30,17 +30,7 @@ func TestClaudeCodeCLIRunsToolCalls(t *testing.T) {
 			`<invoke name="Write">{"file_path": "` + notes + `", "content": "# Notes\n<b>bold</b> & done\n"}</invoke>`},
 		[]string{"Created out.txt and notes.md."},
 	))
-
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "-p", "Create out.txt and notes.md.", "--output-format", "json", "--allowedTools", "Bash,Write")
-	cmd.Dir = work
-	home := t.TempDir()
-	cmd.Env = offlineEnv("HOME="+home, "ANTHROPIC_BASE_URL="+s.URL, "ANTHROPIC_API_KEY=sk-claude",
-		"DISABLE_TELEMETRY=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1")
-	cmd.Stdin = strings.NewReader("")
-	out, err := cmd.Output()
-	require.NoError(t, err, "claude -p: %s", out)
+	out := runClaude(t, bin, s.URL, work, "Create out.txt and notes.md.", "Bash,Write")
 
 	made, err := os.ReadFile(filepath.Join(work, "out.txt"))
 	require.NoError(t, err, "Claude Code did not run Bash: %s", out)
@@ -65,4 +55,56 @@ func TestClaudeCodeCLIRunsToolCalls(t *testing.T) {
 	assert.Contains(t, replay.String(), `<invoke name="Write">`)
 	assert.Equal(t, 2, strings.Count(replay.String(), "<tool_result id="), "both results go back")
 	assert.Contains(t, replay.String(), "# Environment", "its mid-conversation system message reaches the model")
+}
+
+// TestClaudeCodeCLIReadsThenEdits runs a three-turn session: the model
+// reads a file, edits it (Claude Code refuses an Edit of a file it has not
+// read, so the Read's result must have come back as its own), and
+// answers.
+func TestClaudeCodeCLIReadsThenEdits(t *testing.T) {
+	bin := claudeBinary(t)
+	work := t.TempDir()
+	main := filepath.Join(work, "main.go")
+	require.NoError(t, os.WriteFile(main, []byte("package main\n\nfunc main() { println(\"hi\") }\n"), 0o644))
+	s := newStack(t, nil, script(t,
+		[]string{"Reading.\nTRIGGER\n", `<invoke name="Read">{"file_path": "` + main + `"}</invoke>`},
+		[]string{"Now editing.\nTRIGGER\n", `<invoke name="Edit">{"file_path": "` + main + `", "old_string": "println(\"hi\")", "new_string": "println(\"bye\")"}</invoke>`},
+		[]string{"Done: main.go says bye."},
+	))
+	out := runClaude(t, bin, s.URL, work, "Make main.go say bye.", "Read,Edit")
+
+	got, err := os.ReadFile(main)
+	require.NoError(t, err)
+	assert.Equal(t, "package main\n\nfunc main() { println(\"bye\") }\n", string(got), "Claude Code made the edit: %s", out)
+	assert.Equal(t, "Done: main.go says bye.", gjson.GetBytes(out, "result").String(), "%s", out)
+	assert.NotContains(t, s.logs.String(), "status=4")
+	reqs := s.up.Requests()
+	require.Equal(t, 3, len(reqs), "one upstream request a turn: %s", out)
+	last := reqs[2].Messages[len(reqs[2].Messages)-1].Text
+	assert.Contains(t, last, `name="Edit"`, "the Edit's result is the last thing the model reads")
+	var replay strings.Builder
+	for _, m := range reqs[2].Messages {
+		replay.WriteString(m.Text)
+	}
+	assert.Contains(t, replay.String(), `func main() { println("hi") }`, "the Read's result, the file, stays in the history")
+}
+
+func claudeBinary(t *testing.T) string {
+	return agentBinary(t, "CLAUDE_BIN", "claude", "@anthropic-ai/claude-code@2.1.330")
+}
+
+// runClaude runs claude -p with prompt in work against the gateway at url,
+// allowing the tools named, and returns its JSON result.
+func runClaude(t *testing.T, bin, url, work, prompt, allowed string) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "-p", prompt, "--output-format", "json", "--allowedTools", allowed)
+	cmd.Dir = work
+	cmd.Env = offlineEnv("HOME="+t.TempDir(), "ANTHROPIC_BASE_URL="+url, "ANTHROPIC_API_KEY=sk-claude",
+		"DISABLE_TELEMETRY=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1")
+	cmd.Stdin = strings.NewReader("")
+	out, err := cmd.Output()
+	require.NoError(t, err, "claude -p: %s", out)
+	return out
 }
