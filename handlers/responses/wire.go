@@ -233,28 +233,25 @@ func (it OutputItem) MarshalJSON() ([]byte, error) {
 			Type    string `json:"type"`
 			Summary []Part `json:"summary"`
 		}{it.ID, it.Type, summary})
-	case ItemFunctionCall:
-		return json.Marshal(struct {
-			ID        string `json:"id"`
-			Type      string `json:"type"`
-			Status    string `json:"status"`
-			CallID    string `json:"call_id"`
-			Name      string `json:"name"`
-			Namespace string `json:"namespace,omitempty"`
-			Arguments string `json:"arguments"`
-		}{it.ID, it.Type, it.Status, it.CallID, it.Name, it.Namespace, it.Arguments})
-	case ItemCustomToolCall:
+	case ItemFunctionCall, ItemCustomToolCall:
 		// The API's custom_tool_call has no status; Codex CLI reads one
 		// when it is there, and an incomplete call must say so.
-		return json.Marshal(struct {
-			ID        string `json:"id"`
-			Type      string `json:"type"`
-			Status    string `json:"status"`
-			CallID    string `json:"call_id"`
-			Name      string `json:"name"`
-			Namespace string `json:"namespace,omitempty"`
-			Input     string `json:"input"`
-		}{it.ID, it.Type, it.Status, it.CallID, it.Name, it.Namespace, it.Input})
+		call := struct {
+			ID        string  `json:"id"`
+			Type      string  `json:"type"`
+			Status    string  `json:"status"`
+			CallID    string  `json:"call_id"`
+			Name      string  `json:"name"`
+			Namespace string  `json:"namespace,omitempty"`
+			Arguments *string `json:"arguments,omitempty"`
+			Input     *string `json:"input,omitempty"`
+		}{ID: it.ID, Type: it.Type, Status: it.Status, CallID: it.CallID, Name: it.Name, Namespace: it.Namespace}
+		if it.Type == ItemFunctionCall {
+			call.Arguments = &it.Arguments
+		} else {
+			call.Input = &it.Input
+		}
+		return json.Marshal(call)
 	}
 	return nil, fmt.Errorf("unknown output item type %q", it.Type)
 }
