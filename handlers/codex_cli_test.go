@@ -148,3 +148,21 @@ func TestCodexCLIAppliesAPatch(t *testing.T) {
 	assert.Contains(t, replay.String(), `<invoke name="apply_patch">{"input":"*** Begin Patch`, "Codex sends the custom call back")
 	assert.NotContains(t, s.logs.String(), "(custom)", "nothing is dropped")
 }
+
+// TestCodexCLIRoutesANamespacedCall has the model call a function of a
+// namespace tool (Codex's multi_agent_v1): the gateway names the call back
+// into its namespace, and Codex routes it to that tool, whose own answer
+// (about the agent id, not an unknown tool) comes back as the result.
+func TestCodexCLIRoutesANamespacedCall(t *testing.T) {
+	bin := codexBinary(t)
+	s := newStack(t, nil, script(t,
+		[]string{"Closing it.\nTRIGGER\n", `<invoke name="multi_agent_v1__close_agent">{"target": "nobody"}</invoke>`},
+		[]string{"Closed."},
+	))
+	out := runCodex(t, bin, s.URL, t.TempDir(), "", "Close the agent called nobody.")
+	reqs := s.up.Requests()
+	require.Equal(t, 2, len(reqs), "one upstream request a turn:\n%s", out)
+	result := reqs[1].Messages[len(reqs[1].Messages)-1].Text
+	assert.Contains(t, result, `name="multi_agent_v1__close_agent"`, "%s", out)
+	assert.Contains(t, result, "invalid agent id nobody", "Codex's close_agent itself answered:\n%s", out)
+}
