@@ -104,6 +104,7 @@ func runClaude(t *testing.T, bin, url, work, prompt, allowed string) []byte {
 	cmd.Env = offlineEnv("HOME="+t.TempDir(), "ANTHROPIC_BASE_URL="+url, "ANTHROPIC_API_KEY=sk-claude",
 		"DISABLE_TELEMETRY=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1")
 	cmd.Stdin = strings.NewReader("")
+	cmd.WaitDelay = 10 * time.Second // a child left holding its output cannot hold the test
 	out, err := cmd.Output()
 	require.NoError(t, err, "claude -p: %s", out)
 	return out

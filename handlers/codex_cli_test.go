@@ -101,6 +101,7 @@ env_key = "CURSOR2API_KEY"
 	cmd := exec.CommandContext(ctx, bin, "exec", "--skip-git-repo-check", "--sandbox", "danger-full-access", "-C", work, prompt)
 	cmd.Env = offlineEnv("CODEX_HOME="+home, "HOME="+home, "CURSOR2API_KEY=sk-codex")
 	cmd.Stdin = strings.NewReader("")
+	cmd.WaitDelay = 10 * time.Second // a child left holding its output cannot hold the test
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "codex exec:\n%s", out)
 	return out
