@@ -42,10 +42,5 @@ func TestServeAgentBackend(t *testing.T) {
 	}, 30*time.Second, 50*time.Millisecond, "the model list is refreshed in the background")
 
 	shutdown()
-	select {
-	case err := <-done:
-		assert.NoError(t, err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("Serve did not return")
-	}
+	assert.NoError(t, serveResult(t, done, 10*time.Second, "Serve did not return"))
 }

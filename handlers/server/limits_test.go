@@ -39,12 +39,7 @@ func TestShutdownEndsOpenStreamsWithAnErrorEvent(t *testing.T) {
 	last := strings.TrimPrefix(events[len(events)-2], "data: ")
 	assert.Equal(t, "shutting_down", gjson.Get(last, "error.code").String(), "an error event before [DONE]: %s", last)
 	assert.Contains(t, gjson.Get(last, "error.message").String(), "send the request again")
-	select {
-	case err := <-done:
-		assert.NoError(t, err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("Serve did not return")
-	}
+	assert.NoError(t, serveResult(t, done, 10*time.Second, "Serve did not return"))
 }
 
 func TestMaxConnectionsBoundsConcurrentConnections(t *testing.T) {
@@ -119,10 +114,5 @@ func TestShutdownEndsWholeAnswersToo(t *testing.T) {
 	assert.Contains(t, gjson.Get(m.body, "error.message").String(), "send the request again")
 	assert.Equal(t, http.StatusServiceUnavailable, r.status, r.body)
 	assert.Equal(t, "shutting_down", gjson.Get(r.body, "error.code").String(), r.body)
-	select {
-	case err := <-done:
-		assert.NoError(t, err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("Serve did not return")
-	}
+	assert.NoError(t, serveResult(t, done, 10*time.Second, "Serve did not return"))
 }

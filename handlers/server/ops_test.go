@@ -66,12 +66,7 @@ func TestMetricsAddrServesMetricsToo(t *testing.T) {
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "the metrics listener serves nothing else")
 
 	shutdown()
-	select {
-	case err := <-done:
-		require.NoError(t, err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("Serve did not return")
-	}
+	require.NoError(t, serveResult(t, done, 10*time.Second, "Serve did not return"))
 	_, err = http.Get("http://" + addr + "/metrics")
 	assert.Error(t, err, "the metrics listener closes with the gateway")
 }
@@ -81,12 +76,7 @@ func TestMetricsAddrInUseFailsAtStart(t *testing.T) {
 	require.NoError(t, err)
 	defer busy.Close()
 	gw, _, done := startGateway(t, map[string]string{"TLS_FINGERPRINT": "off", "METRICS_ADDR": busy.Addr().String()})
-	select {
-	case err := <-done:
-		assert.ErrorContains(t, err, "METRICS_ADDR")
-	case <-time.After(10 * time.Second):
-		t.Fatal("Serve did not fail")
-	}
+	assert.ErrorContains(t, serveResult(t, done, 10*time.Second, "Serve did not fail"), "METRICS_ADDR")
 	// An open listener would complete the handshake from its backlog.
 	c, err := net.DialTimeout("tcp", strings.TrimPrefix(gw, "http://"), 2*time.Second)
 	if err == nil {

@@ -49,6 +49,19 @@ func startGatewayLogging(t *testing.T, env map[string]string, logger *slog.Logge
 	return "http://" + ln.Addr().String(), cancel, errc
 }
 
+// serveResult is what Serve returned on done, waited for up to within;
+// the test fails with failure if it does not come by then.
+func serveResult(t *testing.T, done <-chan error, within time.Duration, failure string) error {
+	t.Helper()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(within):
+		t.Fatal(failure)
+		return nil
+	}
+}
+
 const streamBody = `{"model":"claude-sonnet-4.6","stream":true,"messages":[{"role":"user","content":"hi"}]}`
 
 func TestShutdownDrainsInFlightStreams(t *testing.T) {
@@ -68,12 +81,7 @@ func TestShutdownDrainsInFlightStreams(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(rest), "three", "the in-flight answer is finished")
 	assert.True(t, strings.HasSuffix(string(rest), "data: [DONE]\n\n"))
-	select {
-	case err := <-done:
-		assert.NoError(t, err)
-	case <-time.After(5 * time.Second):
-		t.Fatal("Serve did not return after draining")
-	}
+	assert.NoError(t, serveResult(t, done, 5*time.Second, "Serve did not return after draining"))
 	_, err = http.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(streamBody))
 	assert.Error(t, err, "no new connections after shutdown")
 }
@@ -92,12 +100,7 @@ func TestShutdownIsBounded(t *testing.T) {
 
 	start := time.Now()
 	shutdown()
-	select {
-	case err := <-done:
-		assert.NoError(t, err)
-	case <-time.After(5 * time.Second):
-		t.Fatal("Serve did not return after SHUTDOWN_TIMEOUT")
-	}
+	assert.NoError(t, serveResult(t, done, 5*time.Second, "Serve did not return after SHUTDOWN_TIMEOUT"))
 	assert.Less(t, time.Since(start), 3*time.Second)
 	_, _ = io.Copy(io.Discard, r) // the connection was closed
 	select {
