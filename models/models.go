@@ -142,6 +142,11 @@ type Request struct {
 	MaxOutputTokens int
 	// Client identifies the calling application.
 	Client Client
+	// Session is the client's own id for the conversation, when it sends
+	// one (Claude Code's session id, Codex's session_id header,
+	// prompt_cache_key): a back door with several accounts keeps the
+	// conversation on one by it.
+	Session string
 }
 
 // Client is what the calling application says of itself in its HTTP
@@ -154,14 +159,26 @@ type Client struct {
 
 // Usage is the token accounting of an answer.
 type Usage struct {
+	// InputTokens counts the whole prompt, cached parts included.
 	InputTokens  int
 	OutputTokens int
 	TotalTokens  int
+	// CacheReadTokens and CacheWriteTokens are the parts of InputTokens
+	// read from and written to the upstream's prompt cache;
+	// ReasoningTokens the part of OutputTokens spent reasoning. Zero when
+	// the upstream does not say.
+	CacheReadTokens  int
+	CacheWriteTokens int
+	ReasoningTokens  int
 }
 
 // Add returns the sum of two usages.
 func (u Usage) Add(v Usage) Usage {
-	return Usage{u.InputTokens + v.InputTokens, u.OutputTokens + v.OutputTokens, u.TotalTokens + v.TotalTokens}
+	return Usage{
+		InputTokens: u.InputTokens + v.InputTokens, OutputTokens: u.OutputTokens + v.OutputTokens, TotalTokens: u.TotalTokens + v.TotalTokens,
+		CacheReadTokens: u.CacheReadTokens + v.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens + v.CacheWriteTokens,
+		ReasoningTokens: u.ReasoningTokens + v.ReasoningTokens,
+	}
 }
 
 // FinishReason says why an answer ended.

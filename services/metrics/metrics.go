@@ -159,6 +159,9 @@ func (m *Metrics) Upstream(up upstream.Upstream) upstream.Upstream {
 
 type countedUpstream struct{ upstream.Upstream }
 
+// Unwrap returns the back door counted, for upstream.IsNative.
+func (c countedUpstream) Unwrap() upstream.Upstream { return c.Upstream }
+
 func (c countedUpstream) Stream(ctx context.Context, req upstream.Request, fn func(upstream.Delta) error) (*models.Usage, error) {
 	return c.Upstream.Stream(context.WithValue(ctx, attemptsKey{}, new(atomic.Int32)), req, fn)
 }

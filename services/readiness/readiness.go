@@ -121,6 +121,9 @@ type tracked struct {
 	t *Tracker
 }
 
+// Unwrap returns the back door tracked, for upstream.IsNative.
+func (u tracked) Unwrap() upstream.Upstream { return u.Upstream }
+
 func (u tracked) Stream(ctx context.Context, req upstream.Request, fn func(upstream.Delta) error) (*models.Usage, error) {
 	usage, err := u.Upstream.Stream(ctx, req, fn)
 	switch {

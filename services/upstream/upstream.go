@@ -1,7 +1,21 @@
-// Package upstream is the contract between the core and its back doors:
-// a back door takes the conversation as plain text turns and a model id,
-// and streams the model's reply back as text deltas. It knows nothing of
-// tools, thinking tags or any client protocol; package chat does that work.
+// Package upstream is the contract between the core and its back doors.
+//
+// A back door streams the model's reply to one conversation as deltas:
+// text, reasoning, and, when the back door takes tools natively, whole
+// tool calls. There are two kinds of back door:
+//
+//   - A text back door (the web chat, the Agent CLI) reads Messages, the
+//     conversation as plain text turns. The core teaches it tools through
+//     the text protocol (package toolproto), which is the adapter between
+//     the two: tools go out as prompt text, and calls come back inside the
+//     text, where the core's parser finds them.
+//   - A native back door (Cursor's agent API) implements Native. It reads
+//     Conversation, Tools and Choice, the request as the client sent it,
+//     and returns the model's own tool calls as DeltaToolCall.
+//
+// Either way the core checks every call against its tool's schema, holds
+// turns in strict mode, and asks again when a call is missing or broken. A
+// back door knows nothing of any client protocol.
 package upstream
 
 import (
@@ -13,8 +27,24 @@ import (
 // Request is one conversation sent to a back door.
 type Request struct {
 	// Model is the back door's own model id.
-	Model    string
+	Model string
+	// Messages is the conversation as text turns, the tool protocol
+	// included: what a text back door sends. Empty for a native one.
 	Messages []models.Turn
+	// Conversation is the client's conversation, system messages, tool
+	// calls and tool results included: what a native back door sends.
+	// Empty for a text one.
+	Conversation []models.Message
+	// Tools are the tools the model may call natively, and Choice how.
+	// Empty when none may be called.
+	Tools  []models.Tool
+	Choice models.ToolChoice
+	// Thinking asks for the model's reasoning.
+	Thinking bool
+	// Session identifies the client's conversation across requests (its
+	// session id, or a hash of its first messages), so that a back door
+	// with several accounts keeps a conversation on one. May be empty.
+	Session string
 	// RequestID is the gateway's request id, for logs.
 	RequestID string
 }
@@ -25,12 +55,24 @@ type DeltaKind uint8
 const (
 	DeltaText      DeltaKind = iota + 1 // the model's text, protocol markup included
 	DeltaReasoning                      // native reasoning, when the model has it
+	// DeltaToolCall is one whole tool call the model made natively: Call
+	// holds it. A native back door sends every call of a turn before it
+	// returns; a text back door sends one when its upstream calls a tool
+	// natively, and the core decides whether it is a call of the client's.
+	DeltaToolCall
+	// DeltaLength says the upstream cut the answer at its own output cap
+	// and nothing more will come: the answer's finish is "length".
+	DeltaLength
 )
 
 // Delta is one piece of the streamed reply.
 type Delta struct {
 	Kind DeltaKind
 	Text string
+	// Call is the call of a DeltaToolCall. Its ID is the upstream's own
+	// when it has one: a back door that parks a turn at its calls knows
+	// the turn again by these ids when their results come back.
+	Call models.ToolCall
 }
 
 // Upstream streams a reply to a conversation. Stream calls fn for each
@@ -38,7 +80,36 @@ type Delta struct {
 // reported none). Its errors are *models.Error, or the context's error when
 // the caller went away. When fn returns an error the stream stops, the
 // upstream request is cancelled, and that error is returned. Stream
-// returns only once nothing of the request is left running.
+// returns only once nothing of the request is left running, but what the
+// back door itself keeps for the next request (a native turn parked at
+// its tool calls).
 type Upstream interface {
 	Stream(ctx context.Context, req Request, fn func(Delta) error) (*models.Usage, error)
+}
+
+// Native is implemented by a back door that takes the conversation and
+// its tools natively (Request.Conversation, Tools and Choice) and returns
+// the model's tool calls as DeltaToolCall. Every other back door is
+// taught tools through the text protocol.
+type Native interface {
+	Upstream
+	// NativeTools reports that the back door takes tools natively.
+	NativeTools() bool
+}
+
+// IsNative reports whether up takes tools natively. Wrappers that add
+// metrics or health tracking keep the answer of the back door they wrap
+// by implementing Unwrap.
+func IsNative(up Upstream) bool {
+	for up != nil {
+		if n, ok := up.(Native); ok && n.NativeTools() {
+			return true
+		}
+		w, ok := up.(interface{ Unwrap() Upstream })
+		if !ok {
+			return false
+		}
+		up = w.Unwrap()
+	}
+	return false
 }
