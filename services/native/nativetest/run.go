@@ -43,6 +43,10 @@ type Run struct {
 	// Execs are the fake's execs and what the client answered, in the
 	// order the fake sent them (the request_context exec first).
 	Execs []ExecResult
+	// KV are the fake's KV messages and the client's answers, in order.
+	KV []KVResult
+	// Checkpoint is the conversation_checkpoint_update the fake sent.
+	Checkpoint *agentv1.ConversationStateStructure
 	// Heartbeats counts client_heartbeat messages.
 	Heartbeats int
 	// Ended is true once the handler has returned; Err is how it ended
@@ -88,11 +92,22 @@ type ExecResult struct {
 	Throw *agentv1.ExecClientThrow
 }
 
+// KVResult is one KV message the fake sent and the client's answer.
+type KVResult struct {
+	ID uint32
+	// Kind is "get_blob_args" or "set_blob_args".
+	Kind   string
+	BlobID []byte
+	// Answer is the client's answer (nil when none came).
+	Answer *agentv1.KvClientMessage
+}
+
 func (r *Run) snapshot() Run {
 	c := *r
 	c.Header = r.Header.Clone()
 	c.Messages = slices.Clone(r.Messages)
 	c.Execs = slices.Clone(r.Execs)
+	c.KV = slices.Clone(r.KV)
 	return c
 }
 
