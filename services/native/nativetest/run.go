@@ -56,16 +56,20 @@ type Run struct {
 }
 
 // UserText is the text of the run's user message.
-func (r Run) UserText() string {
-	return r.Request.GetAction().GetUserMessageAction().GetUserMessage().GetText()
-}
+func (r Run) UserText() string { return userText(r.Request) }
 
 // Model is the model the run asked for (requested_model, else model_details).
-func (r Run) Model() string {
-	if id := r.Request.GetRequestedModel().GetModelId(); id != "" {
+func (r Run) Model() string { return modelOf(r.Request) }
+
+func userText(req *agentv1.AgentRunRequest) string {
+	return req.GetAction().GetUserMessageAction().GetUserMessage().GetText()
+}
+
+func modelOf(req *agentv1.AgentRunRequest) string {
+	if id := req.GetRequestedModel().GetModelId(); id != "" {
 		return id
 	}
-	return r.Request.GetModelDetails().GetModelId()
+	return req.GetModelDetails().GetModelId()
 }
 
 // ExecResult is one exec the fake sent and the client's answer.
@@ -261,8 +265,8 @@ func (q *appendQueue) next(ctx context.Context) (*agentv1.AgentClientMessage, er
 // serveRun plays one run: it reads the run_request, checks the model, picks
 // the script and plays it, recording everything the client sends.
 func (s *Server) serveRun(ctx context.Context, run *Run, msgs <-chan *agentv1.AgentClientMessage, send func(*agentv1.AgentServerMessage) error) (err error) {
-	s.inFlite.Add(1)
-	defer s.inFlite.Add(-1)
+	s.inFlight.Add(1)
+	defer s.inFlight.Add(-1)
 	s.mu.Lock()
 	s.runs = append(s.runs, run)
 	s.mu.Unlock()
@@ -299,7 +303,7 @@ func (s *Server) serveRun(ctx context.Context, run *Run, msgs <-chan *agentv1.Ag
 	if run.Request.GetConversationState() == nil {
 		return connect.NewError(connect.CodeInvalidArgument, errors.New("Conversation state is required"))
 	}
-	if m := run.snapshotModel(); !slices.ContainsFunc(s.opts.Models, func(x Model) bool { return x.ID == m }) {
+	if m := modelOf(run.Request); !slices.ContainsFunc(s.opts.Models, func(x Model) bool { return x.ID == m }) {
 		return ErrBadModel(m)
 	}
 
@@ -331,8 +335,6 @@ func (s *Server) serveRun(ctx context.Context, run *Run, msgs <-chan *agentv1.Ag
 	}
 	return t.end(ctx, script.Usage)
 }
-
-func (r *Run) snapshotModel() string { return r.snapshot().Model() }
 
 // armName is the name of the field set in a oneof of m, or "".
 func armName(m protoreflect.Message, oneof protoreflect.Name) string {

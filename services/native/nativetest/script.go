@@ -261,7 +261,7 @@ func (t *Turn) kvRoundTrip(ctx context.Context, m *agentv1.KvServerMessage) (*ag
 func (t *Turn) end(ctx context.Context, u Usage) error {
 	state := proto.Clone(t.run.Request.GetConversationState()).(*agentv1.ConversationStateStructure)
 	if !t.s.opts.NoKV {
-		data := []byte("turn:" + t.run.UserText())
+		data := []byte("turn:" + userText(t.run.Request))
 		// A content address that differs per turn of a conversation.
 		id := sha256.Sum256(fmt.Appendf(nil, "%s/%d/%s", t.run.Request.GetConversationId(), len(state.Turns), data))
 		if err := SetBlob(id[:], data)(ctx, t); err != nil {
