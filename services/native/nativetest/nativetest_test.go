@@ -540,6 +540,17 @@ func TestGate(t *testing.T) {
 	require.NoError(t, json.Unmarshal(payload, &claims))
 	assert.InDelta(t, time.Now().Add(300*time.Millisecond).Unix(), claims.Exp, 2)
 
+	for _, key := range []string{nativetest.DefaultAPIKey, token, "wrong-key"} {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/v1/me", nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		status, body := do(t, req)
+		if key == nativetest.DefaultAPIKey {
+			assert.Equal(t, http.StatusOK, status)
+			assert.Contains(t, body, "apiKeyName")
+		} else {
+			assert.Equal(t, http.StatusUnauthorized, status, "REST calls take the raw API key, not the access token")
+		}
+	}
 	for _, tc := range []struct{ key string }{{nativetest.DefaultAPIKey}, {"wrong-key"}} {
 		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/v1/models", nil)
 		req.Header.Set("Authorization", "Bearer "+tc.key)
