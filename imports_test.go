@@ -26,6 +26,8 @@ var importRules = map[string][]string{
 	// The Cursor Agent CLI back door, and its fake for tests.
 	"services/agentcli":              {"models", "utils", "services/upstream"},
 	"services/agentcli/agentclitest": nil,
+	// The native back door's pool of Cursor API keys: no wire format.
+	"services/native/keys": {"models", "utils"},
 	// Metrics and readiness see the back door only through its contract.
 	"services/metrics":   {"models", "services/upstream"},
 	"services/readiness": {"models", "utils", "services/upstream"},
