@@ -156,7 +156,7 @@ func (p *Pool) choose(now time.Time, session string) (*key, error) {
 	for _, k := range p.keys {
 		if k.bad != "" && now.Sub(k.badAt) >= p.opts.BadRecheck {
 			p.log.Info("trying a refused Cursor API key again", "key", k.name)
-			k.bad, k.stale, k.authFails = "", true, 0
+			p.recheck(k)
 		}
 		switch {
 		case k.bad != "":
@@ -239,7 +239,11 @@ func (l *Lease) Done(o Outcome) {
 			k.stale = true
 			k.authFails++
 			if k.authFails >= 2 {
-				p.markBad(k, now, "Cursor refused a freshly exchanged access token: "+k.lastErr)
+				reason := "Cursor refused a freshly exchanged access token"
+				if o.Err != nil {
+					reason += " (" + k.lastErr + ")"
+				}
+				p.markBad(k, now, reason)
 			}
 		}
 	case Quota, RateLimited:
@@ -247,6 +251,12 @@ func (l *Lease) Done(o Outcome) {
 			p.coolDown(k, now, o.RetryAfter)
 		}
 	}
+}
+
+// recheck gives a refused key another chance: its next use exchanges
+// it again. p.mu is held.
+func (p *Pool) recheck(k *key) {
+	k.bad, k.stale, k.authFails, k.rechecking = "", true, 0, true
 }
 
 // markBad takes k out of use because Cursor refuses it. p.mu is held.
@@ -349,7 +359,7 @@ func (p *Pool) Check(ctx context.Context) error {
 	for i, k := range p.keys {
 		p.mu.Lock()
 		if k.bad != "" && p.now().Sub(k.badAt) >= p.opts.BadRecheck {
-			k.bad, k.stale, k.authFails = "", true, 0
+			p.recheck(k)
 		}
 		skip := k.bad != ""
 		p.mu.Unlock()
