@@ -15,6 +15,10 @@ import (
 	"cursor2api/utils"
 )
 
+// probeWait is the Retry-After of a 429 while the only key left is being
+// probed: about a short turn.
+const probeWait = 5 * time.Second
+
 // Lease is one use of a key: the calls of one turn (or one attempt of
 // it). Its holder must call Done exactly once with how the calls went;
 // further calls of Done are ignored.
@@ -152,6 +156,11 @@ func (p *Pool) choose(now time.Time, session string) (*key, error) {
 	var best *key
 	var bestScore uint64
 	wait, waiting := time.Duration(0), false
+	soon := func(d time.Duration) {
+		if !waiting || d < wait {
+			wait, waiting = d, true
+		}
+	}
 	var refused []string
 	for _, k := range p.keys {
 		if k.bad != "" && now.Sub(k.badAt) >= p.opts.BadRecheck {
@@ -163,13 +172,11 @@ func (p *Pool) choose(now time.Time, session string) (*key, error) {
 			refused = append(refused, k.name+": "+k.bad)
 			continue
 		case now.Before(k.coolUntil):
-			if d := k.coolUntil.Sub(now); !waiting || d < wait {
-				wait, waiting = d, true
-			}
+			soon(k.coolUntil.Sub(now))
 			continue
 		case k.probe != nil && now.Sub(k.probeAt) < p.opts.ProbeTimeout:
 			// A probe is under way: the key may be back within a turn.
-			waiting = true
+			soon(probeWait)
 			continue
 		}
 		if s := score(session, k.name); best == nil || s > bestScore {
