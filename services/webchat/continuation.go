@@ -34,10 +34,6 @@ const continueInstruction = "Your previous reply was cut off by the output limit
 // that is decided.
 const overlapWindow = 2048
 
-// minBlindOverlap is the shortest repeat dropped wherever it starts; a
-// shorter one is dropped only when it restarts a word or a line.
-const minBlindOverlap = 16
-
 // streamContinued streams req, continuing an answer cut at the upstream's
 // cap. The usage of every request adds up.
 func (c *Client) streamContinued(ctx context.Context, req upstream.Request, fn func(upstream.Delta) error) (*models.Usage, error) {
@@ -154,10 +150,10 @@ func (s *stitcher) release(drop int) error {
 // overlap returns how many bytes at the start of next repeat the end of
 // tail. decided is false while more of next could still make a longer
 // repeat (next is all found inside tail, short of its end), unless final.
-// A repeat counts when it is at least minBlindOverlap bytes long, or when
-// it restarts a word or a line (it starts tail or follows white space) and
-// holds more than white space: anything shorter is as likely the text's
-// own next characters as a repeat.
+// Which repeats count is plausible (see plausibleRepeat): a model that
+// goes on restarts a word, a line or a piece of markup, while a short
+// match in the middle of a word is as likely the text's own next
+// characters.
 func overlap(tail, next []byte, final bool) (n int, decided bool) {
 	if len(tail) == 0 || len(next) == 0 {
 		return 0, final || len(tail) == 0
@@ -166,26 +162,45 @@ func overlap(tail, next []byte, final bool) (n int, decided bool) {
 		return 0, false
 	}
 	for k := min(len(tail), len(next)); k > 0; k-- {
-		if !bytes.Equal(tail[len(tail)-k:], next[:k]) {
-			continue
-		}
-		if k >= minBlindOverlap || restartsWord(tail, k) {
+		if bytes.Equal(tail[len(tail)-k:], next[:k]) && plausibleRepeat(tail, k) {
 			return k, true
 		}
 	}
 	return 0, true
 }
 
-// restartsWord reports whether the last k bytes of tail start a word or
-// a line and hold more than white space.
-func restartsWord(tail []byte, k int) bool {
+// minBlindOverlap is the shortest repeat dropped wherever it starts.
+const minBlindOverlap = 16
+
+// minMarkupOverlap is the shortest repeat dropped when it starts at
+// punctuation (markup, JSON) rather than at a word.
+const minMarkupOverlap = 4
+
+// plausibleRepeat reports whether the last k bytes of tail, seen again at
+// the start of a continuation, are a repeat: long ones always, white
+// space alone never; a word or markup restarted after white space,
+// whatever its length (a model told not to repeat rarely doubles what it
+// stopped at); a few bytes that start or follow punctuation (markup, JSON).
+func plausibleRepeat(tail []byte, k int) bool {
 	start := len(tail) - k
-	if len(bytes.TrimSpace(tail[start:])) == 0 {
+	rep := tail[start:]
+	switch {
+	case k >= minBlindOverlap:
+		return true
+	case len(bytes.TrimSpace(rep)) == 0:
 		return false
+	case k >= minMarkupOverlap:
+		return start == 0 || !isWordByte(tail[start-1]) || !isWordByte(rep[0])
 	}
 	return start == 0 || isSpace(tail[start-1])
 }
 
 func isSpace(b byte) bool {
 	return b == ' ' || b == '\n' || b == '\t' || b == '\r'
+}
+
+// isWordByte reports whether b belongs to a word: a letter, a digit, an
+// underscore, or a byte of a non-ASCII character.
+func isWordByte(b byte) bool {
+	return b == '_' || b >= 0x80 || '0' <= b && b <= '9' || 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z'
 }

@@ -34,6 +34,10 @@ func TestOverlap(t *testing.T) {
 		{"could still grow, but the stream ended", "the quick brown", "qu", true, 0, true},
 		{"the whole answer repeated", "the quick", "the quick brown", false, 9, true},
 		{"tool markup split anywhere", `text <tool_call>{"name":"re`, `<tool_call>{"name":"read"}</tool_call>`, false, 22, true},
+		{"markup restarted at punctuation", `<invoke name="read_file">{"path":"`, `{"path":"a.go"}</invoke>`, false, 9, true},
+		{"a mark restarted after a space", `f(x, "`, `"y")`, false, 1, true},
+		{"a short match at punctuation mid-word is the text's own", `f(x`, `(y)`, false, 0, true},
+		{"a short match mid-word after punctuation is the text's own", `a.bc`, `bcd`, false, 0, true},
 		{"nothing so far", "", "abc", false, 0, true},
 		{"nothing held", "abc", "", true, 0, true},
 	}
@@ -199,4 +203,24 @@ func TestCancelMidContinuation(t *testing.T) {
 	}
 	up.Close()
 	c.HTTP.CloseIdleConnections()
+}
+
+// TestContinuationEveryCut cuts the answer at many places, inside words,
+// markup and two-byte characters alike: the stitched answer is always
+// the whole one.
+func TestContinuationEveryCut(t *testing.T) {
+	full := longAnswer()
+	// (A short repeat that starts inside a word is not told from the
+	// text's own next characters, and is kept: see plausibleRepeat.)
+	for _, overlap := range []int{0, cursortest.RestartWord, 17, 60} {
+		for capBytes := 61; capBytes < 260; capBytes += 7 {
+			up := cursortest.NewServer(t, cursortest.LengthCapped(full, capBytes, overlap, nil))
+			c := testClient(up)
+			c.MaxContinuations = 20
+			got, length, _, err := collect(t, c, context.Background())
+			require.NoError(t, err, "overlap %d, cap %d", overlap, capBytes)
+			require.False(t, length)
+			require.Equal(t, full, got, "overlap %d, cap %d", overlap, capBytes)
+		}
+	}
 }
