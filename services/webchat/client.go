@@ -1,8 +1,9 @@
 // Package webchat is the back door to Cursor's web chat: the HTTP client
 // that sends a text conversation to /api/chat and reads its Vercel AI SDK
-// event stream back as text deltas (upstream.Upstream), with the browser
-// profile, the x-is-human header, retries, the Chrome TLS fingerprint and
-// the model probe that go with it.
+// event stream back as text deltas and the model's native tool calls
+// (upstream.Upstream), continuing answers the upstream cuts at its output
+// cap, with the browser profile, the x-is-human header, retries, the
+// Chrome TLS fingerprint and the model probe that go with it.
 package webchat
 
 import (
