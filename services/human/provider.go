@@ -103,8 +103,17 @@ type Options struct {
 	// Backoff is how long the fallback is used after a failed refresh
 	// before the script is tried again.
 	Backoff time.Duration
-	Logger  *slog.Logger
+	// EmptyFallback makes Value answer ErrFallback, instead of 64 random
+	// hex digits, when no computed value is at hand (the script failed or
+	// is still running after Wait): the caller then sends the header
+	// empty, as clients do since the upstream stopped checking it.
+	EmptyFallback bool
+	Logger        *slog.Logger
 }
+
+// ErrFallback is Value's answer, with EmptyFallback, when no computed
+// value is at hand.
+var ErrFallback = errors.New("no x-is-human value computed (the challenge script failed or is still running)")
 
 type entry struct {
 	value     string
@@ -243,6 +252,9 @@ func (p *Provider) Value(ctx context.Context) (string, error) {
 		if e := p.cached.Load(); e != nil && time.Now().Before(e.expires) {
 			return e.value, nil
 		}
+	}
+	if p.opts.EmptyFallback {
+		return "", ErrFallback
 	}
 	return randomValue(), nil
 }
