@@ -62,7 +62,10 @@ type Client struct {
 	// browser the x-is-human environment poses as.
 	Profile http.Header
 	Human   HumanProvider
-	Logger  *slog.Logger
+	// HumanWait bounds the wait for Human's value (0: 5 seconds); past
+	// it the header goes out empty.
+	HumanWait time.Duration
+	Logger    *slog.Logger
 
 	// headers are BrowserHeaders(UserAgent) with Profile laid over them:
 	// the same on every request, so built once (by browserHeaders).
@@ -283,7 +286,11 @@ func (c *Client) newRequest(ctx context.Context, req upstream.Request) (*http.Re
 	if c.Human != nil {
 		// The upstream no longer checks the value (2026): a script that
 		// fails or is slow costs an empty header, never the request.
-		hctx, cancel := context.WithTimeout(ctx, humanWait)
+		wait := c.HumanWait
+		if wait <= 0 {
+			wait = defaultHumanWait
+		}
+		hctx, cancel := context.WithTimeout(ctx, wait)
 		v, err := c.Human.Value(hctx)
 		cancel()
 		switch {
@@ -297,8 +304,9 @@ func (c *Client) newRequest(ctx context.Context, req upstream.Request) (*http.Re
 	return httpReq, nil
 }
 
-// humanWait bounds how long a request waits for its x-is-human value.
-const humanWait = 5 * time.Second
+// defaultHumanWait bounds how long a request waits for its x-is-human
+// value when HumanWait is 0.
+const defaultHumanWait = 5 * time.Second
 
 // contextItem is an entry of the body's context: what the page attaches
 // to a message. The page sends its docs folder, empty, with every message
