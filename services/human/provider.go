@@ -315,23 +315,11 @@ func (p *Provider) refresh() <-chan struct{} {
 func (p *Provider) Check(ctx context.Context, script string, opts EvalOptions) (Result, string) {
 	start := time.Now()
 	scriptURL := p.opts.ScriptURL
-	fail := func(err error) (Result, string) { return Result{Err: err, Duration: time.Since(start)}, scriptURL }
 	if script == "" {
-		if scriptURL == AutoScriptURL {
-			u, err := p.findScript(ctx)
-			if err != nil {
-				return fail(err)
-			}
-			scriptURL = u
+		var err error
+		if script, scriptURL, err = p.FetchScript(ctx); err != nil {
+			return Result{Err: err, Duration: time.Since(start)}, scriptURL
 		}
-		if p.opts.Fetch == nil {
-			return fail(errors.New("no fetcher configured for the challenge script"))
-		}
-		s, err := p.opts.Fetch(ctx, scriptURL)
-		if err != nil {
-			return fail(err)
-		}
-		script = s
 	} else if scriptURL == AutoScriptURL || scriptURL == "" {
 		scriptURL = DefaultScriptURL // a file needs some URL to pose as
 	}
@@ -344,6 +332,25 @@ func (p *Provider) Check(ctx context.Context, script string, opts EvalOptions) (
 	r := Run(ctx, script, scriptURL, p.opts.Browser, budget, opts)
 	r.Duration = time.Since(start)
 	return r, scriptURL
+}
+
+// FetchScript fetches the configured challenge script, found on PageURL
+// first under SCRIPT_URL=auto. It returns the script and its URL (the
+// configured one when it could not be found).
+func (p *Provider) FetchScript(ctx context.Context) (script, scriptURL string, err error) {
+	scriptURL = p.opts.ScriptURL
+	if scriptURL == AutoScriptURL {
+		u, err := p.findScript(ctx)
+		if err != nil {
+			return "", scriptURL, err
+		}
+		scriptURL = u
+	}
+	if p.opts.Fetch == nil {
+		return "", scriptURL, errors.New("no fetcher configured for the challenge script")
+	}
+	script, err = p.opts.Fetch(ctx, scriptURL)
+	return script, scriptURL, err
 }
 
 // DefaultScriptURL is the challenge script cursor.com served when this was
