@@ -83,6 +83,7 @@ func TestModelsAutoThroughEveryDoor(t *testing.T) {
 			reqs := up.Requests()
 			require.Len(t, reqs, before+1, "%s %s: one upstream request", door.name, name)
 			assert.Equal(t, "google/gemini-3-flash", reqs[before].Model, "%s %s", door.name, name)
+			assert.Equal(t, name, gjson.Get(body, "model").String(), "%s: the answer names the model asked for", door.name)
 		}
 		status, body := post(t, gw+door.path, door.body("llama-4"), door.header)
 		assert.Equal(t, http.StatusNotFound, status, "%s: a name no alias covers: %s", door.name, body)
