@@ -296,7 +296,7 @@ func (p *Provider) refresh() <-chan struct{} {
 			p.failedUntil = time.Now().Add(p.opts.Backoff)
 			p.opts.Logger.Warn("x-is-human script failed; using the fallback value", "error", err, "script_url", scriptURL,
 				"missing_globals", res.Misses, "took", res.Duration, "retry_in", p.opts.Backoff,
-				"hint", "run `cursor2api xih` to see what the script reads")
+				"hint", "run `cursor2api doctor` (the whole handshake) or `cursor2api xih` (what the script reads)")
 		} else {
 			now := time.Now()
 			p.cached.Store(&entry{value: value, refreshAt: now.Add(p.opts.TTL * 4 / 5), expires: now.Add(p.opts.TTL)})
