@@ -86,6 +86,8 @@ func TestSteps(t *testing.T) {
 		detail  []string
 		fix     string
 		without string // never in the output (a secret)
+		// anyModel: the upstream before 2026, which accepted any id
+		anyModel bool
 	}{
 		{name: "checkpoint: none", step: Checkpoint(), page: ok, chat: ok, want: Pass, detail: []string{"answered 200", "no checkpoint page"}},
 		{name: "checkpoint: Vercel's page", step: Checkpoint(), page: checkpoint, chat: ok, want: Fail, detail: []string{"429", "security checkpoint"}, fix: "CURSOR_COOKIE"},
@@ -116,6 +118,8 @@ func TestSteps(t *testing.T) {
 			want: Fail, detail: []string{"refuses every model of MODELS", "claude-sonnet-4.6"}, fix: "MODELS=auto"},
 		{name: "models: explicit, partly refused", step: Models(), env: map[string]string{"MODELS": "gemini-3-flash,claude-sonnet-4.6"}, page: ok, chat: ok,
 			want: Warn, detail: []string{"it refuses claude-sonnet-4.6"}, fix: "MODELS=auto"},
+		{name: "models: any id accepted", step: Models(), page: ok, chat: ok, anyModel: true, want: Pass,
+			detail: []string{"accepts any model id"}},
 		{name: "models: checkpoint", step: Models(), page: ok, chat: checkpoint, want: Fail,
 			detail: []string{"could not learn the upstream's models"}, fix: "CURSOR_COOKIE"},
 
@@ -130,7 +134,11 @@ func TestSteps(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newState(t, tc.env, upstream2026(tc.page, tc.chat))
+			reply := upstream2026(tc.page, tc.chat)
+			if tc.anyModel {
+				reply = cursortest.Always(tc.chat)
+			}
+			s := newState(t, tc.env, reply)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			for _, b := range tc.before {

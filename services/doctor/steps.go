@@ -163,7 +163,7 @@ func Models() Step {
 	return Step{Name: "models", Run: func(ctx context.Context, s *State) Result {
 		allowed, err := s.Gateway.Web.AllowedModels(ctx)
 		if err != nil {
-			if strings.Contains(err.Error(), "does not restrict models") {
+			if errors.Is(err, webchat.ErrUnrestricted) {
 				return Result{Outcome: Pass, Detail: "the upstream accepts any model id"}
 			}
 			r := failure(err)

@@ -118,10 +118,15 @@ func (l *LearnedModels) State() ModelsState {
 func (l *LearnedModels) Run(ctx context.Context) {
 	for {
 		wait := l.Interval
-		if err := l.Learn(ctx); err != nil {
-			if ctx.Err() != nil {
-				return
-			}
+		switch err := l.Learn(ctx); {
+		case err == nil:
+		case ctx.Err() != nil:
+			return
+		case errors.Is(err, ErrUnrestricted):
+			// Any id works: what is published works too. Asking again
+			// soon would only cost another real chat.
+			l.Logger.Info("models: the upstream accepts any model id; keeping the published list", "published", strings.Join(l.Catalog.Names(), ", "))
+		default:
 			wait = l.Retry
 			l.Logger.Warn("models: could not learn the upstream's models; keeping the published list and retrying soon",
 				"error", err, "published", strings.Join(l.Catalog.Names(), ", "), "retry_in", wait,

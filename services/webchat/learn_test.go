@@ -225,3 +225,16 @@ func TestXIsHumanEmptyWhenTheScriptFails(t *testing.T) {
 		})
 	}
 }
+
+// An upstream that accepts any id has no list to learn: the published
+// list stays and it is not asked again soon (each probe is a real chat).
+func TestLearnedModelsUnrestrictedUpstream(t *testing.T) {
+	up := cursortest.NewServer(t, cursortest.Always(cursortest.Text(nil, "anything goes")))
+	l, logs := learner(t, up, time.Hour, 10*time.Millisecond)
+	run(t, l)
+	require.Eventually(t, func() bool { return len(up.Requests()) == 1 && l.State().LastError != "" }, 5*time.Second, 5*time.Millisecond)
+	time.Sleep(200 * time.Millisecond) // twenty Retry periods
+	assert.Len(t, up.Requests(), 1, "asked again only after Interval")
+	assert.Contains(t, logs.String(), "accepts any model id")
+	assert.Equal(t, []string{"gemini-3-flash", "gemini-3-flash-thinking"}, l.Catalog.Names())
+}
