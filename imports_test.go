@@ -58,6 +58,9 @@ var importRules = map[string][]string{
 	"scripts/nativeproto": nil,
 	// The generator of the Anthropic door's packed token ranks.
 	"scripts/mkcl100k": nil,
+	// The doctor wires the web chat as the gateway does and runs its
+	// handshake step by step.
+	"services/doctor": {"config", "models", "utils", "utils/toolproto", "services/upstream", "services/chat", "services/human", "services/webchat", "services/agentcli", "services/metrics", "services/readiness", "services"},
 	// The benchmark program runs its gateway through server, as main does.
 	"bench": {"config", "handlers/server", "models", "utils", "utils/toolproto", "services/upstream", "services/chat", "services/human", "services/webchat", "services/agentcli", "services/metrics", "services/readiness", "services/cursortest", "services", "handlers/sse", "handlers/openai", "handlers/responses", "handlers/anthropic", "handlers"},
 }

@@ -2,7 +2,8 @@
 // Anthropic Messages and OpenAI Responses APIs, with real tool calls for
 // coding agents, in front of Cursor's web chat or the Cursor Agent CLI.
 //
-// Subcommands: healthcheck (the container's HEALTHCHECK), xih (run the
+// Subcommands: healthcheck (the container's HEALTHCHECK), doctor (run the
+// web chat's handshake step by step and say what to set), xih (run the
 // x-is-human check and say what it read), version.
 package main
 
@@ -36,6 +37,8 @@ func main() {
 				os.Exit(1)
 			}
 			return
+		case "doctor":
+			os.Exit(doctorCommand(os.Args[2:], os.Stdout, os.Stderr))
 		case "xih":
 			os.Exit(xih(os.Args[2:], os.Stdout, os.Stderr))
 		}

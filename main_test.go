@@ -27,7 +27,9 @@ import (
 func startGateway(t *testing.T, env map[string]string) (url string, cancel context.CancelFunc, done <-chan error) {
 	t.Helper()
 	gin.SetMode(gin.TestMode)
-	vars := map[string]string{"X_IS_HUMAN_MODE": "static:test-x-is-human"}
+	// MODELS is explicit: with the default (auto) the gateway would ask
+	// the fake for its models in the background.
+	vars := map[string]string{"X_IS_HUMAN_MODE": "static:test-x-is-human", "MODELS": "claude-sonnet-4.6"}
 	maps.Copy(vars, env)
 	cfg, err := config.FromMap(vars)
 	require.NoError(t, err)

@@ -379,7 +379,8 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 // as a new user runs it, pointed at the fake. A static x-is-human sends a
 // fixed value without fetching the challenge script.
 func gatewayEnv(upstream string) map[string]string {
-	return map[string]string{"CURSOR_API_URL": upstream, "X_IS_HUMAN_MODE": "static:bench", "LOG_LEVEL": "warn", "MAX_CONNECTIONS": "10000"}
+	return map[string]string{"CURSOR_API_URL": upstream, "X_IS_HUMAN_MODE": "static:bench", "LOG_LEVEL": "warn", "MAX_CONNECTIONS": "10000",
+		"MODELS": "claude-sonnet-4.6"} // the fake accepts any model: nothing to learn
 }
 
 // startGateway serves the gateway on loopback as main does, through

@@ -15,6 +15,7 @@ import (
 	"path"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -51,13 +52,17 @@ type Config struct {
 	Port    int      `env:"PORT" envDefault:"8002"`
 	APIKeys []string `env:"API_KEY" envSeparator:","`
 
-	Models   []string          `env:"MODELS" envDefault:"claude-sonnet-4.6" envSeparator:","`
+	// Models are the public models; "auto" (the default) publishes what
+	// the web chat accepts, learned from it at start and refreshed.
+	Models   []string          `env:"MODELS" envDefault:"auto" envSeparator:","`
 	ModelMap map[string]string `env:"MODEL_MAP" envSeparator:"," envKeyValSeparator:"="`
 	// ModelAliases are pattern=model entries, tried in order, that map
 	// the names clients such as Claude Code send (dated ids, opus, haiku)
 	// to published models. An entry whose model is not published is
-	// skipped.
-	ModelAliases []string `env:"MODEL_ALIASES" envSeparator:"," envDefault:"claude-opus-*=claude-opus-4.6,claude-*-opus-*=claude-opus-4.6,claude-haiku-*=claude-haiku-4.5,claude-*-haiku-*=claude-haiku-4.5,claude-sonnet-4-5*=claude-sonnet-4.5,claude-*=claude-sonnet-4.6"`
+	// skipped; the model "default" is the first published model, so that
+	// the families clients send still reach a model when the upstream
+	// serves none of theirs.
+	ModelAliases []string `env:"MODEL_ALIASES" envSeparator:"," envDefault:"claude-opus-*=claude-opus-4.6,claude-*-opus-*=claude-opus-4.6,claude-haiku-*=claude-haiku-4.5,claude-*-haiku-*=claude-haiku-4.5,claude-sonnet-4-5*=claude-sonnet-4.5,claude-*=claude-sonnet-4.6,claude-*=default,gpt-*=default,o[0-9]*=default,gemini-*=default,grok-*=default"`
 
 	CursorAPIURL string `env:"CURSOR_API_URL" envDefault:"https://cursor.com/api/chat"`
 	// ScriptURL is the x-is-human challenge script; "auto" finds it on
@@ -420,7 +425,10 @@ func (c *Config) validate() error {
 	}
 	c.Models = trimmed(c.Models)
 	if len(c.Models) == 0 {
-		bad("MODELS lists no model: name at least one, e.g. MODELS=claude-sonnet-4.6")
+		bad("MODELS lists no model: use auto (what the upstream accepts) or name at least one, e.g. MODELS=gemini-3-flash")
+	}
+	if c.Backend == "web" && len(c.Models) > 1 && slices.ContainsFunc(c.Models, isAuto) {
+		bad("MODELS=%s: auto stands alone (the upstream's models); or list the models to publish without it", strings.Join(c.Models, ","))
 	}
 	errs = append(errs, c.validateLimits()...)
 	return errors.Join(errs...)
@@ -463,6 +471,12 @@ func trimmed(list []string) []string {
 	}
 	return out
 }
+
+// ModelsAuto reports whether MODELS asks for the upstream's own models
+// (MODELS=auto, the default): the web backend then learns them.
+func (c *Config) ModelsAuto() bool { return len(c.Models) == 1 && isAuto(c.Models[0]) }
+
+func isAuto(name string) bool { return strings.EqualFold(name, "auto") }
 
 // SlogLevel parses LOG_LEVEL.
 func (c *Config) SlogLevel() (slog.Level, error) {

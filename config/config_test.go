@@ -1,6 +1,7 @@
 package config
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -16,7 +17,8 @@ func TestDefaults(t *testing.T) {
 	assert.Equal(t, "127.0.0.1:8002", cfg.Addr())
 	assert.True(t, cfg.Loopback())
 	assert.Empty(t, cfg.APIKeys)
-	assert.Equal(t, []string{"claude-sonnet-4.6"}, cfg.Models)
+	assert.Equal(t, []string{"auto"}, cfg.Models, "the web chat's own models")
+	assert.True(t, cfg.ModelsAuto())
 	assert.Equal(t, XIsHuman{Kind: "script"}, cfg.XIsHuman)
 	assert.Equal(t, "https://cursor.com/api/chat", cfg.CursorAPIURL)
 	assert.Equal(t, 60*time.Second, cfg.Timeout.Duration())
@@ -34,7 +36,11 @@ func TestDefaults(t *testing.T) {
 	assert.EqualValues(t, 256<<20, cfg.ResponsesStoreBytes)
 	assert.Equal(t, time.Hour, cfg.ResponsesStoreTTL.Duration())
 	assert.Contains(t, cfg.ModelAliases, "claude-*=claude-sonnet-4.6", "Claude Code's names resolve by default")
-	assert.Equal(t, "claude-*=claude-sonnet-4.6", cfg.ModelAliases[len(cfg.ModelAliases)-1], "the catch-all comes last")
+	for _, family := range []string{"claude-*", "gpt-*", "o[0-9]*", "gemini-*"} {
+		assert.Contains(t, cfg.ModelAliases, family+"=default", "whatever the upstream serves, %s reaches it", family)
+	}
+	assert.Less(t, slices.Index(cfg.ModelAliases, "claude-*=claude-sonnet-4.6"), slices.Index(cfg.ModelAliases, "claude-*=default"),
+		"a served own target wins over the default")
 }
 
 func TestValues(t *testing.T) {
@@ -57,6 +63,7 @@ func TestValues(t *testing.T) {
 	assert.Equal(t, "http://proxy:3128", cfg.ProxyURL, "HTTPS_PROXY fills PROXY_URL")
 	assert.Equal(t, []string{"(?i)nope", "(?i)never"}, cfg.RefusalPatterns)
 	assert.Equal(t, []string{"gemini-3-flash", "claude-sonnet-4.6-thinking"}, cfg.Models)
+	assert.False(t, cfg.ModelsAuto(), "explicit models are published as given")
 	assert.Equal(t, map[string]string{"gemini-3-flash": "google/gemini-3-flash-preview", "claude-sonnet-4.6": "anthropic/claude-x"}, cfg.ModelMap)
 	assert.Equal(t, XIsHuman{Kind: "static", Static: "abc"}, cfg.XIsHuman)
 	assert.Equal(t, 0, cfg.ResponsesStoreMax, "0 keeps no responses")
@@ -106,6 +113,7 @@ func TestInvalidValues(t *testing.T) {
 		"TOOL_LOOP_MAX_REPEAT":    {"TOOL_LOOP_MAX_REPEAT": "-1"},
 		"MAX_CONTINUATIONS":       {"MAX_CONTINUATIONS": "-1"},
 		"MODELS":                  {"MODELS": " , "},
+		"MODELS=auto,":            {"MODELS": "auto,gemini-3-flash"},
 		"X_IS_HUMAN_MODE=static:": {"X_IS_HUMAN_MODE": "static:"},
 		"TLS_FINGERPRINT":         {"TLS_FINGERPRINT": "firefox"},
 		"RESPONSES_STORE_MAX":     {"RESPONSES_STORE_MAX": "-1"},

@@ -383,8 +383,8 @@ func TestClaudeE2ECountTokens(t *testing.T) {
 	assert.Greater(t, long, short+600, "the system prompt and the tools count")
 	assert.Empty(t, s.up.Requests(), "counting asks nothing upstream")
 
-	_, err := c.Messages.CountTokens(context.Background(), anthropic.MessageCountTokensParams{Model: "gpt-4o", Messages: []anthropic.MessageParam{userText("hi")}})
-	assertClaudeError(t, err, http.StatusNotFound, "not_found_error", "gpt-4o")
+	_, err := c.Messages.CountTokens(context.Background(), anthropic.MessageCountTokensParams{Model: "llama-4o", Messages: []anthropic.MessageParam{userText("hi")}})
+	assertClaudeError(t, err, http.StatusNotFound, "not_found_error", "llama-4o")
 }
 
 // assertClaudeError checks an error the library returned: the status,
@@ -488,9 +488,9 @@ func TestClaudeE2EErrors(t *testing.T) {
 	t.Run("unknown model", func(t *testing.T) {
 		s := newStack(t, nil, script(t, []string{"Hi."}))
 		bad := params
-		bad.Model = "gpt-4o"
+		bad.Model = "llama-4o"
 		_, err := s.claude("sk-any").Messages.New(context.Background(), bad)
-		assertClaudeError(t, err, http.StatusNotFound, "not_found_error", `"gpt-4o"`, "claude-sonnet-4.6")
+		assertClaudeError(t, err, http.StatusNotFound, "not_found_error", `"llama-4o"`, "claude-sonnet-4.6")
 	})
 	t.Run("too large", func(t *testing.T) {
 		s := newStack(t, map[string]string{"MAX_BODY_BYTES": "2048"}, script(t, []string{"Hi."}))

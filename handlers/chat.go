@@ -29,17 +29,19 @@ func (s *server) chatCompletions(c *gin.Context) {
 	if !ok {
 		return
 	}
+	// The answer names the model the client asked for, also when an
+	// alias chose another, as the other doors do.
 	id := "chatcmpl-" + utils.RandomString(utils.Alphanumerics, 24)
 	created := time.Now().Unix()
 	if req.Stream {
-		s.stream(c, prepared, openai.NewStreamWriter(s.eventStream(c, nil), id, req.Model, created, req.IncludeUsage))
+		s.stream(c, prepared, openai.NewStreamWriter(s.eventStream(c, nil), id, wire.Model, created, req.IncludeUsage))
 		return
 	}
 	ans, ok := s.complete(c, prepared)
 	if !ok {
 		return
 	}
-	c.PureJSON(http.StatusOK, openai.FromAnswer(id, req.Model, created, ans))
+	c.PureJSON(http.StatusOK, openai.FromAnswer(id, wire.Model, created, ans))
 }
 
 // answerStream is a door's encoder of a streamed answer.

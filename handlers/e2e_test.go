@@ -350,7 +350,7 @@ func TestE2EErrors(t *testing.T) {
 	t.Run("unknown model", func(t *testing.T) {
 		s := newStack(t, nil, script(t, []string{"unused"}))
 		_, err := s.sdk("sk-any").Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
-			Model: "gpt-4o", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")},
+			Model: "llama-4o", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")},
 		})
 		e := asAPIError(t, err)
 		assert.Equal(t, http.StatusNotFound, e.StatusCode)

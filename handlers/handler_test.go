@@ -155,8 +155,8 @@ func TestHandlerRequestErrors(t *testing.T) {
 		{"not an object", `"hello"`, 400, "", "", []string{"object"}},
 		{"messages as a string", `{"model":"claude-sonnet-4.6","messages":"hi"}`, 400, "messages", "", []string{"messages", "array"}},
 		{"stream as an object", `{"model":"claude-sonnet-4.6","stream":{},"messages":[{"role":"user","content":"hi"}]}`, 400, "stream", "", []string{"stream", "boolean"}},
-		{"unknown model", `{"model":"gpt-nope","messages":[{"role":"user","content":"hi"}]}`, 404, "model", "model_not_found",
-			[]string{`"gpt-nope"`, "claude-sonnet-4.6", "gemini-3-flash-thinking"}},
+		{"unknown model", `{"model":"llama-nope","messages":[{"role":"user","content":"hi"}]}`, 404, "model", "model_not_found",
+			[]string{`"llama-nope"`, "claude-sonnet-4.6", "gemini-3-flash-thinking"}},
 		{"missing model", `{"messages":[{"role":"user","content":"hi"}]}`, 400, "model", "", []string{"model is required", "/v1/models"}},
 		{"duplicate tool names", `{"model":"claude-sonnet-4.6","messages":[{"role":"user","content":"hi"}],"tools":[` +
 			`{"type":"function","function":{"name":"read_file"}},{"type":"function","function":{"name":"read_file"}}]}`,

@@ -490,7 +490,7 @@ func TestResponsesErrors(t *testing.T) {
 	}
 	t.Run("unknown model", func(t *testing.T) {
 		s := newStack(t, nil, script(t, []string{"unused"}))
-		_, err := s.sdk("sk-any").Responses.New(context.Background(), responses.ResponseNewParams{Model: "gpt-4o", Input: userInput("hi")})
+		_, err := s.sdk("sk-any").Responses.New(context.Background(), responses.ResponseNewParams{Model: "llama-4o", Input: userInput("hi")})
 		e := asAPIError(t, err)
 		assert.Equal(t, http.StatusNotFound, e.StatusCode)
 		assert.Equal(t, "model_not_found", e.Code)

@@ -18,12 +18,19 @@ import (
 	"cursor2api/handlers/sse"
 	"cursor2api/models"
 	"cursor2api/services/chat"
+	"cursor2api/utils"
 )
 
 // prepare hands a door's request to the core, with what the client says
 // of itself in its headers. When it returns false the error is answered.
 func (s *server) prepare(c *gin.Context, req *models.Request) (*chat.Prepared, bool) {
 	req.Client = clientOf(c.Request)
+	// Every door's names go through MODEL_ALIASES: Claude Code's claude-*
+	// and Codex's gpt-* reach what the upstream serves today.
+	if public, ok := s.Aliases.Resolve(req.Model, s.Catalog); ok && public != req.Model {
+		s.Logger.Debug("model alias", "request_id", c.GetString(keyRequestID), "asked", utils.Clip(req.Model, utils.QuoteLen), "model", public)
+		req.Model = public
+	}
 	p, err := s.Chat.Prepare(req, c.GetString(keyRequestID))
 	if err != nil {
 		writeError(c, asError(err))

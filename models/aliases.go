@@ -16,6 +16,12 @@ type Alias struct {
 // target the catalog publishes wins.
 type Aliases []Alias
 
+// DefaultTarget is the alias target that stands for the catalog's default
+// model (Catalog.Default) when no model of that name is published: the
+// upstream's list changes without notice, and a family of client names
+// (claude-*, gpt-*) must still reach a model that works.
+const DefaultTarget = "default"
+
 // ParseAliases reads "pattern=target" entries, such as the values of
 // MODEL_ALIASES.
 func ParseAliases(entries []string) (Aliases, error) {
@@ -40,7 +46,10 @@ func ParseAliases(entries []string) (Aliases, error) {
 
 // Resolve returns the public model a name stands for: the name itself
 // when the catalog publishes it, else the target of the first alias that
-// matches and is published. ok is false when neither applies.
+// matches and is published. A DefaultTarget alias is always published
+// while the catalog is not empty: it resolves to the catalog's default
+// model, its -thinking twin when the name asks for thinking. ok is false
+// when nothing applies.
 func (a Aliases) Resolve(name string, c *Catalog) (public string, ok bool) {
 	if _, ok := c.Resolve(name); ok {
 		return name, true
@@ -51,6 +60,17 @@ func (a Aliases) Resolve(name string, c *Catalog) (public string, ok bool) {
 		}
 		if _, ok := c.Resolve(al.Target); ok {
 			return al.Target, true
+		}
+		if al.Target != DefaultTarget {
+			continue
+		}
+		if def, ok := c.Default(); ok {
+			if strings.HasSuffix(name, ThinkingSuffix) {
+				if _, ok := c.Resolve(def + ThinkingSuffix); ok {
+					return def + ThinkingSuffix, true
+				}
+			}
+			return def, true
 		}
 	}
 	return "", false

@@ -180,6 +180,23 @@ func (c *Catalog) Names() []string {
 	return append([]string(nil), c.names...)
 }
 
+// Default is the model a DefaultTarget alias stands for: the first
+// published name without the -thinking suffix, else the first name. ok is
+// false when the catalog is empty.
+func (c *Catalog) Default() (name string, ok bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for _, n := range c.names {
+		if !c.resolved[n].Thinking {
+			return n, true
+		}
+	}
+	if len(c.names) == 0 {
+		return "", false
+	}
+	return c.names[0], true
+}
+
 // Resolve looks up a public model name.
 func (c *Catalog) Resolve(public string) (ResolvedModel, bool) {
 	c.mu.RLock()

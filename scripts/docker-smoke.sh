@@ -139,8 +139,8 @@ smoke() {
   out=$(curl -fsS "$base/ready") || fail "$image: /ready is not 200: $(curl -sS "$base/ready")"
   echo "   /ready: $(head -c 300 <<<"$out")"
   out=$(curl -fsS -H 'Authorization: Bearer sk-smoke' "$base/v1/models") || fail "$image: /v1/models"
-  grep -q '"claude-sonnet-4.6"' <<<"$out" || fail "$image: /v1/models lacks the default model: $out"
-  echo "   /v1/models: lists claude-sonnet-4.6"
+  grep -q '"gemini-3-flash"' <<<"$out" || fail "$image: /v1/models lacks the model learned from the upstream: $out"
+  echo "   /v1/models: lists gemini-3-flash, learned from the upstream (MODELS=auto)"
   out=$(curl -fsS -N -H 'Authorization: Bearer sk-smoke' -H 'Content-Type: application/json' \
     -d '{"model":"claude-sonnet-4.6","stream":true,"messages":[{"role":"user","content":"hi"}]}' \
     "$base/v1/chat/completions") || fail "$image: streamed chat completion"
@@ -196,7 +196,7 @@ else
   out=$(curl -fsS http://127.0.0.1:8002/health) || fail "compose: /health on the published port"
   echo "   /health on 127.0.0.1:8002: $out"
   out=$(curl -fsS -H 'Authorization: Bearer sk-smoke' http://127.0.0.1:8002/v1/models) || fail "compose: /v1/models with the key from .env"
-  grep -q '"claude-sonnet-4.6"' <<<"$out" || fail "compose: /v1/models lacks the default model: $out"
+  grep -q '"gemini-3-flash"' <<<"$out" || fail "compose: /v1/models lacks the default model: $out"
   code=$(curl -sS -o /dev/null -w '%{http_code}' http://127.0.0.1:8002/v1/models)
   [ "$code" = 401 ] || fail "compose: /v1/models without the key from .env answered $code, want 401"
   echo "   API_KEY from .env: 200 with it, 401 without"

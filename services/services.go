@@ -39,7 +39,8 @@ type Gateway struct {
 	// Agent is the Cursor Agent CLI back door; nil on the web backend.
 	Agent *agentcli.CLI
 	// Background runs what the backend keeps up to date (the agent
-	// backend's model list) until ctx ends; nil when there is nothing.
+	// backend's model list, the web chat's under MODELS=auto) until ctx
+	// ends; nil when there is nothing.
 	Background func(ctx context.Context)
 	// Metrics are the gateway's Prometheus metrics, on their own registry.
 	Metrics *metrics.Metrics
@@ -75,10 +76,7 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (*Gateway, error) {
 
 // webGateway builds the gateway on Cursor's web chat.
 func webGateway(cfg *config.Config, m *metrics.Metrics, ready *readiness.Tracker, logger *slog.Logger) (*Gateway, error) {
-	catalog, err := models.NewCatalog(cfg.Models, cfg.ModelMap)
-	if err != nil {
-		return nil, fmt.Errorf("configuration: MODELS: %w", err)
-	}
+	var err error
 	var pool *webchat.EgressPool
 	var proxyFunc func(*http.Request) (*url.URL, error)
 	if proxies := cfg.ProxyURLs(); len(proxies) > 0 {
@@ -138,7 +136,10 @@ func webGateway(cfg *config.Config, m *metrics.Metrics, ready *readiness.Tracker
 		ScriptURL: cfg.ScriptURL, PageURL: cfg.ScriptPageURL, Browser: browser, TTL: cfg.XIsHumanTTL.Duration(),
 		Fetch:     countedFetch,
 		FetchPage: human.PageFetcher(httpClient, scriptHeaders),
-		Logger:    logger,
+		// The upstream stopped checking the value: without one the header
+		// goes out empty, as other clients send it.
+		EmptyFallback: true,
+		Logger:        logger,
 	})
 	failing := func() bool { return time.Now().Before(provider.FailingUntil()) }
 	m.HumanEvaluations(provider.Evaluations, failing)
@@ -167,11 +168,55 @@ func webGateway(cfg *config.Config, m *metrics.Metrics, ready *readiness.Tracker
 		Logger:      logger,
 	}
 	web.MaxContinuations = cfg.MaxContinuations
-	core, err := newCore(cfg, catalog, ready.Upstream(m.Upstream(web)), m, logger)
+	catalog, up, background, err := webModels(cfg, web, ready, logger)
 	if err != nil {
 		return nil, err
 	}
-	return &Gateway{Catalog: catalog, Chat: core, Web: web, Human: provider, Egress: pool}, nil
+	core, err := newCore(cfg, catalog, ready.Upstream(m.Upstream(up)), m, logger)
+	if err != nil {
+		return nil, err
+	}
+	return &Gateway{Catalog: catalog, Chat: core, Web: web, Human: provider, Egress: pool, Background: background}, nil
+}
+
+// Pauses of the model list's refresh under MODELS=auto: between checks
+// when MODEL_CHECK_INTERVAL is 0, and after a failed check.
+const (
+	defaultModelCheck = 10 * time.Minute
+	modelRetry        = 30 * time.Second
+)
+
+// webModels builds the web chat's catalog. MODELS=auto publishes what the
+// upstream accepts: a fallback at once (start-up never waits for the
+// upstream), then the list learned in the background, refreshed every
+// MODEL_CHECK_INTERVAL (default 10 minutes) and whenever a request finds
+// it changed. Explicit MODELS are published as configured.
+func webModels(cfg *config.Config, web *webchat.Client, ready *readiness.Tracker, logger *slog.Logger) (*models.Catalog, upstream.Upstream, func(context.Context), error) {
+	if !cfg.ModelsAuto() {
+		catalog, err := models.NewCatalog(cfg.Models, cfg.ModelMap)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("configuration: MODELS: %w", err)
+		}
+		ready.Models = func() readiness.Models { return readiness.Models{Source: "configured", Served: catalog.Names()} }
+		return catalog, web, nil, nil
+	}
+	interval := cfg.ModelCheck.Duration()
+	if interval <= 0 {
+		interval = defaultModelCheck
+	}
+	learned, err := webchat.NewLearnedModels(web, interval, modelRetry, cfg.Timeout.Duration(), logger)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ready.Models = func() readiness.Models {
+		st := learned.State()
+		r := readiness.Models{Source: st.Source, Served: learned.Catalog.Names(), Upstream: st.Allowed, LastError: st.LastError}
+		if !st.LearnedAt.IsZero() {
+			r.LearnedAge = time.Since(st.LearnedAt).Round(time.Second).String()
+		}
+		return r
+	}
+	return learned.Catalog, learned.Guard(web), learned.Run, nil
 }
 
 // agentGateway builds the gateway on the Cursor Agent CLI. Its models are
@@ -210,6 +255,7 @@ func agentGateway(cfg *config.Config, m *metrics.Metrics, ready *readiness.Track
 		}
 	}
 	ready.Check = func(ctx context.Context) error { _, err := cli.Ready(ctx); return err }
+	ready.Models = func() readiness.Models { return readiness.Models{Source: "agent", Served: catalog.Names()} }
 	core, err := newCore(cfg, catalog, ready.Upstream(m.Upstream(cli)), m, logger)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package services
 
 import (
+	"context"
 	"log/slog"
 	"testing"
 
@@ -70,4 +71,35 @@ func TestDefaultScriptURLAgrees(t *testing.T) {
 	cfg, err := config.FromMap(map[string]string{})
 	require.NoError(t, err)
 	assert.Equal(t, human.DefaultScriptURL, cfg.ScriptURL)
+}
+
+// With no MODELS the web gateway publishes the fallback at once (start-up
+// never waits for the upstream) and learns the list in Background; with
+// explicit MODELS it publishes them and learns nothing.
+func TestFromConfigModels(t *testing.T) {
+	cases := []struct {
+		name       string
+		env        map[string]string
+		served     []string
+		source     string
+		background bool
+	}{
+		{"auto", map[string]string{}, []string{"gemini-3-flash", "gemini-3-flash-thinking"}, "fallback", true},
+		{"explicit", map[string]string{"MODELS": "claude-sonnet-4.6"}, []string{"claude-sonnet-4.6", "claude-sonnet-4.6-thinking"}, "configured", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.env["X_IS_HUMAN_MODE"] = "off"
+			cfg, err := config.FromMap(tc.env)
+			require.NoError(t, err)
+			gw, err := FromConfig(cfg, slog.New(slog.DiscardHandler))
+			require.NoError(t, err)
+			assert.Equal(t, tc.served, gw.Catalog.Names())
+			r := gw.Readiness.Report(context.Background())
+			require.NotNil(t, r.Models)
+			assert.Equal(t, tc.source, r.Models.Source)
+			assert.Equal(t, tc.served, r.Models.Served)
+			assert.Equal(t, tc.background, gw.Background != nil)
+		})
+	}
 }

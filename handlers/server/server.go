@@ -93,7 +93,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	defer stopMetrics()
 
-	if interval := cfg.ModelCheck.Duration(); interval > 0 && s.gw.Web != nil {
+	// Under MODELS=auto the gateway's Background learns the list instead.
+	if interval := cfg.ModelCheck.Duration(); interval > 0 && s.gw.Web != nil && !cfg.ModelsAuto() {
 		go webchat.WatchModels(ctx, s.gw.Web, s.gw.Catalog, interval, logger)
 	}
 	if s.gw.Background != nil {

@@ -35,6 +35,11 @@ func startGatewayLogging(t *testing.T, env map[string]string, logger *slog.Logge
 	t.Helper()
 	gin.SetMode(gin.TestMode)
 	vars := map[string]string{"X_IS_HUMAN_MODE": "static:test-x-is-human"}
+	if env["BACKEND"] != "agent" {
+		// MODELS is explicit: with the default (auto) the gateway would
+		// ask the fake web chat for its models in the background.
+		vars["MODELS"] = "claude-sonnet-4.6"
+	}
 	maps.Copy(vars, env)
 	cfg, err := config.FromMap(vars)
 	require.NoError(t, err)

@@ -1,17 +1,23 @@
 // Command fakeupstream is a stand-in for Cursor's web chat on loopback, in
 // the real frame format (services/cursortest's frames), for the Docker
 // smoke test: the gateway in the container is pointed at it. Every POST
-// gets the same short streamed reply; GET /health answers 200 so that a
-// script can wait for it.
+// for an allowed model gets the same short streamed reply, and one for
+// another model the 2026 upstream's "Invalid model" refusal (the gateway
+// learns its models from it); GET /health answers 200 so that a script
+// can wait for it.
 package main
 
 import (
 	"flag"
 	"fmt"
+	"io"
 	"log"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
+
+	"github.com/tidwall/gjson"
 
 	"cursor2api/services/cursortest"
 )
@@ -19,6 +25,7 @@ import (
 func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "loopback address to listen on")
 	reply := flag.String("reply", "Hello from the fake upstream.", "the text of every reply, streamed word by word")
+	allowed := flag.String("allowed", "google/gemini-3-flash", "the upstream model ids accepted, comma-separated (empty: any)")
 	flag.Parse()
 
 	ln, err := net.Listen("tcp", *addr)
@@ -32,6 +39,16 @@ func main() {
 		if r.Method != http.MethodPost {
 			w.WriteHeader(http.StatusOK)
 			return
+		}
+		if ids := strings.Split(*allowed, ","); *allowed != "" {
+			body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+			if model := gjson.GetBytes(body, "model").String(); !slices.Contains(ids, model) {
+				refusal := cursortest.InvalidModel(ids)
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(refusal.Status)
+				_, _ = io.WriteString(w, refusal.Body)
+				return
+			}
 		}
 		w.Header().Set("Content-Type", "text/event-stream")
 		flusher, _ := w.(http.Flusher)

@@ -103,8 +103,17 @@ type Options struct {
 	// Backoff is how long the fallback is used after a failed refresh
 	// before the script is tried again.
 	Backoff time.Duration
-	Logger  *slog.Logger
+	// EmptyFallback makes Value answer ErrFallback, instead of 64 random
+	// hex digits, when no computed value is at hand (the script failed or
+	// is still running after Wait): the caller then sends the header
+	// empty, as clients do since the upstream stopped checking it.
+	EmptyFallback bool
+	Logger        *slog.Logger
 }
+
+// ErrFallback is Value's answer, with EmptyFallback, when no computed
+// value is at hand.
+var ErrFallback = errors.New("no x-is-human value computed (the challenge script failed or is still running)")
 
 type entry struct {
 	value     string
@@ -244,6 +253,9 @@ func (p *Provider) Value(ctx context.Context) (string, error) {
 			return e.value, nil
 		}
 	}
+	if p.opts.EmptyFallback {
+		return "", ErrFallback
+	}
 	return randomValue(), nil
 }
 
@@ -284,7 +296,7 @@ func (p *Provider) refresh() <-chan struct{} {
 			p.failedUntil = time.Now().Add(p.opts.Backoff)
 			p.opts.Logger.Warn("x-is-human script failed; using the fallback value", "error", err, "script_url", scriptURL,
 				"missing_globals", res.Misses, "took", res.Duration, "retry_in", p.opts.Backoff,
-				"hint", "run `cursor2api xih` to see what the script reads")
+				"hint", "run `cursor2api doctor` (the whole handshake) or `cursor2api xih` (what the script reads)")
 		} else {
 			now := time.Now()
 			p.cached.Store(&entry{value: value, refreshAt: now.Add(p.opts.TTL * 4 / 5), expires: now.Add(p.opts.TTL)})
@@ -303,23 +315,11 @@ func (p *Provider) refresh() <-chan struct{} {
 func (p *Provider) Check(ctx context.Context, script string, opts EvalOptions) (Result, string) {
 	start := time.Now()
 	scriptURL := p.opts.ScriptURL
-	fail := func(err error) (Result, string) { return Result{Err: err, Duration: time.Since(start)}, scriptURL }
 	if script == "" {
-		if scriptURL == AutoScriptURL {
-			u, err := p.findScript(ctx)
-			if err != nil {
-				return fail(err)
-			}
-			scriptURL = u
+		var err error
+		if script, scriptURL, err = p.FetchScript(ctx); err != nil {
+			return Result{Err: err, Duration: time.Since(start)}, scriptURL
 		}
-		if p.opts.Fetch == nil {
-			return fail(errors.New("no fetcher configured for the challenge script"))
-		}
-		s, err := p.opts.Fetch(ctx, scriptURL)
-		if err != nil {
-			return fail(err)
-		}
-		script = s
 	} else if scriptURL == AutoScriptURL || scriptURL == "" {
 		scriptURL = DefaultScriptURL // a file needs some URL to pose as
 	}
@@ -332,6 +332,25 @@ func (p *Provider) Check(ctx context.Context, script string, opts EvalOptions) (
 	r := Run(ctx, script, scriptURL, p.opts.Browser, budget, opts)
 	r.Duration = time.Since(start)
 	return r, scriptURL
+}
+
+// FetchScript fetches the configured challenge script, found on PageURL
+// first under SCRIPT_URL=auto. It returns the script and its URL (the
+// configured one when it could not be found).
+func (p *Provider) FetchScript(ctx context.Context) (script, scriptURL string, err error) {
+	scriptURL = p.opts.ScriptURL
+	if scriptURL == AutoScriptURL {
+		u, err := p.findScript(ctx)
+		if err != nil {
+			return "", scriptURL, err
+		}
+		scriptURL = u
+	}
+	if p.opts.Fetch == nil {
+		return "", scriptURL, errors.New("no fetcher configured for the challenge script")
+	}
+	script, err = p.opts.Fetch(ctx, scriptURL)
+	return script, scriptURL, err
 }
 
 // DefaultScriptURL is the challenge script cursor.com served when this was

@@ -149,3 +149,34 @@ func TestZoneAgrees(t *testing.T) {
 	_, err = ny.ZoneAgrees(winter)
 	assert.Error(t, err)
 }
+
+// With EmptyFallback a request that has no computed value at hand gets
+// ErrFallback at once (a failed script) or after Wait (a slow one), never
+// a made-up value.
+func TestProviderEmptyFallback(t *testing.T) {
+	cases := []struct {
+		name    string
+		script  string
+		maxWait time.Duration
+	}{
+		{"the script throws", `window.V_C = [async function () { throw new Error("no"); }];`, 5 * time.Second},
+		{"the script never settles", `window.V_C = [function () { return new Promise(function () {}); }];`, 2 * time.Second},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = w.Write([]byte(tc.script))
+			}))
+			defer srv.Close()
+			p := NewProvider(Options{ScriptURL: srv.URL + "/c.js", Fetch: HTTPFetcher(srv.Client(), nil), Backoff: time.Hour,
+				Wait: 300 * time.Millisecond, Budget: time.Second, EmptyFallback: true})
+			start := time.Now()
+			v, err := p.Value(context.Background())
+			assert.ErrorIs(t, err, ErrFallback)
+			assert.Empty(t, v)
+			assert.Less(t, time.Since(start), tc.maxWait)
+			// Let the background evaluation end before the server closes.
+			require.Eventually(t, func() bool { return !p.LastEvaluation().At.IsZero() }, 5*time.Second, 10*time.Millisecond)
+		})
+	}
+}

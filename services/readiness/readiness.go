@@ -43,11 +43,27 @@ type Proxy struct {
 	LastError  string `json:"last_error,omitempty"`
 }
 
-// Tracker follows the gateway's readiness. Human and Egress, when set
-// before use, are read on every report.
+// Models are the models the gateway serves and where the list came from.
+type Models struct {
+	// Source is "configured" (MODELS), "upstream" (learned from it under
+	// MODELS=auto), "fallback" (MODELS=auto before the upstream told its
+	// list) or the back door's own ("agent").
+	Source string `json:"source"`
+	// Served are the public names a client may ask for.
+	Served []string `json:"served"`
+	// Upstream are the upstream ids the upstream accepts, when learned.
+	Upstream   []string `json:"upstream,omitempty"`
+	LearnedAge string   `json:"learned_age,omitempty"`
+	// LastError is why the last attempt to learn them failed.
+	LastError string `json:"last_error,omitempty"`
+}
+
+// Tracker follows the gateway's readiness. Human, Egress and Models, when
+// set before use, are read on every report.
 type Tracker struct {
 	Human  func() Human
 	Egress func() []Proxy
+	Models func() Models
 	// Check, when set, asks the back door whether it can answer without
 	// a model call (the agent CLI: binary, version, login).
 	Check func(context.Context) error
@@ -67,6 +83,7 @@ type Report struct {
 	Reasons  []string      `json:"reasons,omitempty"`
 	Config   string        `json:"config"`
 	Upstream UpstreamState `json:"upstream"`
+	Models   *Models       `json:"models,omitempty"`
 	XIsHuman *Human        `json:"x_is_human,omitempty"`
 	Backend  *Backend      `json:"backend,omitempty"`
 	Egress   []Proxy       `json:"egress,omitempty"`
@@ -173,6 +190,13 @@ func (t *Tracker) Report(ctx context.Context) Report {
 		r.Reasons = append(r.Reasons, fmt.Sprintf("the last %d upstream turns failed (latest %s ago: %s)", u.FailuresInRow, u.LastFailureAge, u.LastError))
 	}
 
+	if t.Models != nil {
+		m := t.Models()
+		r.Models = &m
+		if len(m.Served) == 0 {
+			r.Reasons = append(r.Reasons, "no model is served")
+		}
+	}
 	if t.Human != nil {
 		h := t.Human()
 		r.XIsHuman = &h

@@ -85,3 +85,25 @@ func TestReportAges(t *testing.T) {
 	assert.Equal(t, "dial tcp: connection refused", u.LastError)
 	assert.Equal(t, 1, u.FailuresInRow)
 }
+
+func TestReportModels(t *testing.T) {
+	cases := []struct {
+		name      string
+		models    Models
+		wantReady bool
+	}{
+		{"learned", Models{Source: "upstream", Served: []string{"gemini-3-flash", "gemini-3-flash-thinking"}, Upstream: []string{"google/gemini-3-flash"}}, true},
+		{"fallback with an error", Models{Source: "fallback", Served: []string{"gemini-3-flash"}, LastError: "status 429"}, true},
+		{"nothing served", Models{Source: "upstream"}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := &Tracker{Models: func() Models { return tc.models }}
+			r := tr.Report(context.Background())
+			require.NotNil(t, r.Models)
+			assert.Equal(t, tc.models, *r.Models)
+			assert.Equal(t, tc.wantReady, r.Ready, r.Reasons)
+		})
+	}
+	assert.Nil(t, (&Tracker{}).Report(context.Background()).Models, "no models part without a source")
+}

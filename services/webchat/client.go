@@ -66,7 +66,10 @@ type Client struct {
 	// browser the x-is-human environment poses as.
 	Profile http.Header
 	Human   HumanProvider
-	Logger  *slog.Logger
+	// HumanWait bounds the wait for Human's value (0: 5 seconds); past
+	// it the header goes out empty.
+	HumanWait time.Duration
+	Logger    *slog.Logger
 
 	// headers are BrowserHeaders(UserAgent) with Profile laid over them:
 	// the same on every request, so built once (by browserHeaders).
@@ -278,18 +281,20 @@ func (c *Client) newRequest(ctx context.Context, req upstream.Request) (*http.Re
 		Text string `json:"text"`
 	}
 	type message struct {
+		ID    string `json:"id"`
 		Role  string `json:"role"`
 		Parts []part `json:"parts"`
 	}
 	body := struct {
-		Context  []any     `json:"context"`
-		Model    string    `json:"model"`
-		ID       string    `json:"id"`
-		Messages []message `json:"messages"`
-		Trigger  string    `json:"trigger"`
-	}{Context: []any{}, Model: req.Model, ID: utils.RandomString(utils.Alphanumerics, 16), Trigger: "submit-message"}
+		Context  []contextItem `json:"context"`
+		Model    string        `json:"model"`
+		ID       string        `json:"id"`
+		Messages []message     `json:"messages"`
+		Trigger  string        `json:"trigger"`
+	}{Context: []contextItem{{Type: "file", FilePath: "/docs/"}}, Model: req.Model, ID: utils.RandomString(utils.Alphanumerics, 16), Trigger: "submit-message"}
 	for _, m := range req.Messages {
-		body.Messages = append(body.Messages, message{Role: string(m.Role), Parts: []part{{Type: "text", Text: m.Text}}})
+		// The page gives every message an id of its own, as the browser does.
+		body.Messages = append(body.Messages, message{ID: utils.RandomString(utils.HexDigits, 16), Role: string(m.Role), Parts: []part{{Type: "text", Text: m.Text}}})
 	}
 	payload, err := json.Marshal(body)
 	if err != nil {
@@ -307,14 +312,37 @@ func (c *Client) newRequest(ctx context.Context, req upstream.Request) (*http.Re
 		h.Set("Cookie", c.Cookie)
 	}
 	if c.Human != nil {
-		v, err := c.Human.Value(ctx)
-		if err != nil {
-			c.log(ctx, req, slog.LevelWarn, "x-is-human unavailable", "error", err)
-		} else if v != "" {
+		// The upstream no longer checks the value (2026): a script that
+		// fails or is slow costs an empty header, never the request.
+		wait := c.HumanWait
+		if wait <= 0 {
+			wait = defaultHumanWait
+		}
+		hctx, cancel := context.WithTimeout(ctx, wait)
+		v, err := c.Human.Value(hctx)
+		cancel()
+		switch {
+		case err != nil:
+			c.log(ctx, req, slog.LevelDebug, "x-is-human unavailable; sending it empty", "error", err)
+			h["X-Is-Human"] = []string{""}
+		case v != "":
 			h.Set("x-is-human", v)
 		}
 	}
 	return httpReq, nil
+}
+
+// defaultHumanWait bounds how long a request waits for its x-is-human
+// value when HumanWait is 0.
+const defaultHumanWait = 5 * time.Second
+
+// contextItem is an entry of the body's context: what the page attaches
+// to a message. The page sends its docs folder, empty, with every message
+// (2026).
+type contextItem struct {
+	Type     string `json:"type"`
+	Content  string `json:"content"`
+	FilePath string `json:"filePath"`
 }
 
 var chromeVersionRE = regexp.MustCompile(`Chrome/(\d+)`)

@@ -31,7 +31,7 @@ func (c *Client) AllowedModels(ctx context.Context) ([]string, error) {
 	var upErr *UpstreamStatusError
 	switch {
 	case err == nil || errors.Is(err, errProbeAnswered):
-		return nil, errors.New("the upstream accepted an unknown model id; it does not restrict models")
+		return nil, ErrUnrestricted
 	case errors.As(err, &upErr) && upErr.Status == http.StatusBadRequest:
 		return ParseAllowedModels(upErr.Message)
 	default:
@@ -40,6 +40,10 @@ func (c *Client) AllowedModels(ctx context.Context) ([]string, error) {
 }
 
 var errProbeAnswered = errors.New("probe answered")
+
+// ErrUnrestricted is AllowedModels' answer when the upstream accepted the
+// probe's made-up model id: it has no list to tell.
+var ErrUnrestricted = errors.New("the upstream accepted an unknown model id; it does not restrict models")
 
 // ParseAllowedModels reads the model ids out of an "Allowed models: a, b"
 // message.
