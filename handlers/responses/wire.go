@@ -174,12 +174,14 @@ type Usage struct {
 	TotalTokens         int                 `json:"total_tokens"`
 }
 
-// InputTokensDetails is part of Usage; the gateway knows of no cache.
+// InputTokensDetails is part of Usage: the part of the prompt read from
+// the upstream's cache (zero unless the back door reports it).
 type InputTokensDetails struct {
 	CachedTokens int `json:"cached_tokens"`
 }
 
-// OutputTokensDetails is part of Usage.
+// OutputTokensDetails is part of Usage: the part of the output spent
+// reasoning (zero unless the back door reports it).
 type OutputTokensDetails struct {
 	ReasoningTokens int `json:"reasoning_tokens"`
 }
