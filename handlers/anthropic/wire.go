@@ -7,7 +7,7 @@
 // count_tokens. The HTTP glue lives in package handlers.
 //
 // Request types decode leniently: fields the gateway does not use
-// (cache_control, metadata, context_management, output_config, citations,
+// (cache_control, context_management, output_config, citations,
 // defer_loading on tools, ...) are simply not declared, so unknown extras
 // never fail a request.
 package anthropic
@@ -30,6 +30,9 @@ type MessagesRequest struct {
 	Tools         []Tool      `json:"tools,omitempty"`
 	ToolChoice    *ToolChoice `json:"tool_choice,omitempty"`
 	Thinking      *Thinking   `json:"thinking,omitempty"`
+	// Metadata is kept raw: only the session in its user_id is read
+	// (SessionOf), and a shape the gateway does not know fails nothing.
+	Metadata json.RawMessage `json:"metadata,omitempty"`
 }
 
 // Message is one entry of the conversation: a user or assistant turn.

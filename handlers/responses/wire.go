@@ -8,7 +8,7 @@
 // The HTTP glue lives in package handlers.
 //
 // Requests decode leniently, as the chat-completions door does: anything
-// the gateway does not use (include, prompt_cache_key, client_metadata,
+// the gateway does not use (include, client_metadata,
 // temperature...) is simply not declared.
 package responses
 
@@ -37,6 +37,10 @@ type Request struct {
 	Text               *TextConfig       `json:"text,omitempty"`
 	Reasoning          *Reasoning        `json:"reasoning,omitempty"`
 	MaxOutputTokens    *int              `json:"max_output_tokens,omitempty"`
+	// PromptCacheKey is the client's key of the conversation (Codex sends
+	// its conversation id), kept raw so that a value of another type is
+	// ignored rather than refused.
+	PromptCacheKey json.RawMessage `json:"prompt_cache_key,omitempty"`
 }
 
 // Stored reports whether the response may be kept for
