@@ -9,9 +9,11 @@ import (
 	"net/http"
 	"os"
 	"reflect"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
@@ -25,6 +27,7 @@ import (
 // of itself in its headers. When it returns false the error is answered.
 func (s *server) prepare(c *gin.Context, req *models.Request) (*chat.Prepared, bool) {
 	req.Client = clientOf(c.Request)
+	req.Session = sessionOf(c.Request, req.Session)
 	// Every door's names go through MODEL_ALIASES: Claude Code's claude-*
 	// and Codex's gpt-* reach what the upstream serves today.
 	if public, ok := s.Aliases.Resolve(req.Model, s.Catalog); ok && public != req.Model {
@@ -205,6 +208,40 @@ func clientOf(r *http.Request) models.Client {
 		referer = r.Header.Get("Referer")
 	}
 	return models.Client{UserAgent: r.UserAgent(), Title: r.Header.Get("X-Title"), Referer: referer}
+}
+
+// maxSessionBytes bounds the client's session id: the ids agents send are
+// UUIDs, and the back door keeps a conversation per id.
+const maxSessionBytes = 200
+
+// sessionHeaders name the client's session id, first first: Claude Code's
+// (2.1.86 on), then Codex's, its thread id, spelt session-id by Codex
+// 0.169 and session_id by earlier versions (Codex sends the same id as
+// prompt_cache_key).
+var sessionHeaders = [...]string{"X-Claude-Code-Session-Id", "Session-Id", "Session_id"}
+
+// sessionOf is the client's id of the conversation: the first of
+// sessionHeaders present, else what the door read in the body (fromBody:
+// Claude Code's metadata.user_id, prompt_cache_key), trimmed and clipped
+// to maxSessionBytes of valid UTF-8. A header beats the body: it is the
+// agent's own word, where a body field may be the user's.
+func sessionOf(r *http.Request, fromBody string) string {
+	s := fromBody
+	for _, h := range sessionHeaders {
+		if v := strings.TrimSpace(r.Header.Get(h)); v != "" {
+			s = v
+			break
+		}
+	}
+	s = strings.ToValidUTF8(strings.TrimSpace(s), "")
+	if len(s) > maxSessionBytes {
+		n := maxSessionBytes
+		for !utf8.RuneStart(s[n]) {
+			n--
+		}
+		s = s[:n]
+	}
+	return s
 }
 
 // asError turns any error into the neutral error to send.

@@ -250,7 +250,7 @@ func (s *StreamWriter) Finish(r models.FinishReason, usage models.Usage) error {
 	if err := s.Event("message_delta", map[string]any{
 		"type":  "message_delta",
 		"delta": map[string]any{"stop_reason": reason, "stop_sequence": seq},
-		"usage": DeltaUsage{InputTokens: usage.InputTokens, OutputTokens: usage.OutputTokens},
+		"usage": deltaUsageOf(usage),
 	}); err != nil {
 		return err
 	}
@@ -281,6 +281,32 @@ func stopReason(r models.FinishReason, stopSeq string) (string, *string) {
 	return "end_turn", nil
 }
 
+// usageOf renders the core's usage, whose InputTokens is the whole prompt,
+// in Anthropic's convention.
+func usageOf(u models.Usage) Usage {
+	d := deltaUsageOf(u)
+	return Usage{
+		InputTokens: d.InputTokens, OutputTokens: d.OutputTokens,
+		CacheCreationInputTokens: d.CacheCreationInputTokens, CacheReadInputTokens: d.CacheReadInputTokens,
+		OutputTokensDetails: d.OutputTokensDetails,
+	}
+}
+
+func deltaUsageOf(u models.Usage) DeltaUsage {
+	d := DeltaUsage{
+		// A back door whose cache counts exceed its prompt count is wrong
+		// somewhere; a negative count would be worse for the client.
+		InputTokens:              max(0, u.InputTokens-u.CacheReadTokens-u.CacheWriteTokens),
+		OutputTokens:             u.OutputTokens,
+		CacheCreationInputTokens: u.CacheWriteTokens,
+		CacheReadInputTokens:     u.CacheReadTokens,
+	}
+	if u.ReasoningTokens > 0 {
+		d.OutputTokensDetails = &OutputTokensDetails{ThinkingTokens: u.ReasoningTokens}
+	}
+	return d
+}
+
 // FromAnswer builds a non-streaming message: thinking (when shown), text,
 // then the tool calls, cut at the first stop sequence, after which nothing
 // of the answer is kept.
@@ -305,6 +331,6 @@ func FromAnswer(id, model string, ans *models.Answer, stopSequences []string) Re
 	return Response{
 		ID: id, Type: "message", Role: "assistant", Model: model, Content: content,
 		StopReason: &reason, StopSequence: seq,
-		Usage: Usage{InputTokens: ans.Usage.InputTokens, OutputTokens: ans.Usage.OutputTokens},
+		Usage: usageOf(ans.Usage),
 	}
 }

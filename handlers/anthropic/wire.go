@@ -7,7 +7,7 @@
 // count_tokens. The HTTP glue lives in package handlers.
 //
 // Request types decode leniently: fields the gateway does not use
-// (cache_control, metadata, context_management, output_config, citations,
+// (cache_control, context_management, output_config, citations,
 // defer_loading on tools, ...) are simply not declared, so unknown extras
 // never fail a request.
 package anthropic
@@ -30,6 +30,9 @@ type MessagesRequest struct {
 	Tools         []Tool      `json:"tools,omitempty"`
 	ToolChoice    *ToolChoice `json:"tool_choice,omitempty"`
 	Thinking      *Thinking   `json:"thinking,omitempty"`
+	// Metadata is kept raw: only the session in its user_id is read
+	// (SessionOf), and a shape the gateway does not know fails nothing.
+	Metadata json.RawMessage `json:"metadata,omitempty"`
 }
 
 // Message is one entry of the conversation: a user or assistant turn.
@@ -150,19 +153,36 @@ func ToolUseBlock(id, name string, input json.RawMessage) ResponseBlock {
 	return ResponseBlock{"type": "tool_use", "id": id, "name": name, "input": input}
 }
 
-// Usage is the token accounting of a message. The cache fields are always
-// zero: the gateway caches nothing.
+// Usage is the token accounting of a message, in Anthropic's convention:
+// InputTokens is the part of the prompt neither read from nor written to
+// the cache, so that the three input fields add up to the whole prompt.
+// The cache fields are zero unless the back door reports its cache (the
+// native one does); OutputTokensDetails is there only when it reports
+// reasoning.
 type Usage struct {
-	InputTokens              int `json:"input_tokens"`
-	OutputTokens             int `json:"output_tokens"`
-	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
-	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
+	InputTokens              int                  `json:"input_tokens"`
+	OutputTokens             int                  `json:"output_tokens"`
+	CacheCreationInputTokens int                  `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int                  `json:"cache_read_input_tokens"`
+	OutputTokensDetails      *OutputTokensDetails `json:"output_tokens_details,omitempty"`
 }
 
-// DeltaUsage is the usage of message_delta.
+// DeltaUsage is the usage of message_delta: cumulative totals that
+// overwrite message_start's estimate. A client keeps message_start's
+// value of a field left out (the official SDKs' accumulators do), so the
+// cache fields and the details are sent only when not zero, which keeps
+// the event of a text back door as it always was.
 type DeltaUsage struct {
-	InputTokens  int `json:"input_tokens"`
-	OutputTokens int `json:"output_tokens"`
+	InputTokens              int                  `json:"input_tokens"`
+	OutputTokens             int                  `json:"output_tokens"`
+	CacheCreationInputTokens int                  `json:"cache_creation_input_tokens,omitempty"`
+	CacheReadInputTokens     int                  `json:"cache_read_input_tokens,omitempty"`
+	OutputTokensDetails      *OutputTokensDetails `json:"output_tokens_details,omitempty"`
+}
+
+// OutputTokensDetails breaks the output down: the tokens spent thinking.
+type OutputTokensDetails struct {
+	ThinkingTokens int `json:"thinking_tokens"`
 }
 
 // TokenCount is the response of POST /v1/messages/count_tokens.

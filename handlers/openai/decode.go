@@ -19,6 +19,7 @@ func ToRequest(req *ChatRequest) (*models.Request, error) {
 		Stream:       req.Stream,
 		IncludeUsage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage,
 		SingleCall:   req.ParallelToolCalls != nil && !*req.ParallelToolCalls,
+		Session:      String(req.PromptCacheKey),
 	}
 	for i, t := range req.Tools {
 		if t.Type != "function" && t.Type != "" {
@@ -158,4 +159,15 @@ func NamedToolChoice(name string, tools []models.Tool, param string) (models.Too
 		return models.ToolChoice{}, models.InvalidRequest(param, "tool_choice names function %q, which is not in tools", utils.Clip(name, utils.QuoteLen))
 	}
 	return models.ToolChoice{Mode: models.ChoiceFunction, Name: name}, nil
+}
+
+// String is raw when it is a JSON string, else "": for a field the gateway
+// reads only as a hint, such as prompt_cache_key, where a client's odd
+// value must not fail the request.
+func String(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return ""
+	}
+	return s
 }

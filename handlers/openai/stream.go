@@ -195,6 +195,15 @@ func FromAnswer(id, model string, created int64, ans *models.Answer) ChatComplet
 	}
 }
 
+// toUsage renders the core's usage. OpenAI has no field for the tokens
+// written to the cache: they are part of prompt_tokens and said no more.
 func toUsage(u models.Usage) Usage {
-	return Usage{PromptTokens: u.InputTokens, CompletionTokens: u.OutputTokens, TotalTokens: u.TotalTokens}
+	out := Usage{PromptTokens: u.InputTokens, CompletionTokens: u.OutputTokens, TotalTokens: u.TotalTokens}
+	if u.CacheReadTokens > 0 {
+		out.PromptTokensDetails = &PromptTokensDetails{CachedTokens: u.CacheReadTokens}
+	}
+	if u.ReasoningTokens > 0 {
+		out.CompletionTokensDetails = &CompletionTokensDetails{ReasoningTokens: u.ReasoningTokens}
+	}
+	return out
 }

@@ -30,6 +30,9 @@ type ChatRequest struct {
 	// MaxCompletionTokens, or the older MaxTokens, bounds the answer.
 	MaxCompletionTokens *int `json:"max_completion_tokens,omitempty"`
 	MaxTokens           *int `json:"max_tokens,omitempty"`
+	// PromptCacheKey is the client's key of the conversation, kept raw so
+	// that a value of another type is ignored rather than refused.
+	PromptCacheKey json.RawMessage `json:"prompt_cache_key,omitempty"`
 }
 
 // StreamOptions is the stream_options request field.
@@ -161,11 +164,29 @@ func (f *FunctionCall) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// Usage is the token accounting of a completion.
+// Usage is the token accounting of a completion. The details are left out
+// when their counts are zero (a text back door reports none): OpenAI's SDKs
+// declare them optional (openai-go's CompletionUsage tags neither
+// required), so an answer without them parses, and one from a text back
+// door stays as it always was.
 type Usage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-	TotalTokens      int `json:"total_tokens"`
+	PromptTokens            int                      `json:"prompt_tokens"`
+	CompletionTokens        int                      `json:"completion_tokens"`
+	TotalTokens             int                      `json:"total_tokens"`
+	PromptTokensDetails     *PromptTokensDetails     `json:"prompt_tokens_details,omitempty"`
+	CompletionTokensDetails *CompletionTokensDetails `json:"completion_tokens_details,omitempty"`
+}
+
+// PromptTokensDetails is part of Usage: the part of the prompt read from
+// the upstream's cache.
+type PromptTokensDetails struct {
+	CachedTokens int `json:"cached_tokens"`
+}
+
+// CompletionTokensDetails is part of Usage: the part of the completion
+// spent reasoning.
+type CompletionTokensDetails struct {
+	ReasoningTokens int `json:"reasoning_tokens"`
 }
 
 // ChatCompletion is the non-streaming response.

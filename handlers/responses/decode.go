@@ -83,6 +83,7 @@ func ToRequest(req *Request, history []json.RawMessage) (*Decoded, error) {
 		Stream:       req.Stream,
 		IncludeUsage: true,
 		SingleCall:   req.ParallelToolCalls != nil && !*req.ParallelToolCalls,
+		Session:      openai.String(req.PromptCacheKey),
 	}
 	out.Request = r
 	if rs := req.Reasoning; rs != nil && rs.Summary != nil && *rs.Summary != "" && *rs.Summary != "none" {

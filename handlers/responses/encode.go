@@ -109,8 +109,14 @@ func FromAnswer(base Response, ans *models.Answer, names Names) Response {
 	return out
 }
 
+// toUsage renders the core's usage. The Responses API has no field for
+// the tokens written to the cache: they are part of input_tokens.
 func toUsage(u models.Usage) Usage {
-	return Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, TotalTokens: u.TotalTokens}
+	return Usage{
+		InputTokens: u.InputTokens, InputTokensDetails: InputTokensDetails{CachedTokens: u.CacheReadTokens},
+		OutputTokens: u.OutputTokens, OutputTokensDetails: OutputTokensDetails{ReasoningTokens: u.ReasoningTokens},
+		TotalTokens: u.TotalTokens,
+	}
 }
 
 // OutputItems returns the response's output items as JSON, to be stored

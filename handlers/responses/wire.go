@@ -8,7 +8,7 @@
 // The HTTP glue lives in package handlers.
 //
 // Requests decode leniently, as the chat-completions door does: anything
-// the gateway does not use (include, prompt_cache_key, client_metadata,
+// the gateway does not use (include, client_metadata,
 // temperature...) is simply not declared.
 package responses
 
@@ -37,6 +37,10 @@ type Request struct {
 	Text               *TextConfig       `json:"text,omitempty"`
 	Reasoning          *Reasoning        `json:"reasoning,omitempty"`
 	MaxOutputTokens    *int              `json:"max_output_tokens,omitempty"`
+	// PromptCacheKey is the client's key of the conversation (Codex sends
+	// its conversation id), kept raw so that a value of another type is
+	// ignored rather than refused.
+	PromptCacheKey json.RawMessage `json:"prompt_cache_key,omitempty"`
 }
 
 // Stored reports whether the response may be kept for
@@ -174,12 +178,14 @@ type Usage struct {
 	TotalTokens         int                 `json:"total_tokens"`
 }
 
-// InputTokensDetails is part of Usage; the gateway knows of no cache.
+// InputTokensDetails is part of Usage: the part of the prompt read from
+// the upstream's cache (zero unless the back door reports it).
 type InputTokensDetails struct {
 	CachedTokens int `json:"cached_tokens"`
 }
 
-// OutputTokensDetails is part of Usage.
+// OutputTokensDetails is part of Usage: the part of the output spent
+// reasoning (zero unless the back door reports it).
 type OutputTokensDetails struct {
 	ReasoningTokens int `json:"reasoning_tokens"`
 }

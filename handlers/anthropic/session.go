@@ -1,0 +1,53 @@
+package anthropic
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// sessionMark precedes the session id in the user_id Claude Code sent
+// before 2.1.78: "user_<hash>_account_<uuid>_session_<uuid>" (the account
+// part may be empty).
+const sessionMark = "_session_"
+
+// SessionOf is the client's session id in a request's metadata, or "".
+// Claude Code puts it in metadata.user_id, as the tail of
+// "user_<hash>_account_<uuid>_session_<uuid>" before version 2.1.78 and,
+// from then on, as the session_id of a JSON object encoded in the string
+// ({"device_id":...,"account_uuid":...,"session_id":...}); some clients
+// send that object unencoded. Anything else, an ordinary user id included,
+// names no session: a user has many conversations.
+func SessionOf(metadata json.RawMessage) string {
+	var m struct {
+		UserID json.RawMessage `json:"user_id"`
+	}
+	if len(metadata) == 0 || json.Unmarshal(metadata, &m) != nil || len(m.UserID) == 0 {
+		return ""
+	}
+	var id string
+	if json.Unmarshal(m.UserID, &id) != nil {
+		return sessionField(m.UserID) // the object itself, unencoded
+	}
+	if strings.HasPrefix(strings.TrimSpace(id), "{") {
+		return sessionField([]byte(id))
+	}
+	if i := strings.LastIndex(id, sessionMark); i >= 0 {
+		return id[i+len(sessionMark):]
+	}
+	return ""
+}
+
+// sessionField is the session_id string of a JSON object, or "".
+func sessionField(obj []byte) string {
+	var v struct {
+		SessionID json.RawMessage `json:"session_id"`
+	}
+	if json.Unmarshal(obj, &v) != nil {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(v.SessionID, &s) != nil {
+		return ""
+	}
+	return s
+}
