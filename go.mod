@@ -3,6 +3,7 @@ module cursor2api
 go 1.26.0
 
 require (
+	connectrpc.com/connect v1.19.1
 	github.com/anthropics/anthropic-sdk-go v1.84.0
 	github.com/caarlos0/env/v11 v11.4.2
 	github.com/dop251/goja v0.0.0-20260917113740-793a2a65c13b
@@ -19,6 +20,7 @@ require (
 	go.yaml.in/yaml/v3 v3.0.5
 	golang.org/x/net v0.60.0
 	golang.org/x/text v0.42.0
+	google.golang.org/protobuf v1.36.10
 	k8s.io/api v0.33.4
 	k8s.io/apimachinery v0.33.4
 )
@@ -87,7 +89,6 @@ require (
 	golang.org/x/crypto v0.57.0 // indirect
 	golang.org/x/sync v0.23.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
-	google.golang.org/protobuf v1.36.10 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	k8s.io/klog/v2 v2.130.1 // indirect
 	k8s.io/utils v0.0.0-20241104100929-3ea5e8cea738 // indirect

@@ -26,6 +26,11 @@ var importRules = map[string][]string{
 	// The Cursor Agent CLI back door, and its fake for tests.
 	"services/agentcli":              {"models", "utils", "services/upstream"},
 	"services/agentcli/agentclitest": nil,
+	// The generated protobuf and Connect code of Cursor's native agent API.
+	"services/native/aiserverv1":                   nil,
+	"services/native/aiserverv1/aiserverv1connect": {"services/native/aiserverv1"},
+	"services/native/agentv1":                      {"services/native/aiserverv1"},
+	"services/native/agentv1/agentv1connect":       {"services/native/agentv1", "services/native/aiserverv1"},
 	// Metrics and readiness see the back door only through its contract.
 	"services/metrics":   {"models", "services/upstream"},
 	"services/readiness": {"models", "utils", "services/upstream"},
@@ -45,6 +50,8 @@ var importRules = map[string][]string{
 	"":                nil, // main: anything
 	// The Docker smoke test's fake upstream command.
 	"scripts/fakeupstream": {"services/cursortest"},
+	// Writes the native API's .proto sources from the SDK's schema listing.
+	"scripts/nativeproto": nil,
 	// The generator of the Anthropic door's packed token ranks.
 	"scripts/mkcl100k": nil,
 	// The benchmark program runs its gateway through server, as main does.
