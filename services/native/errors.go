@@ -165,4 +165,3 @@ func classify(err error, model, version string) (*models.Error, Outcome) {
 func isContext(ctx context.Context, err error) bool {
 	return ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || connect.CodeOf(err) == connect.CodeCanceled)
 }
-

@@ -209,4 +209,3 @@ func jwtExpiry(jwt string) time.Time {
 	}
 	return time.Unix(int64(sec), 0)
 }
-

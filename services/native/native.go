@@ -443,4 +443,3 @@ func (c *Client) transportFor(ctx context.Context, lease Lease) (string, error) 
 	c.log.Info("native: transport from the server's config", "transport", c.transport, "http2_config", resp.Msg.GetHttp2Config().String())
 	return c.transport, nil
 }
-
