@@ -295,7 +295,7 @@ func (c *Client) follow(ctx context.Context, r *run, fn func(upstream.Delta) err
 		}
 		if errors.Is(err, errCut) {
 			r.finish(err, Outcome{Kind: OutcomeTransient})
-			return nil, err
+			return nil, models.Upstream(http.StatusBadGateway, "upstream_incomplete", err, "Cursor's stream ended before the turn did: %v", err)
 		}
 		var me *models.Error
 		if errors.As(err, &me) {

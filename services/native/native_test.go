@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -395,6 +396,9 @@ func TestErrors(t *testing.T) {
 			if tc.retried > 0 {
 				assert.Len(t, srv.Runs(), tc.retried)
 			}
+			if tc.code == "cursor_unauthenticated" {
+				assert.Len(t, srv.CallsTo("/auth/exchange_user_api_key"), 2, "the token was exchanged again before the retry")
+			}
 		})
 	}
 }
@@ -430,4 +434,88 @@ func TestCatalogAndTransportAuto(t *testing.T) {
 	assert.ErrorContains(t, bad.Ready(t.Context()), "CURSOR_API_KEY")
 	none := newClient(t, srv, TransportSSE, func(o *Options) { o.APIKeys = nil })
 	assert.ErrorContains(t, none.Ready(t.Context()), "CURSOR_API_KEY")
+}
+
+func TestCutStream(t *testing.T) {
+	t.Run("before any output: tried once more", func(t *testing.T) {
+		var mu sync.Mutex
+		n := 0
+		srv := nativetest.NewServer(t, nativetest.Options{Script: func(*agentv1.AgentRunRequest) nativetest.Script {
+			mu.Lock()
+			defer mu.Unlock()
+			n++
+			if n == 1 {
+				return nativetest.Script{Steps: []nativetest.Step{nativetest.Cut()}}
+			}
+			return nativetest.Script{Steps: []nativetest.Step{nativetest.Text("second time")}}
+		}})
+		c := newClient(t, srv, TransportHTTP2)
+		got, usage, err := stream(t, t.Context(), c, upstream.Request{Model: "composer-2", Conversation: []models.Message{user("hi")}})
+		require.NoError(t, err)
+		require.NotNil(t, usage)
+		assert.Equal(t, "second time", got.text)
+		assert.Len(t, srv.Runs(), 2)
+	})
+	t.Run("after output: an error, never the text twice", func(t *testing.T) {
+		srv := nativetest.NewServer(t, nativetest.Options{Script: func(*agentv1.AgentRunRequest) nativetest.Script {
+			return nativetest.Script{Steps: []nativetest.Step{nativetest.Text("half"), nativetest.Cut()}}
+		}})
+		c := newClient(t, srv, TransportSSE)
+		got, _, err := stream(t, t.Context(), c, upstream.Request{Model: "composer-2", Conversation: []models.Message{user("hi")}})
+		var me *models.Error
+		require.True(t, errors.As(err, &me), "got %v", err)
+		assert.Equal(t, "upstream_incomplete", me.Code)
+		assert.Equal(t, "half", got.text)
+		assert.Len(t, srv.Runs(), 1)
+	})
+}
+
+func TestHeartbeatsAloneAreBounded(t *testing.T) {
+	srv := nativetest.NewServer(t, nativetest.Options{Script: func(*agentv1.AgentRunRequest) nativetest.Script {
+		return nativetest.Script{Steps: []nativetest.Step{nativetest.Hang(20 * time.Millisecond)}}
+	}})
+	c := newClient(t, srv, TransportHTTP2, func(o *Options) { o.StallTimeout = 300 * time.Millisecond })
+	start := time.Now()
+	_, _, err := stream(t, t.Context(), c, upstream.Request{Model: "composer-2", Conversation: []models.Message{user("hi")}})
+	var me *models.Error
+	require.True(t, errors.As(err, &me), "got %v", err)
+	assert.Equal(t, "upstream_stalled", me.Code)
+	assert.Less(t, time.Since(start), 4*time.Second)
+	assert.Eventually(t, func() bool { return srv.InFlight() == 0 }, 5*time.Second, 10*time.Millisecond)
+}
+
+func TestParkedRunSendsHeartbeats(t *testing.T) {
+	srv := nativetest.NewServer(t, nativetest.Options{Script: func(*agentv1.AgentRunRequest) nativetest.Script {
+		return nativetest.Script{Steps: []nativetest.Step{nativetest.ToolCalls(nativetest.Call{Tool: "get_weather", Args: map[string]any{"city": "X"}})}}
+	}})
+	c := newClient(t, srv, TransportSSE)
+	_, _, err := stream(t, t.Context(), c, upstream.Request{Model: "composer-2", Conversation: []models.Message{user("a")}, Tools: []models.Tool{weather}})
+	require.NoError(t, err)
+	assert.Eventually(t, func() bool { return srv.Runs()[0].Heartbeats >= 3 }, 5*time.Second, 10*time.Millisecond,
+		"client_heartbeat keeps a parked run alive")
+}
+
+func TestSystemPromptRefusedGoesIntoHistory(t *testing.T) {
+	srv := nativetest.NewServer(t, nativetest.Options{Script: func(req *agentv1.AgentRunRequest) nativetest.Script {
+		if req.CustomSystemPrompt != nil {
+			return nativetest.Script{Steps: []nativetest.Step{func(context.Context, *nativetest.Turn) error {
+				return connect.NewError(connect.CodeInvalidArgument, errors.New("--system-prompt is not enabled for this account"))
+			}}}
+		}
+		return nativetest.Script{Steps: []nativetest.Step{nativetest.Text("fine")}}
+	}})
+	c := newClient(t, srv, TransportHTTP2)
+	conv := []models.Message{{Role: models.RoleSystem, Blocks: []models.Block{{Kind: models.BlockText, Text: "Be brief."}}}, user("hi")}
+	got, _, err := stream(t, t.Context(), c, upstream.Request{Model: "composer-2", Conversation: conv})
+	require.NoError(t, err)
+	assert.Equal(t, "fine", got.text)
+	runs := srv.Runs()
+	require.Len(t, runs, 2)
+	h := runs[1].Request.GetAction().GetUserMessageAction().GetConversationHistory().GetMessages()
+	require.Len(t, h, 1)
+	assert.Contains(t, h[0].GetUser().GetContent()[0].GetText().GetText(), "Be brief.")
+
+	_, _, err = stream(t, t.Context(), c, upstream.Request{Model: "composer-2", Conversation: conv})
+	require.NoError(t, err)
+	assert.Len(t, srv.Runs(), 3, "remembered: no second refusal")
 }

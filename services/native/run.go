@@ -101,7 +101,17 @@ func (r *run) send(m *agentv1.AgentClientMessage) error {
 }
 
 // emit passes an event to the consumer, or drops it once the run ends.
+// Heartbeats and progress are dropped when the consumer is behind (a
+// parked run has none): they only keep timers alive, and the pump must
+// keep answering the server meanwhile.
 func (r *run) emit(ev event) {
+	if ev.kind == evHeartbeat || ev.kind == evProgress {
+		select {
+		case r.events <- ev:
+		default:
+		}
+		return
+	}
 	select {
 	case r.events <- ev:
 	case <-r.ctx.Done():
@@ -363,7 +373,8 @@ func (r *run) consume(ctx context.Context, fn func(upstream.Delta) error, sent *
 		case <-ctx.Done():
 			return 0, nil, ctx.Err()
 		case <-r.ctx.Done():
-			return 0, nil, context.Cause(r.ctx)
+			cause := context.Cause(r.ctx)
+			return 0, nil, models.Upstream(http.StatusBadGateway, "cursor_run_ended", cause, "the Cursor run ended: %v", cause)
 		case <-idle.C:
 			return 0, nil, models.Upstream(http.StatusGatewayTimeout, "upstream_timeout", nil,
 				"Cursor sent nothing for %s (TIMEOUT); try again or raise TIMEOUT", o.IdleTimeout)
