@@ -31,8 +31,8 @@ var importRules = map[string][]string{
 	"services/native/aiserverv1/aiserverv1connect": {"services/native/aiserverv1"},
 	"services/native/agentv1":                      {"services/native/aiserverv1"},
 	"services/native/agentv1/agentv1connect":       {"services/native/agentv1", "services/native/aiserverv1"},
-	// The fake of Cursor's native backend, for tests.
-	"services/native/nativetest": {"services/native/agentv1", "services/native/agentv1/agentv1connect", "services/native/aiserverv1", "services/native/aiserverv1/aiserverv1connect"},
+	// The fake native backend for tests speaks the generated code only.
+	"services/native/nativetest": {"services/native/agentv1", "services/native/aiserverv1", "services/native/agentv1/agentv1connect", "services/native/aiserverv1/aiserverv1connect"},
 	// Cursor's native agent API back door.
 	"services/native": {"models", "utils", "services/upstream", "services/native/agentv1", "services/native/agentv1/agentv1connect", "services/native/aiserverv1", "services/native/aiserverv1/aiserverv1connect"},
 	// Metrics and readiness see the back door only through its contract.

@@ -11,6 +11,25 @@
 // what the fake received: every run request, client message, exec result
 // and header. The behaviour follows what the official @cursor/sdk expects
 // (see sdk_test.go, which drives that client against this fake).
+//
+// A test that scripts a tool round trip:
+//
+//	srv := nativetest.NewServer(t, nativetest.Options{
+//		Script: func(req *agentv1.AgentRunRequest) nativetest.Script {
+//			return nativetest.Script{Steps: []nativetest.Step{
+//				nativetest.ToolCalls(nativetest.Call{Tool: "lookup", Args: map[string]any{"city": "Paris"}}),
+//				nativetest.TextFunc(func(rs []nativetest.ExecResult) string { return rs[len(rs)-1].Text }),
+//			}, Usage: nativetest.Usage{Input: 10, Output: 3}}
+//		},
+//	})
+//	// point the client at srv.URL with nativetest.DefaultAPIKey, run a turn, then:
+//	run := srv.Runs()[0] // run.Request, run.Execs[1].Outcome == "mcp_result.success", …
+//
+// Every run opens with a request_context exec (Options.NoRequestContext
+// turns it off), fetches the blobs of the earlier turns its
+// conversation_state names, plays the script, keeps the turn's blob with
+// set_blob, and ends with turn_ended and conversation_checkpoint_update
+// (Options.NoKV turns the KV traffic off).
 package nativetest
 
 import (
@@ -97,16 +116,16 @@ type Server struct {
 	// URL is the base URL, the SDK's CURSOR_BACKEND_URL.
 	URL string
 
-	opts    Options
-	srv     *httptest.Server
-	mu      sync.Mutex
-	calls   []HTTPCall
-	runs    []*Run
-	tokens  map[string]token // access token -> its key and expiry
-	blobs   map[string][]byte
-	queues  map[string]*appendQueue // RunSSE request id -> its appends
-	done    map[string]bool         // request ids whose run has ended
-	inFlite atomic.Int64
+	opts     Options
+	srv      *httptest.Server
+	mu       sync.Mutex
+	calls    []HTTPCall
+	runs     []*Run
+	tokens   map[string]token // access token -> its key and expiry
+	blobs    map[string][]byte
+	queues   map[string]*appendQueue // RunSSE request id -> its appends
+	done     map[string]bool         // request ids whose run has ended
+	inFlight atomic.Int64
 }
 
 type token struct {
@@ -200,7 +219,7 @@ func (s *Server) Runs() []Run {
 
 // InFlight is the number of runs whose handler is still running; a client
 // that cancels a turn brings it back to zero.
-func (s *Server) InFlight() int { return int(s.inFlite.Load()) }
+func (s *Server) InFlight() int { return int(s.inFlight.Load()) }
 
 // Blob returns a blob the fake stored (the data of a turn it set).
 func (s *Server) Blob(id []byte) ([]byte, bool) {

@@ -43,6 +43,10 @@ type Run struct {
 	// Execs are the fake's execs and what the client answered, in the
 	// order the fake sent them (the request_context exec first).
 	Execs []ExecResult
+	// KV are the fake's KV messages and the client's answers, in order.
+	KV []KVResult
+	// Checkpoint is the conversation_checkpoint_update the fake sent.
+	Checkpoint *agentv1.ConversationStateStructure
 	// Heartbeats counts client_heartbeat messages.
 	Heartbeats int
 	// Ended is true once the handler has returned; Err is how it ended
@@ -52,16 +56,20 @@ type Run struct {
 }
 
 // UserText is the text of the run's user message.
-func (r Run) UserText() string {
-	return r.Request.GetAction().GetUserMessageAction().GetUserMessage().GetText()
-}
+func (r Run) UserText() string { return userText(r.Request) }
 
 // Model is the model the run asked for (requested_model, else model_details).
-func (r Run) Model() string {
-	if id := r.Request.GetRequestedModel().GetModelId(); id != "" {
+func (r Run) Model() string { return modelOf(r.Request) }
+
+func userText(req *agentv1.AgentRunRequest) string {
+	return req.GetAction().GetUserMessageAction().GetUserMessage().GetText()
+}
+
+func modelOf(req *agentv1.AgentRunRequest) string {
+	if id := req.GetRequestedModel().GetModelId(); id != "" {
 		return id
 	}
-	return r.Request.GetModelDetails().GetModelId()
+	return req.GetModelDetails().GetModelId()
 }
 
 // ExecResult is one exec the fake sent and the client's answer.
@@ -88,11 +96,22 @@ type ExecResult struct {
 	Throw *agentv1.ExecClientThrow
 }
 
+// KVResult is one KV message the fake sent and the client's answer.
+type KVResult struct {
+	ID uint32
+	// Kind is "get_blob_args" or "set_blob_args".
+	Kind   string
+	BlobID []byte
+	// Answer is the client's answer (nil when none came).
+	Answer *agentv1.KvClientMessage
+}
+
 func (r *Run) snapshot() Run {
 	c := *r
 	c.Header = r.Header.Clone()
 	c.Messages = slices.Clone(r.Messages)
 	c.Execs = slices.Clone(r.Execs)
+	c.KV = slices.Clone(r.KV)
 	return c
 }
 
@@ -246,8 +265,8 @@ func (q *appendQueue) next(ctx context.Context) (*agentv1.AgentClientMessage, er
 // serveRun plays one run: it reads the run_request, checks the model, picks
 // the script and plays it, recording everything the client sends.
 func (s *Server) serveRun(ctx context.Context, run *Run, msgs <-chan *agentv1.AgentClientMessage, send func(*agentv1.AgentServerMessage) error) (err error) {
-	s.inFlite.Add(1)
-	defer s.inFlite.Add(-1)
+	s.inFlight.Add(1)
+	defer s.inFlight.Add(-1)
 	s.mu.Lock()
 	s.runs = append(s.runs, run)
 	s.mu.Unlock()
@@ -284,7 +303,7 @@ func (s *Server) serveRun(ctx context.Context, run *Run, msgs <-chan *agentv1.Ag
 	if run.Request.GetConversationState() == nil {
 		return connect.NewError(connect.CodeInvalidArgument, errors.New("Conversation state is required"))
 	}
-	if m := run.snapshotModel(); !slices.ContainsFunc(s.opts.Models, func(x Model) bool { return x.ID == m }) {
+	if m := modelOf(run.Request); !slices.ContainsFunc(s.opts.Models, func(x Model) bool { return x.ID == m }) {
 		return ErrBadModel(m)
 	}
 
@@ -316,8 +335,6 @@ func (s *Server) serveRun(ctx context.Context, run *Run, msgs <-chan *agentv1.Ag
 	}
 	return t.end(ctx, script.Usage)
 }
-
-func (r *Run) snapshotModel() string { return r.snapshot().Model() }
 
 // armName is the name of the field set in a oneof of m, or "".
 func armName(m protoreflect.Message, oneof protoreflect.Name) string {

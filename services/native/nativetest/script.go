@@ -239,12 +239,21 @@ func (t *Turn) kvRoundTrip(ctx context.Context, m *agentv1.KvServerMessage) (*ag
 	if err := t.Send(&agentv1.AgentServerMessage{Message: &agentv1.AgentServerMessage_KvServerMessage{KvServerMessage: m}}); err != nil {
 		return nil, err
 	}
-	if err := t.waitFor(ctx, fmt.Sprintf("the answer to KV message %d", m.Id), func() bool { return t.kv[m.Id] != nil }); err != nil {
+	err := t.waitFor(ctx, fmt.Sprintf("the answer to KV message %d", m.Id), func() bool { return t.kv[m.Id] != nil })
+	t.mu.Lock()
+	ans := t.kv[m.Id]
+	t.mu.Unlock()
+	rec := KVResult{ID: m.Id, Kind: armName(m.ProtoReflect(), "message"), BlobID: m.GetGetBlobArgs().GetBlobId(), Answer: ans}
+	if m.GetSetBlobArgs() != nil {
+		rec.BlobID = m.GetSetBlobArgs().GetBlobId()
+	}
+	t.s.mu.Lock()
+	t.run.KV = append(t.run.KV, rec)
+	t.s.mu.Unlock()
+	if err != nil {
 		return nil, err
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.kv[m.Id], nil
+	return ans, nil
 }
 
 // end closes a completed turn: the turn's blob, turn_ended, then the
@@ -252,7 +261,7 @@ func (t *Turn) kvRoundTrip(ctx context.Context, m *agentv1.KvServerMessage) (*ag
 func (t *Turn) end(ctx context.Context, u Usage) error {
 	state := proto.Clone(t.run.Request.GetConversationState()).(*agentv1.ConversationStateStructure)
 	if !t.s.opts.NoKV {
-		data := []byte("turn:" + t.run.UserText())
+		data := []byte("turn:" + userText(t.run.Request))
 		// A content address that differs per turn of a conversation.
 		id := sha256.Sum256(fmt.Appendf(nil, "%s/%d/%s", t.run.Request.GetConversationId(), len(state.Turns), data))
 		if err := SetBlob(id[:], data)(ctx, t); err != nil {
@@ -265,7 +274,13 @@ func (t *Turn) end(ctx context.Context, u Usage) error {
 	}}}); err != nil {
 		return err
 	}
-	return t.Send(&agentv1.AgentServerMessage{Message: &agentv1.AgentServerMessage_ConversationCheckpointUpdate{ConversationCheckpointUpdate: state}})
+	if err := t.Send(&agentv1.AgentServerMessage{Message: &agentv1.AgentServerMessage_ConversationCheckpointUpdate{ConversationCheckpointUpdate: state}}); err != nil {
+		return err
+	}
+	t.s.mu.Lock()
+	t.run.Checkpoint = state
+	t.s.mu.Unlock()
+	return nil
 }
 
 // Text sends text deltas.

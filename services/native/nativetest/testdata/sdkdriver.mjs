@@ -35,7 +35,7 @@ if (process.env.DRIVER_TOOL === "1") {
 }
 
 const timer = setTimeout(() => {
-  out({ type: "driver_error", message: "driver timed out" });
+  out({ type: "driver_error", error_message: "driver timed out" });
   process.exit(3);
 }, Number(process.env.DRIVER_TIMEOUT_MS || 60000));
 
@@ -53,7 +53,7 @@ try {
   }
   await agent[Symbol.asyncDispose]?.();
 } catch (e) {
-  out({ type: "driver_error", name: e?.name, message: String(e?.message ?? e), code: e?.code ?? null });
+  out({ type: "driver_error", name: e?.name, error_message: String(e?.message ?? e), code: e?.code ?? null });
   clearTimeout(timer);
   process.exit(2);
 }
