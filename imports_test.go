@@ -34,7 +34,9 @@ var importRules = map[string][]string{
 	// The fake native backend for tests speaks the generated code only.
 	"services/native/nativetest": {"services/native/agentv1", "services/native/aiserverv1", "services/native/agentv1/agentv1connect", "services/native/aiserverv1/aiserverv1connect"},
 	// Cursor's native agent API back door.
-	"services/native": {"models", "utils", "services/upstream", "services/native/agentv1", "services/native/agentv1/agentv1connect", "services/native/aiserverv1", "services/native/aiserverv1/aiserverv1connect"},
+	"services/native": {"models", "utils", "services/upstream", "services/native/keys", "services/native/agentv1", "services/native/agentv1/agentv1connect", "services/native/aiserverv1", "services/native/aiserverv1/aiserverv1connect"},
+	// The native back door's pool of Cursor API keys: no wire format.
+	"services/native/keys": {"models", "utils"},
 	// Metrics and readiness see the back door only through its contract.
 	"services/metrics":   {"models", "services/upstream"},
 	"services/readiness": {"models", "utils", "services/upstream"},
