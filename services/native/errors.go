@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"cursor2api/models"
+	"cursor2api/services/native/keys"
 	"cursor2api/services/native/aiserverv1"
 	"cursor2api/utils"
 )
@@ -107,32 +108,32 @@ func (e cursorError) rateLimited() bool {
 
 // classify turns a failed call into the client's error and the key's
 // outcome. model is the model asked for, version the client version sent.
-func classify(err error, model, version string) (*models.Error, Outcome) {
+func classify(err error, model, version string) (*models.Error, keys.Outcome) {
 	var me *models.Error
 	if errors.As(err, &me) {
-		return me, Outcome{Kind: OutcomeTransient}
+		return me, keys.Outcome{Kind: keys.Transient}
 	}
 	ce, ok := readError(err)
 	if !ok {
-		return models.Upstream(http.StatusBadGateway, "cursor_unreachable", err, "the call to Cursor failed: %v", err), Outcome{Kind: OutcomeTransient}
+		return models.Upstream(http.StatusBadGateway, "cursor_unreachable", err, "the call to Cursor failed: %v", err), keys.Outcome{Kind: keys.Transient}
 	}
 	switch ce.code {
 	case connect.CodeUnauthenticated:
 		return &models.Error{Status: http.StatusUnauthorized, Kind: models.KindAuthentication, Code: "cursor_unauthenticated", Err: err,
 				Message: "Cursor refused the credentials of CURSOR_API_KEY (unauthenticated): " + ce.said()},
-			Outcome{Kind: OutcomeUnauthorized}
+			keys.Outcome{Kind: keys.Unauthorized}
 	case connect.CodeResourceExhausted:
 		if ce.versionGated() {
 			return models.Upstream(http.StatusBadGateway, "cursor_version_gate", err,
 					"Cursor no longer accepts client version %q (%s): set CURSOR_CLIENT_VERSION to a current version", version, ce.said()),
-				Outcome{Kind: OutcomeNotKeysFault}
+				keys.Outcome{Kind: keys.NotKeysFault}
 		}
 		e := &models.Error{Status: http.StatusTooManyRequests, Kind: models.KindRateLimit, Code: "cursor_quota", Err: err,
 			Message: "Cursor's usage limit for this key is reached: " + ce.said()}
-		out := Outcome{Kind: OutcomeQuota, RetryAfter: ce.retryAfter}
+		out := keys.Outcome{Kind: keys.Quota, RetryAfter: ce.retryAfter}
 		if ce.rateLimited() {
 			e.Code, e.Message = "cursor_rate_limited", "Cursor asks to slow down: "+ce.said()
-			out.Kind = OutcomeRateLimited
+			out.Kind = keys.RateLimited
 		}
 		if ce.retryAfter > 0 {
 			e.RetryAfter = max(1, int(ce.retryAfter/time.Second))
@@ -141,24 +142,24 @@ func classify(err error, model, version string) (*models.Error, Outcome) {
 	case connect.CodePermissionDenied:
 		return models.Upstream(http.StatusBadGateway, "cursor_permission_denied", err,
 				"Cursor denied the request (%s): check the account of CURSOR_API_KEY and CURSOR_CLIENT_VERSION/CURSOR_CLIENT_TYPE", ce.said()),
-			Outcome{Kind: OutcomeNotKeysFault}
+			keys.Outcome{Kind: keys.NotKeysFault}
 	case connect.CodeInvalidArgument, connect.CodeNotFound:
 		if ce.badModel() || strings.Contains(strings.ToLower(ce.message), "model") {
 			e := models.InvalidRequest("model", "Cursor does not offer the model %q to this account (%s); GET /v1/models lists the ones it does",
 				utils.Clip(model, utils.QuoteLen), ce.said())
 			e.Code, e.Err = "model_not_found", err
-			return e, Outcome{Kind: OutcomeNotKeysFault}
+			return e, keys.Outcome{Kind: keys.NotKeysFault}
 		}
 		return models.Upstream(http.StatusBadGateway, "cursor_invalid_argument", err, "Cursor refused the request: %s", ce.said()),
-			Outcome{Kind: OutcomeNotKeysFault}
+			keys.Outcome{Kind: keys.NotKeysFault}
 	case connect.CodeCanceled:
-		return models.Upstream(http.StatusBadGateway, "cursor_canceled", err, "Cursor cancelled the run: %s", ce.said()), Outcome{Kind: OutcomeTransient}
+		return models.Upstream(http.StatusBadGateway, "cursor_canceled", err, "Cursor cancelled the run: %s", ce.said()), keys.Outcome{Kind: keys.Transient}
 	case connect.CodeDeadlineExceeded:
-		return models.Upstream(http.StatusGatewayTimeout, "upstream_timeout", err, "Cursor timed out: %s", ce.said()), Outcome{Kind: OutcomeTransient}
+		return models.Upstream(http.StatusGatewayTimeout, "upstream_timeout", err, "Cursor timed out: %s", ce.said()), keys.Outcome{Kind: keys.Transient}
 	case connect.CodeUnavailable:
-		return models.Upstream(http.StatusBadGateway, "cursor_unavailable", err, "Cursor is unavailable: %s", ce.said()), Outcome{Kind: OutcomeTransient}
+		return models.Upstream(http.StatusBadGateway, "cursor_unavailable", err, "Cursor is unavailable: %s", ce.said()), keys.Outcome{Kind: keys.Transient}
 	}
-	return models.Upstream(http.StatusBadGateway, "cursor_error", err, "Cursor failed (%s): %s", ce.code, ce.said()), Outcome{Kind: OutcomeTransient}
+	return models.Upstream(http.StatusBadGateway, "cursor_error", err, "Cursor failed (%s): %s", ce.code, ce.said()), keys.Outcome{Kind: keys.Transient}
 }
 
 // isContext reports an error that only says the caller left.

@@ -13,6 +13,7 @@ import (
 	"connectrpc.com/connect"
 
 	"cursor2api/models"
+	"cursor2api/services/native/keys"
 	"cursor2api/services/native/agentv1"
 	"cursor2api/utils"
 )
@@ -21,18 +22,18 @@ import (
 // names: GET /v1/models (REST, with the raw API key), else
 // AgentService/GetUsableModels.
 func (c *Client) ListModels(ctx context.Context) ([]models.NamedModel, error) {
-	lease, err := c.keys.Acquire(ctx, "")
+	lease, err := c.acquire(ctx, "")
 	if err != nil {
 		return nil, err
 	}
 	list, err := c.restModels(ctx, lease)
 	if err == nil {
-		lease.Done(Outcome{Kind: OutcomeOK})
+		lease.Done(keys.Outcome{Kind: keys.OK})
 		return list, nil
 	}
 	var me *models.Error
 	if errors.As(err, &me) && me.Status == http.StatusUnauthorized {
-		lease.Done(Outcome{Kind: OutcomeUnauthorized})
+		lease.Done(keys.Outcome{Kind: keys.Unauthorized})
 		return nil, err
 	}
 	list, err2 := c.usableModels(ctx, lease)
@@ -41,12 +42,12 @@ func (c *Client) ListModels(ctx context.Context) ([]models.NamedModel, error) {
 		lease.Done(o)
 		return nil, fmt.Errorf("%v; GetUsableModels: %w", err, e)
 	}
-	lease.Done(Outcome{Kind: OutcomeOK})
+	lease.Done(keys.Outcome{Kind: keys.OK})
 	return list, nil
 }
 
 // restModels is GET /v1/models.
-func (c *Client) restModels(ctx context.Context, lease Lease) ([]models.NamedModel, error) {
+func (c *Client) restModels(ctx context.Context, lease *keys.Lease) ([]models.NamedModel, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.opts.RESTURL+"/v1/models", nil)
 	if err != nil {
 		return nil, err
@@ -62,7 +63,7 @@ func (c *Client) restModels(ctx context.Context, lease Lease) ([]models.NamedMod
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized:
 		return nil, &models.Error{Status: http.StatusUnauthorized, Kind: models.KindAuthentication, Code: "cursor_bad_key",
-			Message: fmt.Sprintf("Cursor refused the API key %s listing its models: check CURSOR_API_KEY", lease.Fingerprint())}
+			Message: fmt.Sprintf("Cursor refused the API key %s listing its models: check CURSOR_API_KEY", lease.Name())}
 	case resp.StatusCode != http.StatusOK:
 		return nil, fmt.Errorf("GET /v1/models: HTTP %d: %s", resp.StatusCode, utils.Clip(strings.TrimSpace(string(body)), 200))
 	}
@@ -86,7 +87,7 @@ func (c *Client) restModels(ctx context.Context, lease Lease) ([]models.NamedMod
 }
 
 // usableModels is AgentService/GetUsableModels.
-func (c *Client) usableModels(ctx context.Context, lease Lease) ([]models.NamedModel, error) {
+func (c *Client) usableModels(ctx context.Context, lease *keys.Lease) ([]models.NamedModel, error) {
 	req := connect.NewRequest(&agentv1.GetUsableModelsRequest{})
 	c.callHeaders(lease, uuid(), false)(req.Header())
 	resp, err := c.agent.GetUsableModels(ctx, req)
@@ -162,8 +163,14 @@ func (c *Client) WatchModels(ctx context.Context, catalog *models.Catalog, allow
 // Ready reports what stops the back door from answering: no key, or the
 // last model listing's failure (a refused key, an unreachable Cursor).
 func (c *Client) Ready(ctx context.Context) error {
-	if len(c.opts.APIKeys) == 0 && c.opts.Keys == nil {
+	if c.keys == nil {
+		if c.keyErr != nil {
+			return c.keyErr
+		}
 		return errNoKey
+	}
+	if err := c.keys.Check(ctx); err != nil {
+		return err
 	}
 	c.modelsMu.Lock()
 	err := c.modelErr

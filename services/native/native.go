@@ -34,6 +34,7 @@ import (
 	"connectrpc.com/connect"
 
 	"cursor2api/models"
+	"cursor2api/services/native/keys"
 	"cursor2api/services/native/agentv1/agentv1connect"
 	"cursor2api/services/native/aiserverv1"
 	"cursor2api/services/native/aiserverv1/aiserverv1connect"
@@ -62,9 +63,10 @@ const (
 
 // Options configure a Client.
 type Options struct {
-	// Keys hands out API keys and tokens; nil: the simple source over
-	// APIKeys.
-	Keys    KeySource
+	// Keys hands out API keys and their tokens, per conversation; nil: a
+	// pool over APIKeys (none when APIKeys is empty: every request then
+	// gets an error naming CURSOR_API_KEY).
+	Keys    *keys.Pool
 	APIKeys []string
 	// ConnectURL is where Connect calls go, RESTURL where REST calls go.
 	ConnectURL, RESTURL string
@@ -95,13 +97,16 @@ type Options struct {
 // Client is the native back door. It implements upstream.Native.
 type Client struct {
 	opts   Options
-	keys   KeySource
+	keys   *keys.Pool // nil without a usable key
 	agent  agentv1connect.AgentServiceClient // over HTTP
 	agent2 agentv1connect.AgentServiceClient // over HTTP/2
 	bidi   aiserverv1connect.BidiServiceClient
 	config aiserverv1connect.ServerConfigServiceClient
 	park   *parking
 	log    *slog.Logger
+
+	// keyErr is why there is no pool (a malformed CURSOR_API_KEY).
+	keyErr *models.Error
 
 	// systemDenied is set once Cursor refuses custom_system_prompt for
 	// this account: system text then goes at the head of the history.
@@ -164,8 +169,15 @@ func New(o Options) *Client {
 	}
 	c := &Client{opts: o, log: o.Logger, park: newParking(o.ParkMax, o.ParkTTL, o.ParkBytes)}
 	c.keys = o.Keys
-	if c.keys == nil {
-		c.keys = newExchangeKeys(o.APIKeys, o.ConnectURL, o.HTTP, c.clientHeaders)
+	if c.keys == nil && len(o.APIKeys) > 0 {
+		h := http.Header{}
+		c.clientHeaders(h)
+		pool, err := keys.New(keys.Options{Keys: o.APIKeys, BaseURL: o.ConnectURL, HTTP: o.HTTP, Header: h, Logger: o.Logger})
+		if err != nil {
+			c.keyErr = models.Upstream(http.StatusServiceUnavailable, "cursor_bad_key_config", err, "%v", err)
+		} else {
+			c.keys = pool
+		}
 	}
 	opts := []connect.ClientOption{connect.WithReadMaxBytes(64 << 20)}
 	c.agent = agentv1connect.NewAgentServiceClient(o.HTTP, o.ConnectURL, opts...)
@@ -211,7 +223,7 @@ func (c *Client) clientHeaders(h http.Header) {
 }
 
 // callHeaders are the headers of one run's calls.
-func (c *Client) callHeaders(lease Lease, requestID string, sse bool) func(http.Header) {
+func (c *Client) callHeaders(lease *keys.Lease, requestID string, sse bool) func(http.Header) {
 	return func(h http.Header) {
 		c.clientHeaders(h)
 		h.Set("Authorization", "Bearer "+lease.AccessToken())
@@ -249,6 +261,37 @@ func (c *Client) Stream(ctx context.Context, req upstream.Request, fn func(upstr
 		}
 	}
 	return c.fresh(ctx, req, fn, &sent)
+}
+
+// acquire leases a key for a conversation.
+func (c *Client) acquire(ctx context.Context, session string) (*keys.Lease, error) {
+	if c.keys == nil {
+		if c.keyErr != nil {
+			return nil, c.keyErr
+		}
+		return nil, errNoKey
+	}
+	return c.keys.Acquire(ctx, session)
+}
+
+// sessionOf is the conversation's session for the key pool: the client's
+// own, else a hash of what starts the conversation (its system text and
+// first user message), which stays the same as it grows.
+func sessionOf(req upstream.Request) string {
+	if req.Session != "" {
+		return req.Session
+	}
+	var system, first string
+	for _, m := range req.Conversation {
+		if m.Role == models.RoleSystem && system == "" {
+			system = m.Text()
+		}
+		if m.Role == models.RoleUser {
+			first = m.Text()
+			break
+		}
+	}
+	return keys.SessionHash(req.Model, system, first)
 }
 
 // errRunGone is a parked run found closed when its results came.
@@ -290,24 +333,25 @@ func (c *Client) follow(ctx context.Context, r *run, fn func(upstream.Delta) err
 	switch {
 	case err != nil:
 		if isContext(ctx, err) || ctx.Err() != nil {
-			r.finish(ctx.Err(), Outcome{Kind: OutcomeOK})
+			r.finish(ctx.Err(), keys.Outcome{Kind: keys.OK})
 			return nil, ctx.Err()
 		}
 		if errors.Is(err, errCut) {
-			r.finish(err, Outcome{Kind: OutcomeTransient})
+			r.finish(err, keys.Outcome{Kind: keys.Transient, Err: err})
 			return nil, models.Upstream(http.StatusBadGateway, "upstream_incomplete", err, "Cursor's stream ended before the turn did: %v", err)
 		}
 		var me *models.Error
 		if errors.As(err, &me) {
-			r.finish(err, Outcome{Kind: OutcomeTransient})
+			r.finish(err, keys.Outcome{Kind: keys.Transient, Err: err})
 			return nil, err
 		}
 		if _, ok := readError(err); !ok {
 			// fn's own error, or the run's cause: passed on as it is.
-			r.finish(err, Outcome{Kind: OutcomeOK})
+			r.finish(err, keys.Outcome{Kind: keys.OK})
 			return nil, err
 		}
 		e, o := classify(err, r.model, c.opts.ClientVersion)
+		o.Err = e
 		r.finish(err, o)
 		return nil, e
 	case st == stepParked:
@@ -320,7 +364,7 @@ func (c *Client) follow(ctx context.Context, r *run, fn func(upstream.Delta) err
 		}
 		return nil, nil
 	}
-	r.finish(errTurnDone, Outcome{Kind: OutcomeOK})
+	r.finish(errTurnDone, keys.Outcome{Kind: keys.OK})
 	return usage, nil
 }
 
@@ -330,6 +374,10 @@ func (c *Client) follow(ctx context.Context, r *run, fn func(upstream.Delta) err
 func (c *Client) fresh(ctx context.Context, req upstream.Request, fn func(upstream.Delta) error, sent *bool) (*models.Usage, error) {
 	var lastErr error
 	retried, systemRetried := false, false
+	otherKeys := 0
+	if c.keys != nil {
+		otherKeys = c.keys.Len() - 1
+	}
 	for {
 		usage, err := c.attempt(ctx, req, fn, sent)
 		if err == nil || *sent || ctx.Err() != nil {
@@ -350,6 +398,11 @@ func (c *Client) fresh(ctx context.Context, req upstream.Request, fn func(upstre
 		case errors.As(err, &me) && me.Code == "cursor_unauthenticated" && !retried:
 			retried = true
 			continue
+		case errors.As(err, &me) && me.Kind == models.KindRateLimit && otherKeys > 0:
+			// The pool rests the key; the conversation's next key is tried.
+			otherKeys--
+			c.log.Info("native: key resting; trying the conversation's next key", "request_id", req.RequestID, "code", me.Code)
+			continue
 		}
 		break
 	}
@@ -367,25 +420,25 @@ var errSystemPromptDenied = errors.New("custom system prompt refused")
 
 // attempt is one fresh run.
 func (c *Client) attempt(ctx context.Context, req upstream.Request, fn func(upstream.Delta) error, sent *bool) (*models.Usage, error) {
-	lease, err := c.keys.Acquire(ctx, req.Session)
+	lease, err := c.acquire(ctx, sessionOf(req))
 	if err != nil {
 		return nil, err
 	}
 	transport, err := c.transportFor(ctx, lease)
 	if err != nil {
-		lease.Done(Outcome{Kind: OutcomeTransient})
+		lease.Done(keys.Outcome{Kind: keys.Transient})
 		return nil, err
 	}
 	runID, convID := uuid(), uuid()
 	plan, err := buildRun(req, runID, convID, uuid(), c.systemDenied.Load())
 	if err != nil {
-		lease.Done(Outcome{Kind: OutcomeNotKeysFault})
+		lease.Done(keys.Outcome{Kind: keys.NotKeysFault})
 		return nil, err
 	}
 	rctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	r := &run{
 		c: c, id: runID, convID: convID, model: req.Model, lease: lease,
-		log: c.log.With("request_id", req.RequestID, "run", runID, "key", lease.Fingerprint()),
+		log: c.log.With("request_id", req.RequestID, "run", runID, "key", lease.Name()),
 		ctx: rctx, cancel: cancel, events: make(chan event, 64), done: make(chan struct{}),
 		reqCtx: plan.reqCtx, names: plan.names, blobs: newBlobStore(c.opts.RunBlobBytes),
 	}
@@ -414,7 +467,7 @@ func (c *Client) attempt(ctx context.Context, req upstream.Request, fn func(upst
 
 // transportFor is the transport runs use: the configured one, or, for
 // auto, the one GetServerConfig's http2_config asks for (asked once).
-func (c *Client) transportFor(ctx context.Context, lease Lease) (string, error) {
+func (c *Client) transportFor(ctx context.Context, lease *keys.Lease) (string, error) {
 	if c.opts.Transport != TransportAuto {
 		return c.opts.Transport, nil
 	}

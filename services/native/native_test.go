@@ -519,3 +519,31 @@ func TestSystemPromptRefusedGoesIntoHistory(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, srv.Runs(), 3, "remembered: no second refusal")
 }
+
+func TestQuotaMovesToTheNextKey(t *testing.T) {
+	var mu sync.Mutex
+	n := 0
+	srv := nativetest.NewServer(t, nativetest.Options{APIKeys: []string{"key_one", "key_two"}, Script: func(*agentv1.AgentRunRequest) nativetest.Script {
+		mu.Lock()
+		defer mu.Unlock()
+		n++
+		if n == 1 {
+			return nativetest.Script{Steps: []nativetest.Step{nativetest.Fail(nativetest.ErrQuota())}}
+		}
+		return nativetest.Script{Steps: []nativetest.Step{nativetest.Text("from the other key")}}
+	}})
+	c := newClient(t, srv, TransportSSE, func(o *Options) { o.APIKeys = []string{"key_one", "key_two"} })
+	got, _, err := stream(t, t.Context(), c, upstream.Request{Model: "composer-2", Session: "s1", Conversation: []models.Message{user("hi")}})
+	require.NoError(t, err)
+	assert.Equal(t, "from the other key", got.text)
+	runs := srv.Runs()
+	require.Len(t, runs, 2)
+	assert.NotEqual(t, runs[0].Header.Get("Authorization"), runs[1].Header.Get("Authorization"), "the retry used the other key")
+	cooling := 0
+	for _, k := range c.keys.Snapshot() {
+		if k.State == "cooling" {
+			cooling++
+		}
+	}
+	assert.Equal(t, 1, cooling, "the key that hit its quota rests")
+}

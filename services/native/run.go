@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"cursor2api/models"
+	"cursor2api/services/native/keys"
 	"cursor2api/services/native/agentv1"
 	"cursor2api/services/upstream"
 	"cursor2api/utils"
@@ -58,7 +59,7 @@ type run struct {
 	id     string // run_id, the x-request-id
 	convID string
 	model  string
-	lease  Lease
+	lease  *keys.Lease
 	conn   conn
 	log    *slog.Logger
 
@@ -325,10 +326,10 @@ func (r *run) alive() bool {
 
 // abort ends the run: the upstream call is cancelled and every goroutine
 // of the run has returned when it does.
-func (r *run) abort(cause error) { r.finish(cause, Outcome{Kind: OutcomeOK}) }
+func (r *run) abort(cause error) { r.finish(cause, keys.Outcome{Kind: keys.OK}) }
 
 // finish ends the run once, reporting the key's outcome.
-func (r *run) finish(cause error, o Outcome) {
+func (r *run) finish(cause error, o keys.Outcome) {
 	r.endOnce.Do(func() {
 		r.cancel(cause)
 		r.conn.Close()
