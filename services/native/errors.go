@@ -12,8 +12,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"cursor2api/models"
-	"cursor2api/services/native/keys"
 	"cursor2api/services/native/aiserverv1"
+	"cursor2api/services/native/keys"
 	"cursor2api/utils"
 )
 

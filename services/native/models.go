@@ -13,8 +13,8 @@ import (
 	"connectrpc.com/connect"
 
 	"cursor2api/models"
-	"cursor2api/services/native/keys"
 	"cursor2api/services/native/agentv1"
+	"cursor2api/services/native/keys"
 	"cursor2api/utils"
 )
 

@@ -34,10 +34,10 @@ import (
 	"connectrpc.com/connect"
 
 	"cursor2api/models"
-	"cursor2api/services/native/keys"
 	"cursor2api/services/native/agentv1/agentv1connect"
 	"cursor2api/services/native/aiserverv1"
 	"cursor2api/services/native/aiserverv1/aiserverv1connect"
+	"cursor2api/services/native/keys"
 	"cursor2api/services/upstream"
 )
 
@@ -97,7 +97,7 @@ type Options struct {
 // Client is the native back door. It implements upstream.Native.
 type Client struct {
 	opts   Options
-	keys   *keys.Pool // nil without a usable key
+	keys   *keys.Pool                        // nil without a usable key
 	agent  agentv1connect.AgentServiceClient // over HTTP
 	agent2 agentv1connect.AgentServiceClient // over HTTP/2
 	bidi   aiserverv1connect.BidiServiceClient

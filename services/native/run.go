@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"cursor2api/models"
-	"cursor2api/services/native/keys"
 	"cursor2api/services/native/agentv1"
+	"cursor2api/services/native/keys"
 	"cursor2api/services/upstream"
 	"cursor2api/utils"
 )
