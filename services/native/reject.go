@@ -3,6 +3,7 @@ package native
 import (
 	"strings"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"cursor2api/services/native/agentv1"
@@ -84,4 +85,81 @@ func refuseInto(result protoreflect.Message) bool {
 		return true
 	}
 	return false
+}
+
+// queryPaths says, for each kind of interaction query (its field number
+// in InteractionQuery), where the refusing arm sits in the response of the
+// same field number in InteractionResponse: the field numbers to follow,
+// and whether the innermost message takes the refusal as its field 1
+// (reason or error). A question for a human is refused: there is none.
+var queryPaths = map[protowire.Number]struct {
+	path   []protowire.Number
+	reason bool
+}{
+	2:  {[]protowire.Number{2}, true},    // web search: rejected{reason}
+	3:  {[]protowire.Number{1, 3}, true}, // ask question: result.rejected{reason}
+	4:  {[]protowire.Number{2}, true},    // switch mode: rejected{reason}
+	7:  {[]protowire.Number{1, 2}, true}, // create plan: result.error{error}
+	9:  {[]protowire.Number{2}, true},    // web fetch: rejected{reason}
+	10: {[]protowire.Number{3}, false},   // PR management: rejected
+	11: {[]protowire.Number{2}, false},   // MCP auth: rejected
+	12: {[]protowire.Number{2}, false},   // generate image: rejected
+	13: {[]protowire.Number{2}, false},   // replace env: failure
+	14: {[]protowire.Number{2}, false},   // connect SCM: rejected
+}
+
+// queryRefusal answers an interaction query (declared as a stub: its id
+// and kind are read from its raw fields) with the refusing arm of its
+// response. ok is false for a query the gateway cannot read or answer.
+func queryRefusal(q *agentv1.InteractionQuery) (*agentv1.InteractionResponse, bool) {
+	raw := q.ProtoReflect().GetUnknown()
+	var id uint64
+	var kind protowire.Number
+	for len(raw) > 0 {
+		num, typ, n := protowire.ConsumeTag(raw)
+		if n < 0 {
+			return nil, false
+		}
+		raw = raw[n:]
+		if num == 1 && typ == protowire.VarintType {
+			v, m := protowire.ConsumeVarint(raw)
+			if m < 0 {
+				return nil, false
+			}
+			id, raw = v, raw[m:]
+			continue
+		}
+		if typ == protowire.BytesType {
+			if _, ok := queryPaths[num]; ok && kind == 0 {
+				kind = num
+			}
+		}
+		m := protowire.ConsumeFieldValue(num, typ, raw)
+		if m < 0 {
+			return nil, false
+		}
+		raw = raw[m:]
+	}
+	p, ok := queryPaths[kind]
+	if !ok {
+		return nil, false
+	}
+	var inner []byte
+	if p.reason {
+		inner = protowire.AppendTag(inner, 1, protowire.BytesType)
+		inner = protowire.AppendString(inner, refusal)
+	}
+	for i := len(p.path) - 1; i >= 0; i-- {
+		var outer []byte
+		outer = protowire.AppendTag(outer, p.path[i], protowire.BytesType)
+		inner = protowire.AppendBytes(outer, inner)
+	}
+	var out []byte
+	out = protowire.AppendTag(out, 1, protowire.VarintType)
+	out = protowire.AppendVarint(out, id)
+	out = protowire.AppendTag(out, kind, protowire.BytesType)
+	out = protowire.AppendBytes(out, inner)
+	resp := &agentv1.InteractionResponse{}
+	resp.ProtoReflect().SetUnknown(out)
+	return resp, true
 }

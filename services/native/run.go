@@ -173,9 +173,13 @@ func (r *run) handle(m *agentv1.AgentServerMessage) {
 		r.log.Debug("native: the server aborted an exec", "id", msg.ExecServerControlMessage.GetAbort().GetId())
 		r.emit(event{kind: evProgress})
 	case *agentv1.AgentServerMessage_InteractionQuery:
-		// A question for a human (approve a web search, switch mode):
-		// there is none. Unanswered, the model goes on without it.
-		r.log.Warn("native: the server asked the client a question; left unanswered")
+		// A question for a human (approve a web search, switch mode,
+		// answer the model): there is none, so it is refused.
+		if resp, ok := queryRefusal(msg.InteractionQuery); ok {
+			_ = r.send(&agentv1.AgentClientMessage{Message: &agentv1.AgentClientMessage_InteractionResponse{InteractionResponse: resp}})
+		} else {
+			r.log.Warn("native: the server asked the client a question the gateway cannot read; left unanswered")
+		}
 		r.emit(event{kind: evProgress})
 	default:
 		r.emit(event{kind: evProgress})
