@@ -90,9 +90,16 @@ type runPlan struct {
 // MCP tools. systemInHistory puts the system text at the head of the
 // history instead, for accounts that may not replace the system prompt.
 func buildRun(req upstream.Request, runID, convID, messageID string, systemInHistory bool) (*runPlan, error) {
+	conv := req.Conversation
+	if len(conv) == 0 {
+		// A core that sends text turns only: they are the conversation.
+		for _, t := range req.Messages {
+			conv = append(conv, models.Message{Role: t.Role, Blocks: []models.Block{{Kind: models.BlockText, Text: t.Text}}})
+		}
+	}
 	var system []string
 	var rest []models.Message
-	for _, m := range req.Conversation {
+	for _, m := range conv {
 		if m.Role == models.RoleSystem {
 			if t := m.Text(); strings.TrimSpace(t) != "" {
 				system = append(system, t)

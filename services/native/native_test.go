@@ -547,3 +547,16 @@ func TestQuotaMovesToTheNextKey(t *testing.T) {
 	}
 	assert.Equal(t, 1, cooling, "the key that hit its quota rests")
 }
+
+func TestTextTurnsStandInForTheConversation(t *testing.T) {
+	srv := nativetest.NewServer(t, nativetest.Options{})
+	c := newClient(t, srv, TransportHTTP2)
+	_, _, err := stream(t, t.Context(), c, upstream.Request{Model: "composer-2", Messages: []models.Turn{
+		{Role: models.RoleSystem, Text: "sys"}, {Role: models.RoleUser, Text: "one"}, {Role: models.RoleAssistant, Text: "two"}, {Role: models.RoleUser, Text: "three"},
+	}})
+	require.NoError(t, err)
+	r := srv.Runs()[0]
+	assert.Equal(t, "three", r.UserText())
+	assert.Equal(t, "sys", r.Request.GetCustomSystemPrompt())
+	assert.Len(t, r.Request.GetAction().GetUserMessageAction().GetConversationHistory().GetMessages(), 2)
+}
