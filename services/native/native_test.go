@@ -331,6 +331,23 @@ func TestParkingBounds(t *testing.T) {
 		assert.Len(t, srv.Runs(), 3)
 		assert.Len(t, srv.Runs()[2].Request.GetAction().GetUserMessageAction().GetConversationHistory().GetMessages(), 3)
 	})
+	t.Run("memory", func(t *testing.T) {
+		blob := make([]byte, 600<<10)
+		srv := nativetest.NewServer(t, nativetest.Options{Script: func(*agentv1.AgentRunRequest) nativetest.Script {
+			return nativetest.Script{Steps: []nativetest.Step{
+				nativetest.SetBlob([]byte(newCallID()), blob),
+				nativetest.ToolCalls(nativetest.Call{Tool: "get_weather", Args: map[string]any{"city": "X"}}),
+			}}
+		}})
+		c := newClient(t, srv, TransportHTTP2, func(o *Options) { o.ParkBytes = 1 << 20 })
+		req := upstream.Request{Model: "composer-2", Conversation: []models.Message{user("a")}, Tools: []models.Tool{weather}}
+		for range 2 {
+			_, _, err := stream(t, t.Context(), c, req)
+			require.NoError(t, err)
+		}
+		assert.Equal(t, 1, c.Parked(), "two runs of 600 KiB of blobs do not fit in 1 MiB: the older went")
+		assert.Eventually(t, func() bool { r := srv.Runs(); return len(r) == 2 && r[0].Ended }, 5*time.Second, 10*time.Millisecond)
+	})
 	t.Run("ttl", func(t *testing.T) {
 		srv := nativetest.NewServer(t, nativetest.Options{Script: script})
 		c := newClient(t, srv, TransportSSE, func(o *Options) { o.ParkTTL = 200 * time.Millisecond })
@@ -377,6 +394,8 @@ func TestErrors(t *testing.T) {
 		{name: "quota", opts: nativetest.Options{Script: fail(nativetest.ErrQuota())}, status: 429, code: "cursor_quota", says: "usage limit", retried: 1},
 		{name: "unauthenticated", opts: nativetest.Options{Script: fail(nativetest.ErrUnauthenticated())}, status: 401, code: "cursor_unauthenticated", says: "CURSOR_API_KEY", retried: 2},
 		{name: "bad model", model: "gpt-nonexistent", status: 400, code: "model_not_found", says: "gpt-nonexistent", retried: 1},
+		{name: "permission denied", opts: nativetest.Options{Script: fail(connect.NewError(connect.CodePermissionDenied, errors.New("team admin blocks this client")))},
+			status: 502, code: "cursor_permission_denied", says: "CURSOR_CLIENT_VERSION", retried: 1},
 		{name: "cut twice", opts: nativetest.Options{Script: fail(nil)}, status: 502, code: "upstream_incomplete", says: "twice", retried: 2},
 	}
 	for _, tc := range cases {
