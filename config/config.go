@@ -82,6 +82,11 @@ type Config struct {
 	// UserAgent overrides the profile's User-Agent; empty: the profile's.
 	UserAgent string `env:"USER_AGENT"`
 
+	// MaxContinuations is how many times the web chat back door asks for
+	// the rest of an answer the upstream cut at its output cap (0: never;
+	// the answer then finishes "length").
+	MaxContinuations int `env:"MAX_CONTINUATIONS" envDefault:"3"`
+
 	MaxInputLength   int   `env:"MAX_INPUT_LENGTH" envDefault:"200000"`
 	MaxBodyBytes     int64 `env:"MAX_BODY_BYTES" envDefault:"33554432"`
 	MaxToolCallBytes int   `env:"MAX_TOOL_CALL_BYTES" envDefault:"1048576"`
@@ -344,6 +349,9 @@ func (c *Config) validate() error {
 	}
 	if c.MaxDuration.Duration() < 0 {
 		bad("MAX_DURATION must not be negative (0 = no total limit)")
+	}
+	if c.MaxContinuations < 0 || c.MaxContinuations > 20 {
+		bad("MAX_CONTINUATIONS=%d: use 0 (never continue a cut answer) to 20", c.MaxContinuations)
 	}
 	if d := c.PingInterval.Duration(); d < time.Second || d > time.Minute {
 		bad("PING_INTERVAL=%s: must be between 1 and 60 seconds", d)

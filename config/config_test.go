@@ -23,6 +23,7 @@ func TestDefaults(t *testing.T) {
 	assert.Equal(t, 15*time.Second, cfg.PingInterval.Duration())
 	assert.Equal(t, "script", cfg.XIsHumanMode)
 	assert.Equal(t, 2, cfg.ToolLoopMax)
+	assert.Equal(t, 3, cfg.MaxContinuations)
 	assert.Equal(t, "chrome", cfg.Fingerprint)
 	assert.Equal(t, "auto", cfg.KiloToolStrict)
 	assert.Equal(t, []string{"roocode", "kilocode", "cline"}, cfg.StrictAgents)
@@ -41,7 +42,7 @@ func TestValues(t *testing.T) {
 		"HOST": "0.0.0.0", "PORT": "9000", "API_KEY": " k1 , k2,, ",
 		"MODELS":    "gemini-3-flash, claude-sonnet-4.6-thinking",
 		"MODEL_MAP": "gemini-3-flash=google/gemini-3-flash-preview,claude-sonnet-4.6=anthropic/claude-x",
-		"TIMEOUT":   "2m", "MAX_DURATION": "90", "KILO_TOOL_STRICT": "true", "HTTPS_PROXY": "http://proxy:3128",
+		"TIMEOUT":   "2m", "MAX_DURATION": "90", "MAX_CONTINUATIONS": "0", "KILO_TOOL_STRICT": "true", "HTTPS_PROXY": "http://proxy:3128",
 		"X_IS_HUMAN_MODE": "static:abc", "REFUSAL_PATTERNS": "(?i)nope;;(?i)never",
 		"RESPONSES_STORE_MAX": "0", "RESPONSES_STORE_TTL": "10m",
 		"MODEL_ALIASES": "claude-*=gemini-3-flash,gpt-?=claude-sonnet-4.6",
@@ -51,6 +52,7 @@ func TestValues(t *testing.T) {
 	assert.Equal(t, []string{"k1", "k2"}, cfg.APIKeys)
 	assert.Equal(t, 2*time.Minute, cfg.Timeout.Duration())
 	assert.Equal(t, 90*time.Second, cfg.MaxDuration.Duration())
+	assert.Equal(t, 0, cfg.MaxContinuations, "0 turns continuations off")
 	assert.Equal(t, "true", cfg.KiloToolStrict)
 	assert.Equal(t, "http://proxy:3128", cfg.ProxyURL, "HTTPS_PROXY fills PROXY_URL")
 	assert.Equal(t, []string{"(?i)nope", "(?i)never"}, cfg.RefusalPatterns)
@@ -127,6 +129,7 @@ func TestInvalidValues(t *testing.T) {
 		"PROXY_URL":               {"PROXY_URL": "nothing"},
 		"REFUSAL_PATTERNS":        {"REFUSAL_PATTERNS": "(unclosed"},
 		"TOOL_LOOP_MAX_REPEAT":    {"TOOL_LOOP_MAX_REPEAT": "-1"},
+		"MAX_CONTINUATIONS":       {"MAX_CONTINUATIONS": "-1"},
 		"MODELS":                  {"MODELS": " , "},
 		"X_IS_HUMAN_MODE=static:": {"X_IS_HUMAN_MODE": "static:"},
 		"TLS_FINGERPRINT":         {"TLS_FINGERPRINT": "firefox"},

@@ -177,6 +177,7 @@ func webGateway(cfg *config.Config, m *metrics.Metrics, ready *readiness.Tracker
 		Human:       provider,
 		Logger:      logger,
 	}
+	web.MaxContinuations = cfg.MaxContinuations
 	core, err := newCore(cfg, catalog, ready.Upstream(m.Upstream(web)), m, logger)
 	if err != nil {
 		return nil, err

@@ -13,7 +13,7 @@ type Observer interface {
 	// was known (strict mode, or a whole answer).
 	HeldTurn()
 	// Retry is the one second turn asked, with its reason: one of
-	// RetryBadCall, RetryMissingCall, RetryRefusal.
+	// RetryBadCall, RetryMissingCall, RetryRefusal, RetryEmpty.
 	Retry(reason string)
 	// BadCall is a call that could not be sent, with a reason of a fixed
 	// small set (see BadCallReason).
@@ -25,6 +25,8 @@ const (
 	RetryBadCall     = "bad_call"
 	RetryMissingCall = "missing_call"
 	RetryRefusal     = "refusal"
+	// RetryEmpty is a turn that said nothing and called nothing.
+	RetryEmpty = "empty"
 )
 
 // BadCallReason names the reason of a bad call by a label fit for a

@@ -223,6 +223,14 @@ func (t *turnSink) heldText() string {
 	return b.String()
 }
 
+// empty reports that the turn said nothing and called nothing, and so
+// nothing of it reached the client: a slip to ask again, never an empty
+// answer to send (the web chat's persona ends a turn at a call of its own
+// tools with no text).
+func (t *turnSink) empty() bool {
+	return t.calls == 0 && len(t.bad) == 0 && !t.sentAny && strings.TrimSpace(t.heldText()) == ""
+}
+
 // finish sends whatever is still held: the turn is final.
 func (t *turnSink) finish() error { return t.release() }
 

@@ -69,9 +69,12 @@ const (
 type Delta struct {
 	Kind DeltaKind
 	Text string
-	// Call is the call of a DeltaToolCall. Its ID is the upstream's own
-	// when it has one: a back door that parks a turn at its calls knows
-	// the turn again by these ids when their results come back.
+	// Call is the call of a DeltaToolCall. A back door that must know
+	// its calls again when their results come back (a native turn parked
+	// at its calls) gives each an ID of the core's form, "call_" and
+	// alphanumerics: the doors re-prefix that form (Anthropic's toolu_),
+	// so it comes back as the part after the first '_'. The core replaces
+	// an id of any other form with one of its own.
 	Call models.ToolCall
 }
 

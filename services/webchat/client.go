@@ -1,8 +1,9 @@
 // Package webchat is the back door to Cursor's web chat: the HTTP client
 // that sends a text conversation to /api/chat and reads its Vercel AI SDK
-// event stream back as text deltas (upstream.Upstream), with the browser
-// profile, the x-is-human header, retries, the Chrome TLS fingerprint and
-// the model probe that go with it.
+// event stream back as text deltas and the model's native tool calls
+// (upstream.Upstream), continuing answers the upstream cuts at its output
+// cap, with the browser profile, the x-is-human header, retries, the
+// Chrome TLS fingerprint and the model probe that go with it.
 package webchat
 
 import (
@@ -53,6 +54,9 @@ type Client struct {
 	// MaxDuration, when positive, caps a whole request however much it
 	// keeps flowing.
 	MaxDuration time.Duration
+	// MaxContinuations is how many times an answer the upstream cut at
+	// its output cap is continued (0: never); see continuation.go.
+	MaxContinuations int
 	// Cookie is sent as is (e.g. a _vcrcs cookie from a browser that
 	// passed the Vercel checkpoint), besides any cookie the jar holds.
 	Cookie string
@@ -100,34 +104,49 @@ const maxFrame = 8 << 20
 // retryBackoff is the pause before the one retry of a failed attempt.
 const retryBackoff = 500 * time.Millisecond
 
-// Stream implements upstream.Upstream. An attempt that fails before any output with
-// a 403 (after refreshing x-is-human), a 5xx or a connection error is
-// retried once; every other failure is final.
+// Stream implements upstream.Upstream. An attempt that fails before any
+// output with a 403 (after refreshing x-is-human), a 5xx or a connection
+// error is retried once; every other failure is final. An answer the
+// upstream cuts at its own output cap is continued (see continuation.go).
 func (c *Client) Stream(ctx context.Context, req upstream.Request, fn func(upstream.Delta) error) (*models.Usage, error) {
 	if c.MaxDuration > 0 {
 		var cancelMax context.CancelFunc
 		ctx, cancelMax = context.WithTimeoutCause(ctx, c.MaxDuration, errMaxDuration)
 		defer cancelMax()
 	}
+	return c.streamContinued(ctx, req, fn)
+}
+
+// segment is one upstream request, retried once as Stream says, with out
+// (nil for the first segment) stitching its text onto the answer so far.
+func (c *Client) segment(ctx context.Context, req upstream.Request, st *stitcher, fn func(upstream.Delta) error) (*models.Usage, string, error) {
 	delivered := false
 	counted := func(d upstream.Delta) error {
 		delivered = true
 		return fn(d)
 	}
 	for attempt := 1; ; attempt++ {
-		usage, err := c.attempt(ctx, req, counted)
+		out := counted
+		if st != nil {
+			st.reset(counted)
+			out = st.delta
+		}
+		usage, finish, err := c.attempt(ctx, req, out)
+		if err == nil && st != nil {
+			err = st.end()
+		}
 		var retry *retryableError
 		if !errors.As(err, &retry) {
-			return usage, err
+			return usage, finish, err
 		}
 		if attempt > 1 || delivered {
-			return usage, retry.err
+			return usage, finish, retry.err
 		}
 		c.log(ctx, req, slog.LevelWarn, "upstream attempt failed, retrying once", "upstream_status", retry.status, "error", retry.err)
 		select {
 		case <-time.After(retryBackoff):
 		case <-ctx.Done():
-			return nil, c.transportError(ctx, ctx.Err())
+			return nil, "", c.transportError(ctx, ctx.Err())
 		}
 	}
 }
@@ -141,8 +160,9 @@ type retryableError struct {
 
 func (e *retryableError) Error() string { return e.err.Error() }
 
-// attempt is one upstream request.
-func (c *Client) attempt(ctx context.Context, req upstream.Request, fn func(upstream.Delta) error) (*models.Usage, error) {
+// attempt is one upstream request. It returns the usage and the finish
+// reason the upstream reported ("" when it gave none).
+func (c *Client) attempt(ctx context.Context, req upstream.Request, fn func(upstream.Delta) error) (*models.Usage, string, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	// One timer guards every wait on the upstream; each frame re-arms it.
@@ -151,19 +171,19 @@ func (c *Client) attempt(ctx context.Context, req upstream.Request, fn func(upst
 
 	httpReq, err := c.newRequest(ctx, req)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	resp, err := c.HTTP.Do(httpReq)
 	if err != nil {
 		mapped := c.transportError(ctx, err)
 		if ctx.Err() == nil {
-			return nil, &retryableError{err: mapped}
+			return nil, "", &retryableError{err: mapped}
 		}
-		return nil, mapped
+		return nil, "", mapped
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, c.statusError(req, resp)
+		return nil, "", c.statusError(req, resp)
 	}
 	idle.Reset(c.IdleTimeout)
 
@@ -174,7 +194,7 @@ func (c *Client) attempt(ctx context.Context, req upstream.Request, fn func(upst
 		// could already be sent is held back.
 		if !fr.complete() {
 			if err := fr.flush(fn); err != nil {
-				return usage, err
+				return usage, "", err
 			}
 		}
 		line, err := fr.line()
@@ -183,12 +203,12 @@ func (c *Client) attempt(ctx context.Context, req upstream.Request, fn func(upst
 				break
 			}
 			if ferr := fr.flush(fn); ferr != nil {
-				return usage, ferr
+				return usage, "", ferr
 			}
 			if errors.Is(err, errFrameTooLong) {
-				return usage, models.Upstream(http.StatusBadGateway, "upstream_frame_too_long", err, "the upstream sent a frame over %d bytes", maxFrame)
+				return usage, "", models.Upstream(http.StatusBadGateway, "upstream_frame_too_long", err, "the upstream sent a frame over %d bytes", maxFrame)
 			}
-			return usage, c.transportError(ctx, err)
+			return usage, "", c.transportError(ctx, err)
 		}
 		idle.Reset(c.IdleTimeout)
 		data, ok := bytes.CutPrefix(line, []byte("data:"))
@@ -197,20 +217,22 @@ func (c *Client) attempt(ctx context.Context, req upstream.Request, fn func(upst
 		}
 		data = bytes.TrimSpace(data)
 		if bytes.Equal(data, []byte("[DONE]")) {
-			return usage, fr.flush(fn)
+			fr.endCalls()
+			return usage, "", fr.flush(fn)
 		}
 		if fr.fastDelta(data) {
 			continue // the common text or reasoning delta, read without a parser
 		}
 		frame := gjson.ParseBytes(data)
-		switch frame.Get("type").String() {
+		switch typ := frame.Get("type").String(); typ {
 		case "text-delta":
 			fr.add(upstream.DeltaText, frame.Get("delta").String())
 		case "reasoning-delta":
 			fr.add(upstream.DeltaReasoning, frame.Get("delta").String())
 		case "finish":
+			fr.endCalls()
 			if err := fr.flush(fn); err != nil {
-				return usage, err
+				return usage, "", err
 			}
 			if u := frame.Get("messageMetadata.usage"); u.Exists() {
 				in, out := int(u.Get("inputTokens").Int()), int(u.Get("outputTokens").Int())
@@ -220,28 +242,34 @@ func (c *Client) attempt(ctx context.Context, req upstream.Request, fn func(upst
 				}
 				usage = &models.Usage{InputTokens: in, OutputTokens: out, TotalTokens: total}
 			}
+			reason := frame.Get("finishReason").String()
+			if reason == "" {
+				reason = frame.Get("messageMetadata.finishReason").String()
+			}
 			// [DONE] normally follows; the reply is complete either way.
-			return usage, nil
+			return usage, reason, nil
 		case "error":
 			if err := fr.flush(fn); err != nil {
-				return usage, err
+				return usage, "", err
 			}
 			msg := frame.Get("errorText").String()
 			if msg == "" {
 				msg = frame.Get("error").String()
 			}
 			c.log(ctx, req, slog.LevelWarn, "upstream error frame", "error", utils.Clip(msg, 300))
-			return usage, models.Upstream(http.StatusBadGateway, "upstream_error", nil, "the upstream reported an error: %s", utils.Clip(msg, 300))
+			return usage, "", models.Upstream(http.StatusBadGateway, "upstream_error", nil, "the upstream reported an error: %s", utils.Clip(msg, 300))
+		default:
+			fr.toolFrame(typ, frame) // the rare tool frames; other types are ignored
 		}
 	}
 	if err := fr.flush(fn); err != nil {
-		return usage, err
+		return usage, "", err
 	}
 	if ctx.Err() != nil {
-		return usage, c.transportError(ctx, ctx.Err())
+		return usage, "", c.transportError(ctx, ctx.Err())
 	}
 	c.log(ctx, req, slog.LevelWarn, "upstream stream ended without finish")
-	return usage, models.Upstream(http.StatusBadGateway, "upstream_incomplete", nil, "the upstream ended its reply before finishing it; try again")
+	return usage, "", models.Upstream(http.StatusBadGateway, "upstream_incomplete", nil, "the upstream ended its reply before finishing it; try again")
 }
 
 func (c *Client) newRequest(ctx context.Context, req upstream.Request) (*http.Request, error) {

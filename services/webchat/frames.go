@@ -24,7 +24,8 @@ type frameReader struct {
 	long    []byte // a line longer than the buffer, being assembled
 	kind    upstream.DeltaKind
 	pending []byte           // reused from read to read
-	carry   []upstream.Delta // earlier runs of another kind, in order
+	carry   []upstream.Delta // earlier runs of another kind and tool calls, in order
+	calls   *toolCalls       // native tool calls being assembled; nil until the first tool frame
 }
 
 func newFrameReader(body io.Reader) *frameReader {

@@ -63,6 +63,16 @@ func FuzzFrameReader(f *testing.F) {
 		"data: {\"type\":\"text-delta\",\"delta\":\"cut",
 		"event: x\ndata:{\"type\":\"finish\",\"messageMetadata\":{\"usage\":{\"inputTokens\":3,\"outputTokens\":4}}}\n",
 		"", "\n\n\n", "data: not json\n\n",
+		// the docs persona's native tool calls
+		"data: {\"type\":\"text-delta\",\"id\":\"t0\",\"delta\":\"a\"}\n\ndata: {\"type\":\"tool-input-start\",\"toolCallId\":\"c1\",\"toolName\":\"read_file\"}\n\n" +
+			"data: {\"type\":\"tool-input-delta\",\"toolCallId\":\"c1\",\"inputTextDelta\":\"{\\\"path\\\":\"}\n\ndata: {\"type\":\"text-delta\",\"id\":\"t0\",\"delta\":\"b\"}\n\n" +
+			"data: {\"type\":\"tool-input-available\",\"toolCallId\":\"c1\",\"toolName\":\"read_file\",\"input\":{\"path\":\"x\"}}\n\n" +
+			"data: {\"type\":\"tool-output-available\",\"toolCallId\":\"c1\",\"output\":\"doc\"}\n\ndata: {\"type\":\"finish\",\"finishReason\":\"stop\"}\n\n",
+		"data: {\"type\":\"tool-input-start\",\"toolCallId\":\"c2\",\"toolName\":\"write\"}\n\n" +
+			"data: {\"type\":\"tool-input-error\",\"toolCallId\":\"c2\",\"toolName\":\"write\",\"input\":\"{\\\"a\\\":\",\"errorText\":\"no such tool\"}\n\n" +
+			"data: {\"type\":\"tool-output-error\",\"toolCallId\":\"c2\",\"errorText\":\"no such tool\"}\n\ndata: {\"type\":\"finish\",\"finishReason\":\"tool-calls\"}\n\ndata: [DONE]\n\n",
+		"data: {\"type\":\"tool-input-delta\",\"toolCallId\":\"c3\",\"inputTextDelta\":\"{}\"}\n\ndata: {\"type\":\"tool-input-start\",\"toolName\":\"ls\"}\n\ndata: [DONE]\n\n",
+		"data: {\"type\":\"start-step\"}\n\ndata: {\"type\":\"finish-step\"}\n\ndata: {\"type\":\"finish\",\"finishReason\":\"tool-calls\"}\n\n",
 	} {
 		f.Add([]byte(seed))
 	}
@@ -73,8 +83,13 @@ func FuzzFrameReader(f *testing.F) {
 		c := &Client{HTTP: &http.Client{Transport: bodyTransport(body)}, URL: "http://upstream.invalid/api/chat",
 			IdleTimeout: time.Minute, Logger: slog.New(slog.DiscardHandler)}
 		var got strings.Builder
-		_, err := c.attempt(context.Background(), hiRequest, func(d upstream.Delta) error {
-			if d.Text == "" {
+		_, _, err := c.attempt(context.Background(), hiRequest, func(d upstream.Delta) error {
+			switch {
+			case d.Kind == upstream.DeltaToolCall:
+				if d.Call.ID == "" || d.Call.Name == "" || d.Call.Arguments == "" || d.Text != "" {
+					t.Fatalf("a tool call without an id, a name or arguments: %+v", d)
+				}
+			case d.Text == "":
 				t.Fatal("an empty delta")
 			}
 			if d.Kind == upstream.DeltaText {

@@ -45,6 +45,9 @@ type Event struct {
 	// Name and Arguments (a compact JSON object) describe an EventToolCall.
 	Name      string
 	Arguments string
+	// ID is the call's own id when the upstream gave it one (a call made
+	// natively rather than in the text); empty for calls parsed here.
+	ID string
 	// Reason explains an EventBadCall.
 	Reason string
 }

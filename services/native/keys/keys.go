@@ -118,13 +118,14 @@ type key struct {
 	flight    *flight   // the exchange under way, if any
 
 	// Health.
-	bad       string    // why Cursor refuses the key; empty when it does not
-	badAt     time.Time //
-	coolUntil time.Time // the key rests until then
-	failures  int       // quota or rate-limit failures in a row
-	epoch     uint64    // counts rests: an outcome of a lease from before the last rest is stale
-	probe     *Lease    // the one lease trying the key after its rest
-	probeAt   time.Time
+	bad        string    // why Cursor refuses the key; empty when it does not
+	badAt      time.Time // when it was refused
+	rechecking bool      // a refused key is being tried again (BadRecheck)
+	coolUntil  time.Time // the key rests until then
+	failures   int       // quota or rate-limit failures in a row
+	epoch      uint64    // counts rests: an outcome of a lease from before the last rest is stale
+	probe      *Lease    // the one lease trying the key after its rest
+	probeAt    time.Time // when the probe was handed out (ProbeTimeout)
 
 	// For Snapshot.
 	requests  int64

@@ -15,6 +15,10 @@ import (
 	"cursor2api/utils"
 )
 
+// probeWait is the Retry-After of a 429 while the only key left is being
+// probed: about a short turn.
+const probeWait = 5 * time.Second
+
 // Lease is one use of a key: the calls of one turn (or one attempt of
 // it). Its holder must call Done exactly once with how the calls went;
 // further calls of Done are ignored.
@@ -152,24 +156,27 @@ func (p *Pool) choose(now time.Time, session string) (*key, error) {
 	var best *key
 	var bestScore uint64
 	wait, waiting := time.Duration(0), false
+	soon := func(d time.Duration) {
+		if !waiting || d < wait {
+			wait, waiting = d, true
+		}
+	}
 	var refused []string
 	for _, k := range p.keys {
 		if k.bad != "" && now.Sub(k.badAt) >= p.opts.BadRecheck {
 			p.log.Info("trying a refused Cursor API key again", "key", k.name)
-			k.bad, k.stale, k.authFails = "", true, 0
+			p.recheck(k)
 		}
 		switch {
 		case k.bad != "":
 			refused = append(refused, k.name+": "+k.bad)
 			continue
 		case now.Before(k.coolUntil):
-			if d := k.coolUntil.Sub(now); !waiting || d < wait {
-				wait, waiting = d, true
-			}
+			soon(k.coolUntil.Sub(now))
 			continue
 		case k.probe != nil && now.Sub(k.probeAt) < p.opts.ProbeTimeout:
 			// A probe is under way: the key may be back within a turn.
-			waiting = true
+			soon(probeWait)
 			continue
 		}
 		if s := score(session, k.name); best == nil || s > bestScore {
@@ -239,7 +246,11 @@ func (l *Lease) Done(o Outcome) {
 			k.stale = true
 			k.authFails++
 			if k.authFails >= 2 {
-				p.markBad(k, now, "Cursor refused a freshly exchanged access token: "+k.lastErr)
+				reason := "Cursor refused a freshly exchanged access token"
+				if o.Err != nil {
+					reason += " (" + k.lastErr + ")"
+				}
+				p.markBad(k, now, reason)
 			}
 		}
 	case Quota, RateLimited:
@@ -247,6 +258,12 @@ func (l *Lease) Done(o Outcome) {
 			p.coolDown(k, now, o.RetryAfter)
 		}
 	}
+}
+
+// recheck gives a refused key another chance: its next use exchanges
+// it again. p.mu is held.
+func (p *Pool) recheck(k *key) {
+	k.bad, k.stale, k.authFails, k.rechecking = "", true, 0, true
 }
 
 // markBad takes k out of use because Cursor refuses it. p.mu is held.
@@ -349,7 +366,7 @@ func (p *Pool) Check(ctx context.Context) error {
 	for i, k := range p.keys {
 		p.mu.Lock()
 		if k.bad != "" && p.now().Sub(k.badAt) >= p.opts.BadRecheck {
-			k.bad, k.stale, k.authFails = "", true, 0
+			p.recheck(k)
 		}
 		skip := k.bad != ""
 		p.mu.Unlock()

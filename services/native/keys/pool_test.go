@@ -260,6 +260,7 @@ func TestProbeWithoutVerdict(t *testing.T) {
 		var me *models.Error
 		require.ErrorAs(t, err, &me, "the one key is being probed")
 		assert.Equal(t, http.StatusTooManyRequests, me.Status)
+		assert.Equal(t, 5, me.RetryAfter, "about a turn")
 		assert.True(t, stateOf(t, p, A).ProbeActive)
 		probe.Done(Outcome{Kind: kind})
 		s := stateOf(t, p, A)

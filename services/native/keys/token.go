@@ -116,10 +116,16 @@ func (p *Pool) refresh(ctx context.Context, k *key, f *flight, ahead bool) {
 		k.tokenExp = res.exp
 		k.refreshAt = refreshTime(now, res.exp)
 		k.gen++
-		if k.bad != "" { // Check brought a refused key back
-			p.log.Info("Cursor accepts the API key again", "key", k.name)
-			k.bad = ""
+		if k.bad != "" {
+			// Refused by the upstream while this exchange ran: the
+			// refusal stands until BadRecheck.
+			f.err = errKeyOut
+			break
 		}
+		if k.rechecking {
+			p.log.Info("Cursor accepts a refused API key again", "key", k.name)
+		}
+		k.rechecking = false
 		f.token, f.gen = k.token, k.gen
 	case errors.As(err, &refused):
 		p.markBad(k, now, refused.reason)
@@ -184,7 +190,9 @@ func (p *Pool) exchangeKey(ctx context.Context, k *key) (exchanged, error) {
 		return exchanged{}, models.Upstream(http.StatusBadGateway, "cursor_auth_request", err, "cannot make the key exchange request for CURSOR_BACKEND_URL")
 	}
 	for name, values := range p.opts.Header {
-		req.Header[name] = values
+		for _, v := range values {
+			req.Header.Add(name, v)
+		}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+k.api)

@@ -208,7 +208,7 @@ func TestRefusedKey(t *testing.T) {
 	c := newClock()
 	f := newFakeAuth(t, c)
 	f.setRefuse(keyA, http.StatusUnauthorized, `{"code":"unauthenticated","message":"Invalid API key"}`)
-	p, _ := newPool(t, f, []string{keyA}, nil)
+	p, logs := newPool(t, f, []string{keyA}, nil)
 
 	_, err := p.Acquire(t.Context(), "s")
 	var me *models.Error
@@ -235,6 +235,7 @@ func TestRefusedKey(t *testing.T) {
 	l.Done(Outcome{})
 	assert.Equal(t, StateOK, stateOf(t, p, Fingerprint(keyA)).State)
 	assert.Equal(t, 2, f.count(keyA))
+	assert.Contains(t, logs.String(), "accepts a refused API key again")
 }
 
 func TestForbiddenKeyMovesToTheOther(t *testing.T) {
