@@ -66,11 +66,19 @@ func mcpDefinitions(tools []models.Tool) ([]*agentv1.McpToolDefinition, error) {
 // the client's tools. The server asks for it (request_context_args) and
 // gets the same answer every time.
 func requestContext(defs []*agentv1.McpToolDefinition) *agentv1.RequestContext {
+	// The server's own web tools and lints are switched off too: what
+	// the model may do is the client's tools and nothing else.
 	return &agentv1.RequestContext{
 		Env: &agentv1.RequestContextEnv{
 			OsVersion: runtime.GOOS, Shell: "none", TimeZone: "UTC",
+			ComputerUseSupported: proto.Bool(false), SandboxSupported: proto.Bool(false),
 		},
-		Tools: defs,
+		Tools:            defs,
+		WebSearchEnabled: proto.Bool(false),
+		WebFetchEnabled:  proto.Bool(false),
+		ReadLintsEnabled: proto.Bool(false),
+		McpInfoComplete:  proto.Bool(true),
+		EnvInfoComplete:  proto.Bool(true),
 	}
 }
 
