@@ -391,10 +391,11 @@ func TestErrors(t *testing.T) {
 		status  int
 		code    string
 		says    string
-		retried int // runs the fake saw
+		retried int    // runs the fake saw
+		key     string // the key's state afterwards
 	}{
-		{name: "version gate", opts: nativetest.Options{MinClientVersion: "sdk-9.0.0"}, status: 502, code: "cursor_version_gate", says: "CURSOR_CLIENT_VERSION"},
-		{name: "quota", opts: nativetest.Options{Script: fail(nativetest.ErrQuota())}, status: 429, code: "cursor_quota", says: "usage limit", retried: 1},
+		{name: "version gate", opts: nativetest.Options{MinClientVersion: "sdk-9.0.0"}, status: 502, code: "cursor_version_gate", says: "CURSOR_CLIENT_VERSION", key: "ok"},
+		{name: "quota", opts: nativetest.Options{Script: fail(nativetest.ErrQuota())}, status: 429, code: "cursor_quota", says: "usage limit", retried: 1, key: "cooling"},
 		{name: "unauthenticated", opts: nativetest.Options{Script: fail(nativetest.ErrUnauthenticated())}, status: 401, code: "cursor_unauthenticated", says: "CURSOR_API_KEY", retried: 2},
 		{name: "bad model", model: "gpt-nonexistent", status: 400, code: "model_not_found", says: "gpt-nonexistent", retried: 1},
 		{name: "permission denied", opts: nativetest.Options{Script: fail(connect.NewError(connect.CodePermissionDenied, errors.New("team admin blocks this client")))},
@@ -417,6 +418,9 @@ func TestErrors(t *testing.T) {
 			assert.Contains(t, me.Message, tc.says)
 			if tc.retried > 0 {
 				assert.Len(t, srv.Runs(), tc.retried)
+			}
+			if tc.key != "" {
+				assert.Equal(t, tc.key, string(c.keys.Snapshot()[0].State), "a version gate is not the key's fault; a quota rests it")
 			}
 			if tc.code == "cursor_unauthenticated" {
 				assert.Len(t, srv.CallsTo("/auth/exchange_user_api_key"), 2, "the token was exchanged again before the retry")
