@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/gin-gonic/gin"
@@ -87,4 +88,46 @@ func TestNativeBackendToolRoundTrip(t *testing.T) {
 	// The model list shows Cursor's display names.
 	r = s.do(t, http.MethodGet, "/v1/models", "", "anthropic-version", "2023-06-01")
 	assert.Equal(t, "Sonnet 4.5", gjson.Get(r.body, `data.#(id=="claude-4.5-sonnet").display_name`).String())
+}
+
+// Two parallel calls through the OpenAI door, streamed: both reach the
+// client in one answer that ends with finish_reason tool_calls.
+func TestNativeBackendParallelCallsStreamed(t *testing.T) {
+	s, up := newNativeStack(t, func(*agentv1.AgentRunRequest) nativetest.Script {
+		return nativetest.Script{Steps: []nativetest.Step{
+			nativetest.Text("Looking. "),
+			nativetest.ToolCalls(
+				nativetest.Call{Tool: "get_weather", Args: map[string]any{"city": "Oslo"}},
+				nativetest.Call{Tool: "get_weather", Args: map[string]any{"city": "Rome"}}),
+			nativetest.Text("done"),
+		}}
+	})
+	body := `{"model":"composer-2","stream":true,"messages":[{"role":"user","content":"both?"}],` +
+		`"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}}]}`
+	r := s.chat(t, body)
+	require.Equal(t, http.StatusOK, r.status, r.body)
+	var text, finish string
+	cities := map[string]bool{}
+	args := map[int64]string{}
+	for _, line := range strings.Split(r.body, "\n") {
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok || data == "[DONE]" {
+			continue
+		}
+		ch := gjson.Get(data, "choices.0")
+		text += ch.Get("delta.content").String()
+		for _, tc := range ch.Get("delta.tool_calls").Array() {
+			args[tc.Get("index").Int()] += tc.Get("function.arguments").String()
+		}
+		if f := ch.Get("finish_reason").String(); f != "" {
+			finish = f
+		}
+	}
+	for _, a := range args {
+		cities[gjson.Get(a, "city").String()] = true
+	}
+	assert.Equal(t, "Looking. ", text)
+	assert.Equal(t, "tool_calls", finish)
+	assert.Equal(t, map[string]bool{"Oslo": true, "Rome": true}, cities)
+	assert.Len(t, up.Runs(), 1)
 }
