@@ -401,7 +401,8 @@ func askResponses(t *testing.T, s *stack, model, prompt string, stream, tools bo
 // readResponsesStream reassembles a Responses stream into out from its
 // deltas, checking the order of its events (checkItems checks the
 // items'): response.created and response.in_progress first, then
-// response.completed last, or an error event then response.failed. It
+// response.completed (or response.incomplete, for an answer cut at a
+// length bound) last, or an error event then response.failed. It
 // returns the response of the last event.
 func readResponsesStream(t *testing.T, evs []respEvent, out *doorAnswer) gjson.Result {
 	t.Helper()
@@ -413,6 +414,8 @@ func readResponsesStream(t *testing.T, evs []respEvent, out *doorAnswer) gjson.R
 	switch last.Name {
 	case "response.completed":
 		assert.Equal(t, "completed", resp.Get("status").String())
+	case "response.incomplete":
+		assert.Equal(t, "incomplete", resp.Get("status").String())
 	case "response.failed":
 		require.Equal(t, "error", evs[len(evs)-2].Name, "an error event, then response.failed: %s", eventNames(evs))
 		assert.Equal(t, "failed", resp.Get("status").String())
@@ -430,7 +433,7 @@ func readResponsesStream(t *testing.T, evs []respEvent, out *doorAnswer) gjson.R
 	}
 	for _, e := range middle {
 		switch e.Name {
-		case "response.created", "response.in_progress", "response.completed", "response.failed", "error":
+		case "response.created", "response.in_progress", "response.completed", "response.incomplete", "response.failed", "error":
 			t.Errorf("%s amid the output: %s", e.Name, eventNames(evs))
 		}
 	}

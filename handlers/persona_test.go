@@ -88,3 +88,81 @@ func TestPersonaRefusalIsAskedAgain(t *testing.T) {
 		}
 	}
 }
+
+// The persona calls tools natively, in AI SDK tool frames: a call of a
+// tool the client declared is the client's call, on every door and
+// however the input travels; a call of the persona's own tool, or an
+// empty tool-calls finish, is asked again, never an empty answer.
+func TestPersonaNativeCalls(t *testing.T) {
+	weather := func(how cursortest.ToolInput) cursortest.Response {
+		return cursortest.ToolCalls(&defaultUsage, cursortest.NativeCall{ID: "toolu_up_1", Name: "get_weather", Input: `{"city": "Paris"}`, How: how})
+	}
+	cases := []struct {
+		name  string
+		reply func(int, cursortest.Request) cursortest.Response
+		asked int
+	}{
+		{"input whole", cursortest.Sequence(weather(cursortest.InputWhole)), 1},
+		{"input in deltas", cursortest.Sequence(weather(cursortest.InputDeltas)), 1},
+		{"input error frame", cursortest.Sequence(weather(cursortest.InputError)), 1},
+		{"the persona's own tool, then the client's", cursortest.Sequence(
+			cursortest.ToolCalls(&defaultUsage, cursortest.NativeCall{ID: "t1", Name: "read_file", Input: `{"path":"/docs"}`}),
+			weather(cursortest.InputWhole)), 2},
+		{"an empty tool-calls finish, then the call", cursortest.Sequence(cursortest.EmptyToolCalls(), weather(cursortest.InputWhole)), 2},
+	}
+	for _, tc := range cases {
+		for _, door := range agentDoors {
+			for _, stream := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/%s/stream=%v", tc.name, door.name, stream), func(t *testing.T) {
+					s := newStack(t, nil, tc.reply)
+					ans := door.ask(t, s, "claude-sonnet-4.6", "Weather in Paris?", stream, true)
+					require.Equal(t, 200, ans.status, ans.errMsg)
+					require.Len(t, ans.calls, 1)
+					assert.Equal(t, "get_weather", ans.calls[0].name)
+					assert.JSONEq(t, `{"city":"Paris"}`, ans.calls[0].args)
+					assert.Equal(t, door.toolStop, ans.finish)
+					assert.Len(t, s.up.Requests(), tc.asked)
+				})
+			}
+		}
+	}
+}
+
+// Without tools, the persona's own call and an empty finish are asked
+// again too, and the client gets the text.
+func TestPersonaNativeCallWithoutTools(t *testing.T) {
+	for _, first := range []cursortest.Response{
+		cursortest.ToolCalls(&defaultUsage, cursortest.NativeCall{ID: "t1", Name: "read_dir", Input: `{"path":"/docs"}`}),
+		cursortest.EmptyToolCalls(),
+	} {
+		for _, door := range agentDoors {
+			t.Run(door.name, func(t *testing.T) {
+				s := newStack(t, nil, cursortest.Sequence(first, cursortest.Text(&defaultUsage, "Paris is sunny.")))
+				ans := door.ask(t, s, "claude-sonnet-4.6", "Weather in Paris?", true, false)
+				require.Equal(t, 200, ans.status, ans.errMsg)
+				assert.Equal(t, "Paris is sunny.", ans.text)
+				assert.Empty(t, ans.calls)
+				assert.Len(t, s.up.Requests(), 2)
+			})
+		}
+	}
+}
+
+// When the continuations run out, the answer's finish is the door's
+// "length": never a silent truncation.
+func TestPersonaCutAnswerFinishesLength(t *testing.T) {
+	prose := longProse()
+	lengthOf := map[string]string{"openai": "length", "anthropic": "max_tokens", "responses": "incomplete:message"}
+	for _, door := range agentDoors {
+		for _, stream := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/stream=%v", door.name, stream), func(t *testing.T) {
+				s := newStack(t, map[string]string{"MAX_CONTINUATIONS": "1"}, cappedScript(prose, 700))
+				ans := door.ask(t, s, "claude-sonnet-4.6", "Tell me a long story.", stream, false)
+				require.Equal(t, 200, ans.status, ans.errMsg)
+				assert.Equal(t, prose[:1400], ans.text, "two cuts' worth, stitched")
+				assert.Equal(t, lengthOf[door.name], ans.finish)
+				assert.Len(t, s.up.Requests(), 2)
+			})
+		}
+	}
+}

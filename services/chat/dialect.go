@@ -158,13 +158,16 @@ const noToolsNote = "No tool can be called in this conversation: answer in text.
 // to be asked again (the web chat's persona calls tools of its own).
 func nativeCall(p *Prepared, call models.ToolCall) toolproto.Event {
 	for _, name := range p.ToolNames {
-		if name == call.Name {
-			args := call.Arguments
-			if strings.TrimSpace(args) == "" {
-				args = "{}"
-			}
-			return toolproto.Event{Kind: toolproto.EventToolCall, ID: call.ID, Name: call.Name, Arguments: args}
+		if name != call.Name {
+			continue
 		}
+		// An upstream passes on input it could not parse as text: such
+		// arguments are repaired like a text call's, or the call is bad.
+		args, ok := toolproto.RepairArguments(call.Arguments, true)
+		if !ok {
+			return toolproto.Event{Kind: toolproto.EventBadCall, Name: call.Name, Text: call.Arguments, Reason: toolproto.ReasonBadJSON}
+		}
+		return toolproto.Event{Kind: toolproto.EventToolCall, ID: call.ID, Name: call.Name, Arguments: args}
 	}
 	reason := fmt.Sprintf("%q is not a tool of this conversation", utils.Clip(call.Name, utils.QuoteLen))
 	if len(p.ToolNames) > 0 {

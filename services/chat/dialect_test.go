@@ -146,7 +146,7 @@ func TestNativeDialectComplete(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, ans.ToolCalls, 1)
 	assert.Equal(t, "call_up1", ans.ToolCalls[0].ID, "the back door's id comes back, so that it knows the result again")
-	assert.Equal(t, `{"path": "a.go"}`, ans.ToolCalls[0].Arguments, "a valid call goes as the model wrote it")
+	assert.Equal(t, `{"path":"a.go"}`, ans.ToolCalls[0].Arguments)
 	assert.Equal(t, models.FinishToolCalls, ans.Finish)
 }
 
@@ -166,6 +166,9 @@ func TestTextDialectNativeCalls(t *testing.T) {
 		{"a declared tool is the client's call", []models.Tool{readTool},
 			[][]upstream.Delta{{ncall("tc_1", "read", `{"path":"a.go"}`)}},
 			[]string{`call:read:{"path":"a.go"}`}, 1, "", "finish:2:"},
+		{"arguments that are not an object are asked again", []models.Tool{{Name: "read"}},
+			[][]upstream.Delta{{ncall("tc_1", "read", `a.go please`)}, {ncall("tc_2", "read", `{"path":"a.go"}`)}},
+			[]string{`call:read:{"path":"a.go"}`}, 2, `your call of "read" was not run: arguments are not a JSON object`, "finish:2:"},
 		{"the persona's own tool is asked again", []models.Tool{readTool},
 			[][]upstream.Delta{{ncall("tc_1", "read_file", `{"path":"/docs"}`)}, {text("Answer.")}},
 			[]string{"text:Answer."}, 2, `"read_file" is not a tool of this conversation (the tools are read)`, "finish:1:"},
