@@ -136,13 +136,21 @@ func (c *Client) Catalog(ctx context.Context, allowed []string) (*models.Catalog
 }
 
 // WatchModels refreshes catalog every interval until ctx ends. A failed
-// refresh keeps the list the catalog has.
+// refresh keeps the list the catalog has, and is tried again sooner
+// (retryFailed), so that a gateway started while Cursor or its key was
+// failing picks the real list up soon after they work.
 func (c *Client) WatchModels(ctx context.Context, catalog *models.Catalog, allowed []string, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
+	wait := interval
+	c.modelsMu.Lock()
+	if c.modelErr != nil {
+		wait = min(interval, retryFailed)
+	}
+	c.modelsMu.Unlock()
 	for {
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return
 		case <-t.C:
 		}
@@ -153,12 +161,17 @@ func (c *Client) WatchModels(ctx context.Context, catalog *models.Catalog, allow
 			if ctx.Err() == nil {
 				c.log.Warn("native: could not refresh the model list; keeping the last one", "error", err)
 			}
+			wait = min(interval, retryFailed)
 			continue
 		}
+		wait = interval
 		catalog.Replace(next)
 		c.log.Debug("native: model list refreshed", "models", next.Names())
 	}
 }
+
+// retryFailed is how soon a failed model listing is tried again.
+const retryFailed = 30 * time.Second
 
 // Ready reports what stops the back door from answering: no key, or the
 // last model listing's failure (a refused key, an unreachable Cursor).

@@ -586,3 +586,24 @@ func TestTextTurnsStandInForTheConversation(t *testing.T) {
 	assert.Equal(t, "sys", r.Request.GetCustomSystemPrompt())
 	assert.Len(t, r.Request.GetAction().GetUserMessageAction().GetConversationHistory().GetMessages(), 2)
 }
+
+func TestWatchModels(t *testing.T) {
+	srv := nativetest.NewServer(t, nativetest.Options{})
+	c := newClient(t, srv, TransportSSE)
+	catalog, err := models.NewNamedCatalog([]models.NamedModel{{ID: "auto"}})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.WatchModels(ctx, catalog, nil, 50*time.Millisecond)
+	}()
+	assert.Eventually(t, func() bool { return len(catalog.Names()) == 2 }, 5*time.Second, 10*time.Millisecond,
+		"the fallback list gives way to the account's")
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("WatchModels did not end with its context")
+	}
+}
