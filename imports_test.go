@@ -9,6 +9,21 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// wiring is what the wiring (package services) may import: every part of
+// the gateway but the HTTP surface. The packages that run a wired gateway
+// (server, the doctor, bench) import it and what is named beside it.
+var wiring = []string{
+	"config", "models", "utils", "utils/toolproto", "services/upstream", "services/chat", "services/human",
+	"services/webchat", "services/agentcli", "services/metrics", "services/readiness",
+	"services/native", "services/native/keys", "services/native/agentv1", "services/native/agentv1/agentv1connect",
+	"services/native/aiserverv1", "services/native/aiserverv1/aiserverv1connect",
+}
+
+// with returns rules and more, as a new slice.
+func with(rules []string, more ...string) []string {
+	return append(append([]string(nil), rules...), more...)
+}
+
 // importRules says which project packages each package may depend on,
 // directly or not (go list -deps). Every package of the module must be
 // listed: a new door or back door states its place here.
@@ -33,13 +48,15 @@ var importRules = map[string][]string{
 	"services/native/agentv1/agentv1connect":       {"services/native/agentv1", "services/native/aiserverv1"},
 	// The fake native backend for tests speaks the generated code only.
 	"services/native/nativetest": {"services/native/agentv1", "services/native/aiserverv1", "services/native/agentv1/agentv1connect", "services/native/aiserverv1/aiserverv1connect"},
+	// Cursor's native agent API back door.
+	"services/native": {"models", "utils", "services/upstream", "services/native/keys", "services/native/agentv1", "services/native/agentv1/agentv1connect", "services/native/aiserverv1", "services/native/aiserverv1/aiserverv1connect"},
 	// The native back door's pool of Cursor API keys: no wire format.
 	"services/native/keys": {"models", "utils"},
 	// Metrics and readiness see the back door only through its contract.
 	"services/metrics":   {"models", "services/upstream"},
 	"services/readiness": {"models", "utils", "services/upstream"},
 	// The wiring is the one place that reads config and knows every part.
-	"services":           {"config", "models", "utils", "utils/toolproto", "services/upstream", "services/chat", "services/human", "services/webchat", "services/agentcli", "services/metrics", "services/readiness"},
+	"services":           wiring,
 	"handlers/sse":       {"utils"},
 	"handlers/openai":    {"models", "utils", "handlers/sse"},
 	"handlers/anthropic": {"models", "utils", "handlers/sse"},
@@ -50,7 +67,7 @@ var importRules = map[string][]string{
 	"handlers": {"models", "utils", "utils/toolproto", "services/upstream", "services/chat", "handlers/sse", "handlers/openai", "handlers/responses", "handlers/anthropic", "services/metrics", "services/readiness"},
 	// Runs the gateway a configuration describes, for main and bench:
 	// the one HTTP package that reads config (handlers itself never does).
-	"handlers/server": {"config", "models", "utils", "utils/toolproto", "services/upstream", "services/chat", "services/human", "services/webchat", "services/agentcli", "services/metrics", "services/readiness", "services", "handlers/sse", "handlers/openai", "handlers/responses", "handlers/anthropic", "handlers"},
+	"handlers/server": with(wiring, "services", "handlers/sse", "handlers/openai", "handlers/responses", "handlers/anthropic", "handlers"),
 	"":                nil, // main: anything
 	// The Docker smoke test's fake upstream command.
 	"scripts/fakeupstream": {"services/cursortest"},
@@ -60,9 +77,9 @@ var importRules = map[string][]string{
 	"scripts/mkcl100k": nil,
 	// The doctor wires the web chat as the gateway does and runs its
 	// handshake step by step.
-	"services/doctor": {"config", "models", "utils", "utils/toolproto", "services/upstream", "services/chat", "services/human", "services/webchat", "services/agentcli", "services/metrics", "services/readiness", "services"},
+	"services/doctor": with(wiring, "services"),
 	// The benchmark program runs its gateway through server, as main does.
-	"bench": {"config", "handlers/server", "models", "utils", "utils/toolproto", "services/upstream", "services/chat", "services/human", "services/webchat", "services/agentcli", "services/metrics", "services/readiness", "services/cursortest", "services", "handlers/sse", "handlers/openai", "handlers/responses", "handlers/anthropic", "handlers"},
+	"bench": with(wiring, "services", "services/cursortest", "handlers/server", "handlers/sse", "handlers/openai", "handlers/responses", "handlers/anthropic", "handlers"),
 }
 
 func TestImportRules(t *testing.T) {

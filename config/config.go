@@ -110,8 +110,8 @@ type Config struct {
 	ResponsesStoreMax   int     `env:"RESPONSES_STORE_MAX" envDefault:"1000"`
 	ResponsesStoreBytes int64   `env:"RESPONSES_STORE_BYTES" envDefault:"268435456"`
 	ResponsesStoreTTL   Seconds `env:"RESPONSES_STORE_TTL" envDefault:"3600"`
-	// Backend is the back door: web (Cursor's web chat) or agent (the
-	// Cursor Agent CLI).
+	// Backend is the back door: web (Cursor's web chat), agent (the
+	// Cursor Agent CLI) or cursor (Cursor's native agent API).
 	Backend string `env:"BACKEND" envDefault:"web"`
 	// AgentBin is the Cursor Agent CLI to run on the agent backend.
 	AgentBin          string  `env:"AGENT_BIN" envDefault:"agent"`
@@ -121,8 +121,35 @@ type Config struct {
 	// AgentWorkDir is where per-request workspaces are made ("": the
 	// system's temporary directory).
 	AgentWorkDir string `env:"AGENT_WORKDIR"`
-	// CursorAPIKey authenticates the agent CLI (passed to it, never logged).
+	// CursorAPIKey authenticates the agent CLI (passed to it, never
+	// logged) and, on the cursor backend, the native API: one key or
+	// several separated by commas (CursorAPIKeys).
 	CursorAPIKey string `env:"CURSOR_API_KEY"`
+
+	// The cursor backend (Cursor's native agent API).
+	//
+	// CursorBackendURL replaces both of Cursor's hosts (the official
+	// SDK's variable); empty: Connect calls go to api2.cursor.sh and REST
+	// calls to api.cursor.com. CursorClientVersion and CursorClientType
+	// are the client the gateway says it is (Cursor gates old versions).
+	// CursorTransport is auto (as the server's config says), http2 (the
+	// bidi Run) or sse (RunSSE plus BidiAppend over HTTP/1.1).
+	CursorBackendURL    string `env:"CURSOR_BACKEND_URL"`
+	CursorClientVersion string `env:"CURSOR_CLIENT_VERSION" envDefault:"sdk-1.0.32"`
+	CursorClientType    string `env:"CURSOR_CLIENT_TYPE" envDefault:"sdk"`
+	CursorTransport     string `env:"CURSOR_TRANSPORT" envDefault:"auto"`
+	// CursorModelsTTL is how often the account's model list is refreshed.
+	CursorModelsTTL Seconds `env:"CURSOR_MODELS_TTL" envDefault:"600"`
+	// CursorParkMax, CursorParkTTL and CursorParkBytes bound the turns
+	// kept open at their tool calls, waiting for the client's results:
+	// how many, for how long, and the memory of what they keep (the
+	// conversation blobs the server stores with the gateway).
+	CursorParkMax   int     `env:"CURSOR_PARK_MAX" envDefault:"256"`
+	CursorParkTTL   Seconds `env:"CURSOR_PARK_TTL" envDefault:"300"`
+	CursorParkBytes int64   `env:"CURSOR_PARK_BYTES" envDefault:"268435456"`
+	// AliasesSet is true when MODEL_ALIASES was given rather than
+	// defaulted; the cursor backend then adds no aliases of its own.
+	AliasesSet bool `env:"-"`
 	// AgentEnv is the environment the agent CLI runs with: CURSOR_API_KEY
 	// and the basics a program needs (PATH, HOME, locale, XDG
 	// directories), taken from the environment FromMap is given.
@@ -216,6 +243,7 @@ func FromMap(environ map[string]string) (*Config, error) {
 		return nil, fmt.Errorf("configuration: %w", err)
 	}
 	_, cfg.ModelsSet = environ["MODELS"]
+	_, cfg.AliasesSet = environ["MODEL_ALIASES"]
 	cfg.AgentEnv = agentEnv(environ)
 	return &cfg, nil
 }
@@ -353,10 +381,11 @@ func (c *Config) validate() error {
 		bad("RESPONSES_STORE_TTL=%s: must be at least 1 second", c.ResponsesStoreTTL.Duration())
 	}
 	switch c.Backend {
-	case "web", "agent":
+	case "web", "agent", "cursor":
 	default:
-		bad("BACKEND=%q: use web (Cursor's web chat) or agent (the Cursor Agent CLI)", c.Backend)
+		bad("BACKEND=%q: use web (Cursor's web chat), agent (the Cursor Agent CLI) or cursor (Cursor's agent API with CURSOR_API_KEY)", c.Backend)
 	}
+	errs = append(errs, c.validateCursor()...)
 	if strings.TrimSpace(c.AgentBin) == "" {
 		bad("AGENT_BIN is empty: name the Cursor Agent CLI, e.g. agent or /home/me/.local/bin/agent")
 	}
@@ -432,6 +461,59 @@ func (c *Config) validate() error {
 	}
 	errs = append(errs, c.validateLimits()...)
 	return errors.Join(errs...)
+}
+
+// validateCursor checks the cursor backend's settings. A missing key is
+// not an error here: the gateway starts, /ready says what is wrong, and
+// requests get the error.
+func (c *Config) validateCursor() []error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if u := strings.TrimSpace(c.CursorBackendURL); u != "" {
+		p, err := url.Parse(u)
+		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			bad("CURSOR_BACKEND_URL=%q: must be an absolute http or https URL, e.g. https://api2.cursor.sh", u)
+		}
+		c.CursorBackendURL = strings.TrimRight(u, "/")
+	}
+	c.CursorTransport = strings.ToLower(strings.TrimSpace(c.CursorTransport))
+	switch c.CursorTransport {
+	case "auto", "http2", "sse":
+	case "":
+		c.CursorTransport = "auto"
+	default:
+		bad("CURSOR_TRANSPORT=%q: use auto (as Cursor's server config says), http2 or sse", c.CursorTransport)
+	}
+	if strings.TrimSpace(c.CursorClientVersion) == "" {
+		bad("CURSOR_CLIENT_VERSION is empty: use a version Cursor accepts, e.g. sdk-1.0.32")
+	}
+	if strings.TrimSpace(c.CursorClientType) == "" {
+		bad("CURSOR_CLIENT_TYPE is empty: use the client type matching CURSOR_CLIENT_VERSION, e.g. sdk")
+	}
+	if c.CursorModelsTTL.Duration() < time.Second {
+		bad("CURSOR_MODELS_TTL=%s: must be at least 1 second", c.CursorModelsTTL.Duration())
+	}
+	if c.CursorParkMax < 0 {
+		bad("CURSOR_PARK_MAX=%d: use 0 (never keep a turn open) or a positive count", c.CursorParkMax)
+	}
+	if c.CursorParkTTL.Duration() < time.Second {
+		bad("CURSOR_PARK_TTL=%s: must be at least 1 second", c.CursorParkTTL.Duration())
+	}
+	if c.CursorParkBytes < 1<<20 {
+		bad("CURSOR_PARK_BYTES=%d: must be at least 1048576 (1 MiB)", c.CursorParkBytes)
+	}
+	return errs
+}
+
+// CursorAPIKeys is CURSOR_API_KEY split into its comma-separated keys.
+func (c *Config) CursorAPIKeys() []string {
+	var out []string
+	for _, k := range strings.Split(c.CursorAPIKey, ",") {
+		if k = strings.TrimSpace(k); k != "" {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // validateLimits checks the limits block and fills in the loopback

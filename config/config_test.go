@@ -96,6 +96,31 @@ func TestAgentBackend(t *testing.T) {
 		"the CLI gets its key and the basics, nothing else of the gateway's")
 }
 
+func TestCursorBackend(t *testing.T) {
+	cfg, err := FromMap(map[string]string{"BACKEND": "cursor"})
+	require.NoError(t, err, "no key still starts: /ready and the requests say what is wrong")
+	assert.Equal(t, "cursor", cfg.Backend)
+	assert.Empty(t, cfg.CursorAPIKeys())
+	assert.Equal(t, "", cfg.CursorBackendURL, "unset: Cursor's own two hosts")
+	assert.Equal(t, "sdk-1.0.32", cfg.CursorClientVersion)
+	assert.Equal(t, "sdk", cfg.CursorClientType)
+	assert.Equal(t, "auto", cfg.CursorTransport)
+	assert.Equal(t, 256, cfg.CursorParkMax)
+	assert.Equal(t, 5*time.Minute, cfg.CursorParkTTL.Duration())
+	assert.False(t, cfg.AliasesSet)
+
+	cfg, err = FromMap(map[string]string{
+		"BACKEND": "cursor", "CURSOR_API_KEY": " key_a, ,key_b ", "CURSOR_BACKEND_URL": "http://127.0.0.1:9000/",
+		"CURSOR_TRANSPORT": "SSE", "CURSOR_CLIENT_VERSION": "sdk-1.1.0", "MODEL_ALIASES": "claude-*=gpt-5",
+	})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"key_a", "key_b"}, cfg.CursorAPIKeys())
+	assert.Equal(t, "http://127.0.0.1:9000", cfg.CursorBackendURL)
+	assert.Equal(t, "sse", cfg.CursorTransport)
+	assert.Equal(t, "sdk-1.1.0", cfg.CursorClientVersion)
+	assert.True(t, cfg.AliasesSet)
+}
+
 func TestInvalidValues(t *testing.T) {
 	cases := map[string]map[string]string{
 		"PORT":                    {"PORT": "0"},
@@ -126,6 +151,12 @@ func TestInvalidValues(t *testing.T) {
 		"AGENT_MAX_PROCS":         {"AGENT_MAX_PROCS": "0"},
 		"AGENT_QUEUE_TIMEOUT":     {"AGENT_QUEUE_TIMEOUT": "0"},
 		"AGENT_MODELS_TTL":        {"AGENT_MODELS_TTL": "0.1"},
+		"CURSOR_BACKEND_URL":      {"CURSOR_BACKEND_URL": "api2.cursor.sh"},
+		"CURSOR_TRANSPORT":        {"CURSOR_TRANSPORT": "websocket"},
+		"CURSOR_CLIENT_VERSION":   {"CURSOR_CLIENT_VERSION": " "},
+		"CURSOR_PARK_MAX":         {"CURSOR_PARK_MAX": "-1"},
+		"CURSOR_PARK_TTL":         {"CURSOR_PARK_TTL": "0"},
+		"CURSOR_PARK_BYTES":       {"CURSOR_PARK_BYTES": "1000"},
 	}
 	for name, env := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -136,7 +136,12 @@ func (s *server) health(c *gin.Context) {
 
 func (s *server) listModels(c *gin.Context) {
 	if doorOf(c) == anthropicDoor {
-		c.JSON(http.StatusOK, anthropic.ModelListOf(s.Catalog.Names(), s.started))
+		list := anthropic.ModelListOf(s.Catalog.Names(), s.started)
+		for i := range list.Data {
+			// The upstream's own display name, when it gave one.
+			list.Data[i].DisplayName = s.Catalog.DisplayName(list.Data[i].ID)
+		}
+		c.JSON(http.StatusOK, list)
 		return
 	}
 	c.JSON(http.StatusOK, openai.ModelListOf(s.Catalog.Names(), s.started))

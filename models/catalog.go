@@ -25,6 +25,8 @@ type Catalog struct {
 	mu       sync.RWMutex
 	names    []string
 	resolved map[string]ResolvedModel
+	// display holds the upstream's display names, when it gave them.
+	display map[string]string
 }
 
 // defaultUpstream holds the upstream ids of well-known public names, so that
@@ -162,14 +164,62 @@ func NewUpstreamCatalog(ids []string) (*Catalog, error) {
 	return c, nil
 }
 
+// NamedModel is a model an upstream offers, with the name it shows.
+type NamedModel struct {
+	ID, Display string
+}
+
+// NewNamedCatalog publishes the models an upstream offers exactly as it
+// names them, with their display names, and invents no -thinking twin: an
+// id ending in -thinking is the upstream's own thinking variant of its
+// base, and a model without one has none. For back doors that call the
+// upstream's models natively, where a twin could not think any more than
+// its base.
+func NewNamedCatalog(list []NamedModel) (*Catalog, error) {
+	c := &Catalog{resolved: make(map[string]ResolvedModel), display: map[string]string{}}
+	for _, m := range list {
+		id := strings.TrimSpace(m.ID)
+		if id == "" {
+			continue
+		}
+		if _, dup := c.resolved[id]; dup {
+			continue
+		}
+		base, thinking := strings.CutSuffix(id, ThinkingSuffix)
+		if base == "" {
+			base, thinking = id, false
+		}
+		c.names = append(c.names, id)
+		c.resolved[id] = ResolvedModel{Public: id, Base: base, Upstream: id, Thinking: thinking}
+		if d := strings.TrimSpace(m.Display); d != "" {
+			c.display[id] = d
+		}
+	}
+	if len(c.names) == 0 {
+		return nil, fmt.Errorf("the upstream offers no model")
+	}
+	return c, nil
+}
+
+// DisplayName is the name the upstream shows for a published model; the
+// model's own name when it gave none.
+func (c *Catalog) DisplayName(name string) string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if d, ok := c.display[name]; ok {
+		return d
+	}
+	return name
+}
+
 // Replace makes c publish what next publishes. Requests already resolved
 // keep the model they resolved.
 func (c *Catalog) Replace(next *Catalog) {
 	next.mu.RLock()
-	names, resolved := next.names, next.resolved
+	names, resolved, display := next.names, next.resolved, next.display
 	next.mu.RUnlock()
 	c.mu.Lock()
-	c.names, c.resolved = names, resolved
+	c.names, c.resolved, c.display = names, resolved, display
 	c.mu.Unlock()
 }
 

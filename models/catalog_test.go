@@ -77,3 +77,37 @@ func TestUpstreamCatalog(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, "opus-4.6", m.Upstream)
 }
+
+func TestNamedCatalog(t *testing.T) {
+	c, err := NewNamedCatalog([]NamedModel{
+		{ID: "claude-4.5-sonnet", Display: "Sonnet 4.5"},
+		{ID: "claude-4.5-sonnet-thinking", Display: "Sonnet 4.5 Thinking"},
+		{ID: "gpt-5"},
+		{ID: " "},
+		{ID: "gpt-5", Display: "dup"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Names(); len(got) != 3 || got[0] != "claude-4.5-sonnet" || got[1] != "claude-4.5-sonnet-thinking" || got[2] != "gpt-5" {
+		t.Fatalf("names: %v (no invented -thinking twins, no duplicates)", got)
+	}
+	if _, ok := c.Resolve("gpt-5-thinking"); ok {
+		t.Fatal("a -thinking twin was invented")
+	}
+	m, _ := c.Resolve("claude-4.5-sonnet-thinking")
+	if !m.Thinking || m.Base != "claude-4.5-sonnet" || m.Upstream != "claude-4.5-sonnet-thinking" {
+		t.Fatalf("the upstream's own thinking variant: %+v", m)
+	}
+	if c.DisplayName("claude-4.5-sonnet") != "Sonnet 4.5" || c.DisplayName("gpt-5") != "gpt-5" {
+		t.Fatal("display names")
+	}
+	next, _ := NewNamedCatalog([]NamedModel{{ID: "composer-1", Display: "Composer 1"}})
+	c.Replace(next)
+	if c.DisplayName("composer-1") != "Composer 1" {
+		t.Fatal("Replace carries display names")
+	}
+	if _, err := NewNamedCatalog(nil); err == nil {
+		t.Fatal("an empty list is an error")
+	}
+}

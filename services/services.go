@@ -21,6 +21,7 @@ import (
 	"cursor2api/services/chat"
 	"cursor2api/services/human"
 	"cursor2api/services/metrics"
+	"cursor2api/services/native"
 	"cursor2api/services/readiness"
 	"cursor2api/services/upstream"
 	"cursor2api/services/webchat"
@@ -38,6 +39,8 @@ type Gateway struct {
 	Web *webchat.Client
 	// Agent is the Cursor Agent CLI back door; nil on the web backend.
 	Agent *agentcli.CLI
+	// Native is Cursor's native agent API back door (BACKEND=cursor).
+	Native *native.Client
 	// Background runs what the backend keeps up to date (the agent
 	// backend's model list, the web chat's under MODELS=auto) until ctx
 	// ends; nil when there is nothing.
@@ -62,9 +65,17 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (*Gateway, error) {
 	m := metrics.New()
 	ready := &readiness.Tracker{}
 	var gw *Gateway
-	if cfg.Backend == "agent" {
+	switch cfg.Backend {
+	case "agent":
 		gw, err = agentGateway(cfg, m, ready, logger)
-	} else {
+	case "cursor":
+		gw, err = cursorGateway(cfg, m, ready, logger)
+		if err == nil && !cfg.AliasesSet {
+			// Cursor's own spellings of the families clients send come
+			// first; the defaults stay behind them.
+			aliases = append(native.DefaultAliases(gw.Catalog.Names()), aliases...)
+		}
+	default:
 		gw, err = webGateway(cfg, m, ready, logger)
 	}
 	if err != nil {
@@ -264,6 +275,71 @@ func agentGateway(cfg *config.Config, m *metrics.Metrics, ready *readiness.Track
 		Catalog: catalog, Chat: core, Agent: cli,
 		Background: func(ctx context.Context) {
 			cli.WatchModels(ctx, catalog, allowed, cfg.AgentModelsTTL.Duration())
+		},
+	}, nil
+}
+
+// cursorGateway builds the gateway on Cursor's native agent API. Its
+// models are the account's, learned at start within TIMEOUT and refreshed
+// every CURSOR_MODELS_TTL. A missing or refused key, an unreachable Cursor
+// or a version gate never stops the gateway: it serves, /ready says what
+// is wrong, and requests get the error.
+func cursorGateway(cfg *config.Config, m *metrics.Metrics, ready *readiness.Tracker, logger *slog.Logger) (*Gateway, error) {
+	connectURL, restURL := native.DefaultConnectURL, native.DefaultRESTURL
+	if cfg.CursorBackendURL != "" {
+		connectURL, restURL = cfg.CursorBackendURL, cfg.CursorBackendURL
+	}
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	if proxies := cfg.ProxyURLs(); len(proxies) > 0 {
+		u, err := url.Parse(proxies[0])
+		if err != nil {
+			return nil, fmt.Errorf("PROXY_URL: %w", err)
+		}
+		base.Proxy = http.ProxyURL(u)
+	}
+	client := native.New(native.Options{
+		APIKeys:    cfg.CursorAPIKeys(),
+		ConnectURL: connectURL, RESTURL: restURL,
+		ClientVersion: cfg.CursorClientVersion, ClientType: cfg.CursorClientType,
+		Transport:   cfg.CursorTransport,
+		HTTP:        &http.Client{Transport: m.Transport(base)},
+		HTTP2:       native.HTTP2Client(base),
+		IdleTimeout: cfg.Timeout.Duration(),
+		ParkMax:     cfg.CursorParkMax, ParkTTL: cfg.CursorParkTTL.Duration(), ParkBytes: cfg.CursorParkBytes,
+		Logger: logger,
+	})
+	var allowed []string
+	if cfg.ModelsSet {
+		allowed = cfg.Models
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.Timeout.Duration())
+	catalog, err := client.Catalog(ctx, allowed)
+	cancel()
+	if err != nil {
+		fallback := []string{"auto"}
+		if cfg.ModelsSet {
+			fallback = cfg.Models
+		}
+		logger.Warn("cursor: could not learn the account's models; publishing a fallback until the next refresh",
+			"error", err, "models", fallback)
+		list := make([]models.NamedModel, len(fallback))
+		for i, id := range fallback {
+			list[i] = models.NamedModel{ID: id}
+		}
+		if catalog, err = models.NewNamedCatalog(list); err != nil {
+			return nil, fmt.Errorf("configuration: MODELS: %w", err)
+		}
+	}
+	ready.Check = client.Ready
+	core, err := newCore(cfg, catalog, ready.Upstream(m.Upstream(client)), m, logger)
+	if err != nil {
+		return nil, err
+	}
+	return &Gateway{
+		Catalog: catalog, Chat: core, Native: client,
+		Background: func(ctx context.Context) {
+			client.WatchModels(ctx, catalog, allowed, cfg.CursorModelsTTL.Duration())
+			client.Close()
 		},
 	}, nil
 }

@@ -10,6 +10,8 @@ import (
 
 	"cursor2api/config"
 	"cursor2api/services/human"
+	"cursor2api/services/native/nativetest"
+	"cursor2api/services/upstream"
 )
 
 func TestFromConfig(t *testing.T) {
@@ -102,4 +104,34 @@ func TestFromConfigModels(t *testing.T) {
 			assert.Equal(t, tc.background, gw.Background != nil)
 		})
 	}
+}
+
+// BACKEND=cursor learns the account's models from CURSOR_BACKEND_URL,
+// takes tools natively, and still starts without a working key.
+func TestFromConfigCursorBackend(t *testing.T) {
+	srv := nativetest.NewServer(t, nativetest.Options{})
+	cfg, err := config.FromMap(map[string]string{
+		"BACKEND": "cursor", "CURSOR_API_KEY": nativetest.DefaultAPIKey, "CURSOR_BACKEND_URL": srv.URL, "TIMEOUT": "5",
+	})
+	require.NoError(t, err)
+	gw, err := FromConfig(cfg, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	t.Cleanup(gw.Native.Close)
+	assert.Equal(t, []string{"composer-2", "claude-4.5-sonnet"}, gw.Catalog.Names(), "the account's models, no invented twins")
+	require.NotNil(t, gw.Native)
+	assert.True(t, upstream.IsNative(gw.Native))
+	public, ok := gw.Aliases.Resolve("claude-sonnet-4-5-20250929", gw.Catalog)
+	assert.True(t, ok)
+	assert.Equal(t, "claude-4.5-sonnet", public, "Claude Code's names reach the account's model")
+	assert.NoError(t, gw.Readiness.Check(t.Context()))
+
+	cfg, err = config.FromMap(map[string]string{"BACKEND": "cursor", "CURSOR_BACKEND_URL": srv.URL, "TIMEOUT": "5"})
+	require.NoError(t, err)
+	gw, err = FromConfig(cfg, slog.New(slog.DiscardHandler))
+	require.NoError(t, err, "no key: the gateway still starts")
+	t.Cleanup(gw.Native.Close)
+	assert.Equal(t, []string{"auto"}, gw.Catalog.Names())
+	err = gw.Readiness.Check(t.Context())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "CURSOR_API_KEY", "/ready says what to fix")
 }
