@@ -21,7 +21,8 @@ var importRules = map[string][]string{
 	// The core: no wire format, no back door, no configuration.
 	"services/chat":       {"models", "utils", "utils/toolproto", "services/upstream"},
 	"services/human":      {"utils"},
-	"services/webchat":    {"models", "utils", "services/upstream", "services/human"},
+	"services/webchat":    {"models", "utils", "services/upstream", "services/human", "services/vercel"},
+	"services/vercel":     {"utils"},
 	"services/cursortest": nil,
 	// The Cursor Agent CLI back door, and its fake for tests.
 	"services/agentcli":              {"models", "utils", "services/upstream"},
@@ -30,7 +31,7 @@ var importRules = map[string][]string{
 	"services/metrics":   {"models", "services/upstream"},
 	"services/readiness": {"models", "utils", "services/upstream"},
 	// The wiring is the one place that reads config and knows every part.
-	"services":           {"config", "models", "utils", "utils/toolproto", "services/upstream", "services/chat", "services/human", "services/webchat", "services/agentcli", "services/metrics", "services/readiness"},
+	"services":           {"config", "models", "utils", "utils/toolproto", "services/upstream", "services/chat", "services/human", "services/webchat", "services/vercel", "services/agentcli", "services/metrics", "services/readiness"},
 	"handlers/sse":       {"utils"},
 	"handlers/openai":    {"models", "utils", "handlers/sse"},
 	"handlers/anthropic": {"models", "utils", "handlers/sse"},
@@ -41,14 +42,14 @@ var importRules = map[string][]string{
 	"handlers": {"models", "utils", "utils/toolproto", "services/upstream", "services/chat", "handlers/sse", "handlers/openai", "handlers/responses", "handlers/anthropic", "services/metrics", "services/readiness"},
 	// Runs the gateway a configuration describes, for main and bench:
 	// the one HTTP package that reads config (handlers itself never does).
-	"handlers/server": {"config", "models", "utils", "utils/toolproto", "services/upstream", "services/chat", "services/human", "services/webchat", "services/agentcli", "services/metrics", "services/readiness", "services", "handlers/sse", "handlers/openai", "handlers/responses", "handlers/anthropic", "handlers"},
+	"handlers/server": {"config", "models", "utils", "utils/toolproto", "services/upstream", "services/chat", "services/human", "services/webchat", "services/vercel", "services/agentcli", "services/metrics", "services/readiness", "services", "handlers/sse", "handlers/openai", "handlers/responses", "handlers/anthropic", "handlers"},
 	"":                nil, // main: anything
 	// The Docker smoke test's fake upstream command.
 	"scripts/fakeupstream": {"services/cursortest"},
 	// The generator of the Anthropic door's packed token ranks.
 	"scripts/mkcl100k": nil,
 	// The benchmark program runs its gateway through server, as main does.
-	"bench": {"config", "handlers/server", "models", "utils", "utils/toolproto", "services/upstream", "services/chat", "services/human", "services/webchat", "services/agentcli", "services/metrics", "services/readiness", "services/cursortest", "services", "handlers/sse", "handlers/openai", "handlers/responses", "handlers/anthropic", "handlers"},
+	"bench": {"config", "handlers/server", "models", "utils", "utils/toolproto", "services/upstream", "services/chat", "services/human", "services/webchat", "services/vercel", "services/agentcli", "services/metrics", "services/readiness", "services/cursortest", "services", "handlers/sse", "handlers/openai", "handlers/responses", "handlers/anthropic", "handlers"},
 }
 
 func TestImportRules(t *testing.T) {

@@ -24,6 +24,7 @@ import (
 
 	"cursor2api/models"
 	"cursor2api/services/upstream"
+	"cursor2api/services/vercel"
 	"cursor2api/utils"
 )
 
@@ -63,6 +64,12 @@ type Client struct {
 	Profile http.Header
 	Human   HumanProvider
 	Logger  *slog.Logger
+	// Checkpoint, when set, passes Vercel's security checkpoint and
+	// keeps its cookie per egress (checkpoint.go).
+	Checkpoint *vercel.Keeper
+	// Egress, when set, is the pool of outbound proxies: each attempt is
+	// pinned to one, which the checkpoint cookie is bound to.
+	Egress *EgressPool
 
 	// headers are BrowserHeaders(UserAgent) with Profile laid over them:
 	// the same on every request, so built once (by browserHeaders).
@@ -114,8 +121,16 @@ func (c *Client) Stream(ctx context.Context, req upstream.Request, fn func(upstr
 		delivered = true
 		return fn(d)
 	}
+	passes := 0
 	for attempt := 1; ; attempt++ {
 		usage, err := c.attempt(ctx, req, counted)
+		if passed := (*checkpointPassed)(nil); errors.As(err, &passed) {
+			if passes++; passes > maxCheckpointPasses {
+				return usage, passed.err
+			}
+			attempt-- // the checkpoint is passed: the same attempt again
+			continue
+		}
 		var retry *retryableError
 		if !errors.As(err, &retry) {
 			return usage, err
@@ -149,10 +164,12 @@ func (c *Client) attempt(ctx context.Context, req upstream.Request, fn func(upst
 	idle := time.AfterFunc(c.IdleTimeout, func() { cancel(errIdle) })
 	defer idle.Stop()
 
+	ctx, egress := c.pinEgress(ctx)
 	httpReq, err := c.newRequest(ctx, req)
 	if err != nil {
 		return nil, err
 	}
+	sentCookie := c.setCookie(ctx, httpReq.Header, egress)
 	resp, err := c.HTTP.Do(httpReq)
 	if err != nil {
 		mapped := c.transportError(ctx, err)
@@ -163,7 +180,7 @@ func (c *Client) attempt(ctx context.Context, req upstream.Request, fn func(upst
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, c.statusError(req, resp)
+		return nil, c.refused(ctx, req, egress, sentCookie, resp)
 	}
 	idle.Reset(c.IdleTimeout)
 
@@ -274,9 +291,6 @@ func (c *Client) newRequest(ctx context.Context, req upstream.Request) (*http.Re
 	h := httpReq.Header
 	for k, v := range c.browserHeaders() {
 		h[k] = v
-	}
-	if c.Cookie != "" {
-		h.Set("Cookie", c.Cookie)
 	}
 	if c.Human != nil {
 		v, err := c.Human.Value(ctx)
