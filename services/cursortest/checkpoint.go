@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -20,7 +21,7 @@ import (
 // "2.<issued>.<window>.<base64 of id;salt;seed;steps>.<mac>" (signed with
 // the fake's own HMAC key); POST SolvePath with the token and a solution
 // answers 204 and sets a cookie "1.<issued>.<ttl>.<id>.<mac>" bound to the
-// User-Agent that solved it. The fake verifies solutions itself, without
+// User-Agent and the address (clientAddr) that solved it. The fake verifies solutions itself, without
 // the gateway's solver.
 
 // SolvePath is where a browser sends the checkpoint's solution.
@@ -74,6 +75,18 @@ type Checkpoint struct {
 
 // tokenLife is how long a challenge token may be answered.
 const tokenLife = 10 * time.Minute
+
+// sitePage answers a GET (chat requests are POSTs) with the site's page,
+// unrecorded: what the checkpoint keeper fetches for a challenge finds
+// none without the checkpoint.
+func sitePage(w http.ResponseWriter, r *http.Request) bool {
+	if r.Method != http.MethodGet {
+		return false
+	}
+	w.Header().Set("Content-Type", "text/html")
+	_, _ = fmt.Fprint(w, "<!DOCTYPE html><html><head><title>Cursor</title></head><body></body></html>")
+	return true
+}
 
 // EnableCheckpoint puts the fake behind the checkpoint.
 func (s *Server) EnableCheckpoint(opts CheckpointOptions) *Checkpoint {
@@ -129,9 +142,7 @@ func (c *Checkpoint) serve(w http.ResponseWriter, r *http.Request) bool {
 		return true
 	case r.Method == http.MethodGet && r.URL.Path == c.opts.PagePath:
 		if c.validCookie(r) {
-			w.Header().Set("Content-Type", "text/html")
-			_, _ = fmt.Fprint(w, "<!DOCTYPE html><html><head><title>Cursor</title></head><body></body></html>")
-			return true
+			return sitePage(w, r)
 		}
 		c.count(func(s *CheckpointStats) { s.Pages++ })
 		c.challenge(w)
@@ -196,7 +207,7 @@ func (c *Checkpoint) solve(w http.ResponseWriter, r *http.Request) {
 	}
 	issued, ttl := c.opts.Now().Unix(), max(int64(c.opts.TTL/time.Second), 1)
 	head := fmt.Sprintf("1.%d.%d.%s", issued, ttl, hexOf(8))
-	value := head + "." + c.mac(head+"\x00"+r.UserAgent())
+	value := head + "." + c.mac(head+"\x00"+r.UserAgent()+"\x00"+clientAddr(r))
 	http.SetCookie(w, &http.Cookie{Name: "_vcrcs", Value: value, Path: "/", MaxAge: int(ttl), HttpOnly: true, SameSite: http.SameSiteLaxMode})
 	w.WriteHeader(http.StatusNoContent)
 }
@@ -247,8 +258,23 @@ func (c *Checkpoint) verify(token, solution, version string) error {
 	return nil
 }
 
+// clientAddr is the address a cookie is bound to: the first
+// X-Forwarded-For entry (a test's proxy names itself there), else the
+// connection's IP.
+func clientAddr(r *http.Request) string {
+	if xff := r.Header.Get("X-Forwarded-For"); xff != "" {
+		first, _, _ := strings.Cut(xff, ",")
+		return strings.TrimSpace(first)
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
 // validCookie reports whether r carries a cookie this checkpoint set, for
-// r's User-Agent, within its lifetime.
+// r's User-Agent and address, within its lifetime.
 func (c *Checkpoint) validCookie(r *http.Request) bool {
 	ck, err := r.Cookie("_vcrcs")
 	if err != nil {
@@ -259,7 +285,7 @@ func (c *Checkpoint) validCookie(r *http.Request) bool {
 		return false
 	}
 	head := strings.Join(parts[:4], ".")
-	if !hmac.Equal([]byte(c.mac(head+"\x00"+r.UserAgent())), []byte(parts[4])) {
+	if !hmac.Equal([]byte(c.mac(head+"\x00"+r.UserAgent()+"\x00"+clientAddr(r))), []byte(parts[4])) {
 		return false
 	}
 	issued, err1 := strconv.ParseInt(parts[1], 10, 64)

@@ -63,7 +63,7 @@ type Server struct {
 // NewServer starts a fake upstream; reply chooses the answer to the n-th
 // request (from 0). The server is closed when the test ends.
 func NewServer(t testing.TB, reply func(n int, req Request) Response) *Server {
-	s := &Server{canceled: make(chan struct{})}
+	s := &Server{canceled: make(chan struct{}), gate: sitePage}
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		gate := s.gate

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -132,17 +133,25 @@ func TestKeeperFetchesTheChallengeFromThePage(t *testing.T) {
 
 func TestKeeperNoCheckpoint(t *testing.T) {
 	clk := newClock()
-	up := cursortest.NewServer(t, cursortest.Always(cursortest.Text(nil, "page")))
+	var pages atomic.Int32
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		pages.Add(1)
+		_, _ = w.Write([]byte("<html><title>Cursor</title></html>"))
+	}))
+	defer site.Close()
 	var outcomes []string
-	k := newKeeper(up, clk, func(o *Options) {
-		o.OnSolve = func(_, outcome string, _ time.Duration) { outcomes = append(outcomes, outcome) }
-	})
+	k := New(Options{HTTP: site.Client(), PageURL: site.URL, SolveURL: site.URL + SolvePath, Now: clk.Now,
+		OnSolve: func(_, outcome string, _ time.Duration) { outcomes = append(outcomes, outcome) }})
 	require.ErrorIs(t, k.Solve(context.Background(), Direct, "", ""), ErrNoCheckpoint)
 	require.ErrorIs(t, k.Solve(context.Background(), Direct, "", ""), ErrNoCheckpoint)
-	assert.Len(t, up.Requests(), 1, "the page is not fetched again while it asked for no checkpoint")
+	assert.EqualValues(t, 1, pages.Load(), "the page is not fetched again while it asked for no checkpoint")
 	assert.Equal(t, []string{"no_checkpoint"}, outcomes)
 	assert.True(t, k.State()[0].NoCheckpoint)
 	assert.Zero(t, k.State()[0].Failures)
+
+	clk.Advance(DefaultBackoff)
+	require.ErrorIs(t, k.Solve(context.Background(), Direct, "", ""), ErrNoCheckpoint)
+	assert.EqualValues(t, 2, pages.Load(), "looked at again after the backoff")
 }
 
 func TestKeeperRefreshesBeforeExpiry(t *testing.T) {

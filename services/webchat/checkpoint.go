@@ -21,11 +21,12 @@ import (
 const maxCheckpointPasses = 2
 
 // checkpointPassed is an attempt refused by the Vercel checkpoint that
-// has since been passed: the attempt is worth making again at once. err is
-// what the caller gets when no pass is left.
-type checkpointPassed struct{ err error }
+// has since been passed: the attempt is worth making again at once.
+type checkpointPassed struct{ egress string }
 
-func (e *checkpointPassed) Error() string { return e.err.Error() }
+func (e *checkpointPassed) Error() string {
+	return "the Vercel checkpoint was passed through egress " + e.egress + "; try again"
+}
 
 // pinEgress chooses the egress of one attempt, so that the attempt and
 // the checkpoint it may need leave from the same IP.
@@ -67,8 +68,10 @@ func (c *Client) setCookie(ctx context.Context, h http.Header, egress string) st
 // checkpoint answer (a challenge, or a bare 403 behind which the site's
 // page holds one) is passed and comes back as *checkpointPassed; when it
 // cannot be passed the turn fails with a 503 naming the checkpoint and
-// CURSOR_COOKIE. Everything else goes to statusError.
-func (c *Client) refused(ctx context.Context, req upstream.Request, egress, sent string, resp *http.Response) error {
+// CURSOR_COOKIE, as when it is met again though the turn passed it
+// maxCheckpointPasses times (mayPass is false). Everything else goes to
+// statusError.
+func (c *Client) refused(ctx context.Context, req upstream.Request, egress, sent string, resp *http.Response, mayPass bool) error {
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	resp.Body = io.NopCloser(bytes.NewReader(raw))
 	if c.Checkpoint == nil {
@@ -78,12 +81,18 @@ func (c *Client) refused(ctx context.Context, req upstream.Request, egress, sent
 	if v.Kind == vercel.NotCheckpoint {
 		return c.statusError(req, resp)
 	}
+	if !mayPass {
+		if v.Kind == vercel.Denied {
+			return c.statusError(req, resp) // the bot check's, then
+		}
+		return checkpointError(resp.StatusCode, egress,
+			fmt.Errorf("the upstream still asked for the checkpoint after it was passed %d times", maxCheckpointPasses))
+	}
 	c.log(ctx, req, slog.LevelInfo, "upstream asks for the Vercel checkpoint", "upstream_status", resp.StatusCode, "egress", egress, "answer", v.Kind.String())
 	err := c.Checkpoint.Solve(ctx, egress, sent, v.Token)
 	switch {
 	case err == nil:
-		return &checkpointPassed{err: checkpointError(resp.StatusCode, egress,
-			fmt.Errorf("the upstream still asked for the checkpoint after it was passed %d times", maxCheckpointPasses))}
+		return &checkpointPassed{egress: egress}
 	case ctx.Err() != nil:
 		return c.transportError(ctx, ctx.Err())
 	case v.Kind == vercel.Denied && errors.Is(err, vercel.ErrNoCheckpoint):
@@ -99,6 +108,6 @@ func checkpointError(status int, egress string, err error) *models.Error {
 		"the upstream is behind Vercel's security checkpoint (%d) and the gateway could not pass it (egress %s: %s); try again later, "+
 			"or set CURSOR_COOKIE to the _vcrcs cookie of a browser that opened https://cursor.com from the same IP with the same "+
 			"user agent (USER_AGENT/BROWSER_PROFILE): in the browser's developer tools, Application > Cookies > https://cursor.com, "+
-			"copy its value as CURSOR_COOKIE=_vcrcs=<value>",
+			"copy its value as CURSOR_COOKIE=_vcrcs=(the value)",
 		status, egress, utils.Clip(err.Error(), 200))
 }

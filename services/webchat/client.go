@@ -123,11 +123,9 @@ func (c *Client) Stream(ctx context.Context, req upstream.Request, fn func(upstr
 	}
 	passes := 0
 	for attempt := 1; ; attempt++ {
-		usage, err := c.attempt(ctx, req, counted)
+		usage, err := c.attempt(ctx, req, counted, passes < maxCheckpointPasses)
 		if passed := (*checkpointPassed)(nil); errors.As(err, &passed) {
-			if passes++; passes > maxCheckpointPasses {
-				return usage, passed.err
-			}
+			passes++
 			attempt-- // the checkpoint is passed: the same attempt again
 			continue
 		}
@@ -156,8 +154,9 @@ type retryableError struct {
 
 func (e *retryableError) Error() string { return e.err.Error() }
 
-// attempt is one upstream request.
-func (c *Client) attempt(ctx context.Context, req upstream.Request, fn func(upstream.Delta) error) (*models.Usage, error) {
+// attempt is one upstream request; mayPass says whether it may pass the
+// Vercel checkpoint if asked.
+func (c *Client) attempt(ctx context.Context, req upstream.Request, fn func(upstream.Delta) error, mayPass bool) (*models.Usage, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	// One timer guards every wait on the upstream; each frame re-arms it.
@@ -180,7 +179,7 @@ func (c *Client) attempt(ctx context.Context, req upstream.Request, fn func(upst
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, c.refused(ctx, req, egress, sentCookie, resp)
+		return nil, c.refused(ctx, req, egress, sentCookie, resp, mayPass)
 	}
 	idle.Reset(c.IdleTimeout)
 
