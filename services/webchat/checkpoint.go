@@ -95,8 +95,9 @@ func (c *Client) refused(ctx context.Context, req upstream.Request, egress, sent
 		return &checkpointPassed{egress: egress}
 	case ctx.Err() != nil:
 		return c.transportError(ctx, ctx.Err())
-	case v.Kind == vercel.Denied && errors.Is(err, vercel.ErrNoCheckpoint):
-		// No checkpoint behind the 403: the bot check refused the request.
+	case errors.Is(err, vercel.ErrNoCheckpoint):
+		// The answer carried no token and the site's page asks for no
+		// checkpoint: a 403 is the bot check's, a 429 a rate limit.
 		return c.statusError(req, resp)
 	}
 	return checkpointError(resp.StatusCode, egress, err)

@@ -313,3 +313,19 @@ func TestPinnedEgressSticks(t *testing.T) {
 	_, label = pool.Pin(context.Background())
 	assert.Equal(t, ProxyLabel(b.url(t)), label, "a new pin takes the next available proxy")
 }
+
+// A checkpoint page without a token, while the site's page asks for no
+// checkpoint, stays the rate-limit answer it was.
+func TestCheckpointPageWithoutToken(t *testing.T) {
+	clk := newTestClock()
+	up := cursortest.NewServer(t, cursortest.Always(cursortest.Response{Status: 429, Header: map[string]string{"Retry-After": "7"},
+		Body: `<!DOCTYPE html><html><head><title>Vercel Security Checkpoint</title></head></html>`}))
+	c := checkpointClient(t, up, checkpointUA, checkpointUA, clk, nil)
+	_, err := collectText(c, context.Background())
+	var e *models.Error
+	require.True(t, errors.As(err, &e), "%v", err)
+	assert.Equal(t, http.StatusTooManyRequests, e.Status)
+	assert.Equal(t, 7, e.RetryAfter)
+	assert.Len(t, up.Requests(), 1)
+	assert.True(t, c.Checkpoint.State()[0].NoCheckpoint)
+}
