@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"cursor2api/models"
 	"cursor2api/services/cursortest"
@@ -22,6 +23,13 @@ import (
 )
 
 const checkpointUA = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/140.0.0.0 Safari/537.36"
+
+// noLeaks checks, after the test's servers are closed, that the test left
+// no goroutine behind.
+func noLeaks(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+}
 
 // testClock is a settable clock.
 type testClock struct {
@@ -61,6 +69,7 @@ func checkpointClient(t *testing.T, up *cursortest.Server, ua, keeperUA string, 
 }
 
 func TestCheckpointPassed(t *testing.T) {
+	noLeaks(t)
 	for _, variant := range []cursortest.CheckpointVariant{cursortest.CheckpointChallenge, cursortest.CheckpointDenied} {
 		t.Run(map[cursortest.CheckpointVariant]string{cursortest.CheckpointChallenge: "429 with token", cursortest.CheckpointDenied: "403 access denied"}[variant], func(t *testing.T) {
 			clk := newTestClock()
@@ -92,6 +101,7 @@ func TestCheckpointPassed(t *testing.T) {
 }
 
 func TestCheckpointExpiredCookieSolvedAgain(t *testing.T) {
+	noLeaks(t)
 	site, mine := newTestClock(), newTestClock()
 	up := cursortest.NewServer(t, cursortest.Always(cursortest.Text(nil, "hello")))
 	cp := up.EnableCheckpoint(cursortest.CheckpointOptions{TTL: time.Hour, Now: site.Now})
@@ -111,6 +121,7 @@ func TestCheckpointExpiredCookieSolvedAgain(t *testing.T) {
 }
 
 func TestCheckpointRefreshedBeforeExpiry(t *testing.T) {
+	noLeaks(t)
 	clk := newTestClock()
 	up := cursortest.NewServer(t, cursortest.Always(cursortest.Text(nil, "hello")))
 	cp := up.EnableCheckpoint(cursortest.CheckpointOptions{TTL: time.Hour, Now: clk.Now})
@@ -127,6 +138,7 @@ func TestCheckpointRefreshedBeforeExpiry(t *testing.T) {
 }
 
 func TestCheckpointCookieBoundToUserAgent(t *testing.T) {
+	noLeaks(t)
 	clk := newTestClock()
 	up := cursortest.NewServer(t, cursortest.Always(cursortest.Text(nil, "hello")))
 	cp := up.EnableCheckpoint(cursortest.CheckpointOptions{Now: clk.Now})
@@ -146,6 +158,7 @@ func TestCheckpointCookieBoundToUserAgent(t *testing.T) {
 }
 
 func TestCheckpointNotPassed(t *testing.T) {
+	noLeaks(t)
 	for _, variant := range []cursortest.CheckpointVariant{cursortest.CheckpointChallenge, cursortest.CheckpointDenied} {
 		clk := newTestClock()
 		up := cursortest.NewServer(t, cursortest.Always(cursortest.Text(nil, "hello")))
@@ -173,6 +186,7 @@ func TestCheckpointNotPassed(t *testing.T) {
 }
 
 func TestCheckpointOffKeepsTheRateLimitAnswer(t *testing.T) {
+	noLeaks(t)
 	clk := newTestClock()
 	up := cursortest.NewServer(t, cursortest.Always(cursortest.Text(nil, "hello")))
 	up.EnableCheckpoint(cursortest.CheckpointOptions{Now: clk.Now})
@@ -188,6 +202,7 @@ func TestCheckpointOffKeepsTheRateLimitAnswer(t *testing.T) {
 // A 403 with nothing behind it on the page is the bot check's: the old
 // answer (refresh x-is-human, retry once) stands.
 func TestCheckpointDeniedWithoutCheckpoint(t *testing.T) {
+	noLeaks(t)
 	clk := newTestClock()
 	up := cursortest.NewServer(t, cursortest.Always(cursortest.Response{Status: 403, Body: `{"error":"Access denied"}`}))
 	human := &countingHuman{}
@@ -205,6 +220,7 @@ func TestCheckpointDeniedWithoutCheckpoint(t *testing.T) {
 }
 
 func TestCheckpointCookieWithManualCookie(t *testing.T) {
+	noLeaks(t)
 	clk := newTestClock()
 	up := cursortest.NewServer(t, cursortest.Always(cursortest.Text(nil, "hello")))
 	up.EnableCheckpoint(cursortest.CheckpointOptions{Now: clk.Now})
@@ -252,6 +268,7 @@ func forwardingProxy(t *testing.T, name string, up *cursortest.Server) *httptest
 }
 
 func TestCheckpointCookiePerEgress(t *testing.T) {
+	noLeaks(t)
 	clk := newTestClock()
 	up := cursortest.NewServer(t, cursortest.Always(cursortest.Text(nil, "hello")))
 	cp := up.EnableCheckpoint(cursortest.CheckpointOptions{Now: clk.Now})
@@ -292,6 +309,7 @@ func TestCheckpointCookiePerEgress(t *testing.T) {
 }
 
 func TestPinnedEgressSticks(t *testing.T) {
+	noLeaks(t)
 	a := newFakeProxy(t, "a", http.StatusOK)
 	b := newFakeProxy(t, "b", http.StatusOK)
 	pool := NewEgressPool([]*url.URL{a.url(t), b.url(t)}, time.Minute, nil)
@@ -317,6 +335,7 @@ func TestPinnedEgressSticks(t *testing.T) {
 // A checkpoint page without a token, while the site's page asks for no
 // checkpoint, stays the rate-limit answer it was.
 func TestCheckpointPageWithoutToken(t *testing.T) {
+	noLeaks(t)
 	clk := newTestClock()
 	up := cursortest.NewServer(t, cursortest.Always(cursortest.Response{Status: 429, Header: map[string]string{"Retry-After": "7"},
 		Body: `<!DOCTYPE html><html><head><title>Vercel Security Checkpoint</title></head></html>`}))
