@@ -156,19 +156,20 @@ func (k *Keeper) egress(label string) *egressCookie {
 }
 
 // Cookie returns the cookie ("_vcrcs=…") to send through egress, or "".
-// A cookie close to its expiry is refreshed first (within ctx); when the
-// refresh fails the old cookie is used while it lasts.
+// A cookie close to its expiry is refreshed first (within ctx), unless
+// another request is refreshing it already; when the refresh fails the
+// old cookie is used while it lasts.
 func (k *Keeper) Cookie(ctx context.Context, egress string) string {
 	e := k.egress(egress)
 	e.mu.Lock()
-	cookie, expires, ttl := e.cookie, e.expires, e.ttl
+	cookie, expires, ttl, refreshing := e.cookie, e.expires, e.ttl, e.flight != nil
 	e.mu.Unlock()
 	if cookie == "" {
 		return ""
 	}
 	now := k.now()
 	margin := min(k.opts.Margin, ttl/2)
-	if now.Before(expires.Add(-margin)) {
+	if now.Before(expires.Add(-margin)) || refreshing && now.Before(expires) {
 		return cookie
 	}
 	if err := k.Solve(ctx, egress, cookie, ""); err != nil {
@@ -431,11 +432,12 @@ func (k *Keeper) pass(ctx context.Context, token string) (string, error) {
 }
 
 // browser copies the browser's identifying headers into h, leaving out
-// those of the web chat's API calls.
+// those of the web chat's API calls (pass sets its own Origin and
+// Referer; a navigation sends none).
 func (k *Keeper) browser(h http.Header) {
 	for name, v := range k.opts.Headers {
 		switch http.CanonicalHeaderKey(name) {
-		case "Content-Type", "Cookie", "X-Is-Human":
+		case "Content-Type", "Cookie", "X-Is-Human", "Origin", "Referer":
 			continue
 		}
 		h[http.CanonicalHeaderKey(name)] = append([]string(nil), v...)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -309,4 +311,40 @@ func TestSolveURLFor(t *testing.T) {
 	assert.Equal(t, "https://cursor.com/.well-known/vercel/security/request-challenge", u)
 	_, err = SolveURLFor("cursor.com/api/chat")
 	assert.Error(t, err)
+}
+
+// While one request refreshes a cookie that is still valid, the others
+// send it without waiting.
+func TestKeeperRefreshDoesNotHoldOthers(t *testing.T) {
+	clk := newClock()
+	up, cp := fakeSite(t, clk, cursortest.CheckpointOptions{TTL: time.Hour})
+	target, err := url.Parse(up.URL)
+	require.NoError(t, err)
+	var blocking atomic.Bool
+	entered, release := make(chan struct{}), make(chan struct{})
+	forward := httputil.NewSingleHostReverseProxy(target)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && blocking.Load() {
+			close(entered)
+			<-release
+		}
+		forward.ServeHTTP(w, r)
+	}))
+	defer front.Close()
+	k := New(Options{HTTP: front.Client(), Headers: http.Header{"User-Agent": {testUA}}, PageURL: front.URL + "/",
+		SolveURL: front.URL + SolvePath, Now: clk.Now})
+	_, token := chat(t, up, "", testUA)
+	require.NoError(t, k.Solve(context.Background(), "a", "", token))
+	first := k.Cookie(context.Background(), "a")
+
+	clk.Advance(57 * time.Minute)
+	blocking.Store(true)
+	refreshed := make(chan string)
+	go func() { refreshed <- k.Cookie(context.Background(), "a") }()
+	<-entered
+	assert.Equal(t, first, k.Cookie(context.Background(), "a"), "the old cookie, at once")
+	close(release)
+	second := <-refreshed
+	assert.NotEqual(t, first, second)
+	assert.Equal(t, 2, cp.Stats().Solved)
 }
