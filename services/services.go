@@ -275,6 +275,7 @@ func newCheckpoint(cfg *config.Config, transport http.RoundTripper, headers http
 		Headers:  headers,
 		PageURL:  cfg.CheckpointPageURL,
 		SolveURL: cfg.CheckpointURL,
+		Egresses: egresses,
 		Logger:   logger,
 		OnSolve:  onSolve,
 	})

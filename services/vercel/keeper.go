@@ -63,6 +63,9 @@ type Options struct {
 	// Now is the clock (tests set it); nil means time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
+	// Egresses are the egresses known from the start (the proxies, or
+	// Direct), which State lists before they are used.
+	Egresses []string
 	// OnSolve, when set, is told the outcome of every solve: "ok",
 	// "refused" (the site rejected the solution), "no_checkpoint" or
 	// "error".
@@ -122,7 +125,11 @@ func New(opts Options) *Keeper {
 	if opts.HTTP == nil {
 		opts.HTTP = &http.Client{}
 	}
-	return &Keeper{opts: opts, egresses: map[string]*egressCookie{}}
+	k := &Keeper{opts: opts, egresses: map[string]*egressCookie{}}
+	for _, label := range opts.Egresses {
+		k.egress(label)
+	}
+	return k
 }
 
 // SolveURLFor is the request-challenge URL on the origin of siteURL.

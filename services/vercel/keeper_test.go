@@ -253,6 +253,17 @@ func TestKeeperBadMACIsRefused(t *testing.T) {
 	assert.Equal(t, 1, cp.Stats().Refused)
 }
 
+func TestKeeperKnownEgresses(t *testing.T) {
+	k := New(Options{Egresses: []string{"http://p2:1", "http://p1:1"}})
+	var labels []string
+	for _, s := range k.State() {
+		labels = append(labels, s.Egress)
+		assert.False(t, s.HasCookie)
+		assert.Zero(t, s.ExpiresIn)
+	}
+	assert.Equal(t, []string{"http://p1:1", "http://p2:1"}, labels, "listed before use, in order")
+}
+
 func TestKeeperTimeBound(t *testing.T) {
 	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
 	defer hang.Close()

@@ -136,3 +136,24 @@ func BenchmarkSolve(b *testing.B) {
 		}
 	}
 }
+
+// FuzzParseToken: any text either fails to parse or gives a challenge
+// whose prefix positions all lie inside what they are read from.
+func FuzzParseToken(f *testing.F) {
+	f.Add(publicToken)
+	f.Add(makeToken(1, 1, "x", "s", "0123a", 1, "m"))
+	f.Add("2.1.60.!!!.m")
+	f.Fuzz(func(t *testing.T, token string) {
+		c, err := ParseToken(token)
+		if err != nil {
+			require.ErrorIs(t, err, ErrMalformedToken)
+			return
+		}
+		off := c.offset(0)
+		require.True(t, off >= 0 && off+prefixLen <= len(c.Seed), "first prefix at %d of a %d-digit seed", off, len(c.Seed))
+		for i := 1; i <= c.Steps; i++ {
+			off = c.offset(i)
+			require.True(t, off >= 0 && off+prefixLen <= 2*sha256.Size, "step %d prefix at %d", i, off)
+		}
+	})
+}
