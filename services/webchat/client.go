@@ -109,7 +109,9 @@ const retryBackoff = 500 * time.Millisecond
 
 // Stream implements upstream.Upstream. An attempt that fails before any output with
 // a 403 (after refreshing x-is-human), a 5xx or a connection error is
-// retried once; every other failure is final.
+// retried once; every other failure is final. An attempt refused by the
+// Vercel checkpoint is made again once the checkpoint is passed (at most
+// maxCheckpointPasses times), without counting as the retry.
 func (c *Client) Stream(ctx context.Context, req upstream.Request, fn func(upstream.Delta) error) (*models.Usage, error) {
 	if c.MaxDuration > 0 {
 		var cancelMax context.CancelFunc
