@@ -14,7 +14,7 @@ import (
 // (server, the doctor, bench) import it and what is named beside it.
 var wiring = []string{
 	"config", "models", "utils", "utils/toolproto", "services/upstream", "services/chat", "services/human",
-	"services/webchat", "services/agentcli", "services/metrics", "services/readiness",
+	"services/webchat", "services/vercel", "services/agentcli", "services/metrics", "services/readiness",
 	"services/native", "services/native/keys", "services/native/agentv1", "services/native/agentv1/agentv1connect",
 	"services/native/aiserverv1", "services/native/aiserverv1/aiserverv1connect",
 }
@@ -36,7 +36,8 @@ var importRules = map[string][]string{
 	// The core: no wire format, no back door, no configuration.
 	"services/chat":       {"models", "utils", "utils/toolproto", "services/upstream"},
 	"services/human":      {"utils"},
-	"services/webchat":    {"models", "utils", "services/upstream", "services/human"},
+	"services/webchat":    {"models", "utils", "services/upstream", "services/human", "services/vercel"},
+	"services/vercel":     {"utils"},
 	"services/cursortest": nil,
 	// The Cursor Agent CLI back door, and its fake for tests.
 	"services/agentcli":              {"models", "utils", "services/upstream"},

@@ -91,6 +91,15 @@ type Config struct {
 	// the rest of an answer the upstream cut at its output cap (0: never;
 	// the answer then finishes "length").
 	MaxContinuations int `env:"MAX_CONTINUATIONS" envDefault:"3"`
+	// Checkpoint is "auto" (pass Vercel's security checkpoint in-process
+	// and keep its cookie per egress) or "off" (only CURSOR_COOKIE).
+	Checkpoint string `env:"CHECKPOINT" envDefault:"auto"`
+	// CheckpointPageURL is fetched for a fresh challenge (empty:
+	// CURSOR_API_URL's origin, the site the chat is on); CheckpointURL
+	// receives the solution (empty: CURSOR_API_URL's origin +
+	// /.well-known/vercel/security/request-challenge). Load fills both.
+	CheckpointPageURL string `env:"CHECKPOINT_PAGE_URL"`
+	CheckpointURL     string `env:"CHECKPOINT_URL"`
 
 	MaxInputLength   int   `env:"MAX_INPUT_LENGTH" envDefault:"200000"`
 	MaxBodyBytes     int64 `env:"MAX_BODY_BYTES" envDefault:"33554432"`
@@ -299,6 +308,7 @@ func (c *Config) validate() error {
 	}
 	c.APIKeys = trimmed(c.APIKeys)
 	c.BrowserProfile = strings.TrimSpace(c.BrowserProfile)
+	c.validateCheckpoint(bad)
 	for _, u := range []struct{ name, value string }{{"CURSOR_API_URL", c.CursorAPIURL}, {"SCRIPT_URL", c.ScriptURL}, {"SCRIPT_PAGE_URL", c.ScriptPageURL}} {
 		if u.value == "" && u.name != "CURSOR_API_URL" {
 			continue
@@ -585,4 +595,31 @@ func redactProxy(proxy string) string {
 		return u.Redacted()
 	}
 	return proxy
+}
+
+// validateCheckpoint checks CHECKPOINT and its URLs, and derives
+// CHECKPOINT_URL from CURSOR_API_URL's origin when it is empty.
+func (c *Config) validateCheckpoint(bad func(format string, args ...any)) {
+	c.Checkpoint = strings.ToLower(strings.TrimSpace(c.Checkpoint))
+	if c.Checkpoint != "auto" && c.Checkpoint != "off" {
+		bad("CHECKPOINT=%q: must be auto (pass Vercel's security checkpoint) or off (only CURSOR_COOKIE)", c.Checkpoint)
+		return
+	}
+	if p, err := url.Parse(c.CursorAPIURL); err == nil && p.Host != "" {
+		origin := p.Scheme + "://" + p.Host
+		if c.CheckpointURL == "" {
+			c.CheckpointURL = origin + "/.well-known/vercel/security/request-challenge"
+		}
+		if c.CheckpointPageURL == "" {
+			c.CheckpointPageURL = origin + "/"
+		}
+	}
+	if c.Checkpoint == "off" {
+		return
+	}
+	for _, u := range []struct{ name, value string }{{"CHECKPOINT_PAGE_URL", c.CheckpointPageURL}, {"CHECKPOINT_URL", c.CheckpointURL}} {
+		if p, err := url.Parse(u.value); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			bad("%s=%q: must be an absolute http or https URL (or set CHECKPOINT=off)", u.name, u.value)
+		}
+	}
 }

@@ -45,7 +45,8 @@ func newStack(t testing.TB, env map[string]string, reply func(int, cursortest.Re
 	t.Helper()
 	gin.SetMode(gin.TestMode)
 	up := cursortest.NewServer(t, reply)
-	vars := map[string]string{"CURSOR_API_URL": up.URL + "/api/chat", "MODELS": "claude-sonnet-4.6,gemini-3-flash", "LOG_LEVEL": "debug"}
+	vars := map[string]string{"CURSOR_API_URL": up.URL + "/api/chat", "MODELS": "claude-sonnet-4.6,gemini-3-flash", "LOG_LEVEL": "debug",
+		"CHECKPOINT_PAGE_URL": up.URL + "/"} // the checkpoint's page is the fake's too
 	for k, v := range env {
 		vars[k] = v
 	}

@@ -24,6 +24,7 @@ import (
 	"cursor2api/services/native"
 	"cursor2api/services/readiness"
 	"cursor2api/services/upstream"
+	"cursor2api/services/vercel"
 	"cursor2api/services/webchat"
 )
 
@@ -113,6 +114,9 @@ func webGateway(cfg *config.Config, m *metrics.Metrics, ready *readiness.Tracker
 	if pool != nil {
 		transport = pool.Transport(transport)
 	}
+	// The checkpoint's requests go out like the chat's (fingerprint,
+	// egress) but are not upstream attempts for the metrics.
+	checkpointTransport := transport
 	transport = m.Transport(transport)
 	jar, err := cookiejar.New(nil)
 	if err != nil {
@@ -167,6 +171,7 @@ func webGateway(cfg *config.Config, m *metrics.Metrics, ready *readiness.Tracker
 		}
 		logger.Info("x-is-human challenge script", "script_url", cfg.ScriptURL, "why", why, "page", cfg.ScriptPageURL, "profile", browser.Name)
 	}
+	keeper := newCheckpoint(cfg, checkpointTransport, scriptHeaders, pool, m, ready, logger)
 	web := &webchat.Client{
 		HTTP:        httpClient,
 		URL:         cfg.CursorAPIURL,
@@ -177,6 +182,8 @@ func webGateway(cfg *config.Config, m *metrics.Metrics, ready *readiness.Tracker
 		Profile:     profile,
 		Human:       provider,
 		Logger:      logger,
+		Checkpoint:  keeper,
+		Egress:      pool,
 	}
 	web.MaxContinuations = cfg.MaxContinuations
 	catalog, up, background, err := webModels(cfg, web, ready, logger)
@@ -363,6 +370,58 @@ func newCore(cfg *config.Config, catalog *models.Catalog, up upstream.Upstream, 
 		Refusals:          refusals,
 		Observer:          observer,
 	}, up, logger), nil
+}
+
+// newCheckpoint builds the keeper of Vercel's checkpoint cookie (nil with
+// CHECKPOINT=off), on the chat's transport and browser headers, without a
+// cookie jar: the cookie is kept per egress, since it is bound to the IP
+// (and User-Agent) that solved it.
+func newCheckpoint(cfg *config.Config, transport http.RoundTripper, headers http.Header, pool *webchat.EgressPool,
+	m *metrics.Metrics, ready *readiness.Tracker, logger *slog.Logger) *vercel.Keeper {
+	if cfg.Checkpoint == "off" {
+		return nil
+	}
+	egresses := []string{vercel.Direct}
+	if pool != nil {
+		egresses = egresses[:0]
+		for _, s := range pool.State() {
+			egresses = append(egresses, s.Label)
+		}
+		// A checkpoint is passed through the proxy it met, not a
+		// reason to leave it.
+		pool.Exempt = vercel.IsChallenge
+	}
+	var keeper *vercel.Keeper
+	onSolve := m.Checkpoint(egresses, func(egress string) bool { return keeper.Valid(egress) })
+	keeper = vercel.New(vercel.Options{
+		HTTP:     &http.Client{Transport: transport},
+		Headers:  headers,
+		PageURL:  cfg.CheckpointPageURL,
+		SolveURL: cfg.CheckpointURL,
+		Egresses: egresses,
+		Logger:   logger,
+		OnSolve:  onSolve,
+	})
+	ready.Checkpoint = func() readiness.Checkpoint { return checkpointReport(cfg.Checkpoint, keeper.State()) }
+	return keeper
+}
+
+// checkpointReport is the keeper's state as /ready shows it.
+func checkpointReport(mode string, states []vercel.State) readiness.Checkpoint {
+	r := readiness.Checkpoint{Mode: mode, Egress: make([]readiness.CheckpointEgress, len(states))}
+	for i, s := range states {
+		e := readiness.CheckpointEgress{Egress: s.Egress, HasCookie: s.HasCookie, Solves: s.Solves, Failures: s.Failures,
+			LastError: s.LastError, NoCheckpoint: s.NoCheckpoint}
+		if s.HasCookie {
+			e.ExpiresIn = s.ExpiresIn.Round(time.Second).String()
+		}
+		if !s.LastSolve.IsZero() {
+			at := s.LastSolve
+			e.LastSolve, e.LastSolveTook = &at, s.LastSolveDuration.Round(time.Millisecond).String()
+		}
+		r.Egress[i] = e
+	}
+	return r
 }
 
 // egressReport is the pool's state as /ready shows it.

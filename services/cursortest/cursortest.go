@@ -55,13 +55,22 @@ type Server struct {
 	requests []Request
 	canceled chan struct{}
 	once     sync.Once
+	// gate, when set, answers a request before the chat does (the
+	// Vercel checkpoint, checkpoint.go); it reports whether it did.
+	gate func(http.ResponseWriter, *http.Request) bool
 }
 
 // NewServer starts a fake upstream; reply chooses the answer to the n-th
 // request (from 0). The server is closed when the test ends.
 func NewServer(t testing.TB, reply func(n int, req Request) Response) *Server {
-	s := &Server{canceled: make(chan struct{})}
+	s := &Server{canceled: make(chan struct{}), gate: sitePage}
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		gate := s.gate
+		s.mu.Unlock()
+		if gate != nil && gate(w, r) {
+			return
+		}
 		body, _ := io.ReadAll(r.Body)
 		req := Request{Header: r.Header.Clone(), Body: body, Model: gjson.GetBytes(body, "model").String()}
 		gjson.GetBytes(body, "messages").ForEach(func(_, m gjson.Result) bool {

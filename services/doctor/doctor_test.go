@@ -52,6 +52,12 @@ func upstream2026(page cursortest.Response, chat cursortest.Response) func(int, 
 	}
 }
 
+// behindCheckpoint puts the fake behind its Vercel checkpoint, refusing
+// every solution when refuse is set.
+func behindCheckpoint(refuse bool) func(*cursortest.Server) {
+	return func(up *cursortest.Server) { up.EnableCheckpoint(cursortest.CheckpointOptions{}).Refuse(refuse) }
+}
+
 var (
 	ok         = cursortest.Text(nil, "ok")
 	checkpoint = cursortest.Response{Status: http.StatusTooManyRequests, Body: "<html><title>Vercel Security Checkpoint</title></html>"}
@@ -60,8 +66,18 @@ var (
 
 func newState(t *testing.T, env map[string]string, reply func(int, cursortest.Request) cursortest.Response) *State {
 	t.Helper()
+	return newStateWith(t, env, reply, nil)
+}
+
+// newStateWith is newState with the fake set up first by setup (nil: as
+// it comes), e.g. behind its Vercel checkpoint.
+func newStateWith(t *testing.T, env map[string]string, reply func(int, cursortest.Request) cursortest.Response, setup func(*cursortest.Server)) *State {
+	t.Helper()
 	up := cursortest.NewServer(t, reply)
-	vars := map[string]string{"CURSOR_API_URL": up.URL + "/api/chat", "TLS_FINGERPRINT": "off", "X_IS_HUMAN_MODE": "random"}
+	if setup != nil {
+		setup(up)
+	}
+	vars := map[string]string{"CURSOR_API_URL": up.URL + "/api/chat", "CHECKPOINT_PAGE_URL": up.URL + "/", "TLS_FINGERPRINT": "off", "X_IS_HUMAN_MODE": "random"}
 	maps.Copy(vars, env)
 	cfg, err := config.FromMap(vars)
 	require.NoError(t, err)
@@ -88,10 +104,18 @@ func TestSteps(t *testing.T) {
 		without string // never in the output (a secret)
 		// anyModel: the upstream before 2026, which accepted any id
 		anyModel bool
+		// setup prepares the fake (its checkpoint)
+		setup func(*cursortest.Server)
 	}{
-		{name: "checkpoint: none", step: Checkpoint(), page: ok, chat: ok, want: Pass, detail: []string{"answered 200", "no checkpoint page"}},
-		{name: "checkpoint: Vercel's page", step: Checkpoint(), page: checkpoint, chat: ok, want: Fail, detail: []string{"429", "security checkpoint"}, fix: "CURSOR_COOKIE"},
-		{name: "checkpoint: refused", step: Checkpoint(), page: forbidden, chat: ok, want: Fail, detail: []string{"answered 403"}, fix: "PROXY_URL"},
+		{name: "checkpoint: none", step: Checkpoint(), page: ok, chat: ok, want: Pass, detail: []string{"the site asks for no checkpoint (direct)"}},
+		{name: "checkpoint: passed", step: Checkpoint(), page: ok, chat: ok, setup: behindCheckpoint(false), want: Pass,
+			detail: []string{"passed Vercel's security checkpoint in-process: direct in ", "cookie valid for 1h0m0s"}},
+		{name: "checkpoint: refused", step: Checkpoint(), page: ok, chat: ok, setup: behindCheckpoint(true), want: Fail,
+			detail: []string{"could not pass Vercel's security checkpoint through direct"}, fix: "CURSOR_COOKIE"},
+		{name: "checkpoint: off, and there", step: Checkpoint(), env: map[string]string{"CHECKPOINT": "off"}, page: ok, chat: ok, setup: behindCheckpoint(false),
+			want: Fail, detail: []string{"with Vercel's security checkpoint, and CHECKPOINT=off"}, fix: "CHECKPOINT=auto"},
+		{name: "checkpoint: off, and none", step: Checkpoint(), env: map[string]string{"CHECKPOINT": "off"}, page: ok, chat: ok, want: Pass,
+			detail: []string{"answered 200, no checkpoint page"}},
 
 		{name: "cookie: not set", step: Cookie(), page: ok, chat: ok, want: Skip, detail: []string{"CURSOR_COOKIE is not set"}},
 		{name: "cookie: the checkpoint's", step: Cookie(), env: map[string]string{"CURSOR_COOKIE": "_vcrcs=secretvalue; theme=dark"}, page: ok, chat: ok,
@@ -138,7 +162,7 @@ func TestSteps(t *testing.T) {
 			if tc.anyModel {
 				reply = cursortest.Always(tc.chat)
 			}
-			s := newState(t, tc.env, reply)
+			s := newStateWith(t, tc.env, reply, tc.setup)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			for _, b := range tc.before {
@@ -163,17 +187,20 @@ func TestRun(t *testing.T) {
 	js := scripts(t)
 	cases := []struct {
 		name   string
-		page   cursortest.Response
+		setup  func(*cursortest.Server)
 		want   int
 		output []string
 	}{
-		{"every step passes", ok, 0, []string{`(?m)^\[ok\] +checkpoint `, `(?m)^\[skip\] +cookie `, `(?m)^\[ok\] +challenge script `,
+		{"every step passes", nil, 0, []string{`(?m)^\[ok\] +checkpoint +the site asks for no checkpoint`, `(?m)^\[skip\] +cookie `, `(?m)^\[ok\] +challenge script `,
 			`(?m)^\[ok\] +x-is-human `, `(?m)^\[ok\] +models `, `(?m)^\[ok\] +chat `, `every step passed`}},
-		{"the checkpoint stands in the way", checkpoint, 1, []string{`(?m)^\[FAIL\] +checkpoint .*429`, `(?m)^ +fix: open the chat`, `(?m)^\[ok\] +chat `, `a step failed`}},
+		{"the checkpoint is passed", behindCheckpoint(false), 0, []string{`(?m)^\[ok\] +checkpoint +passed Vercel's security checkpoint`,
+			`(?m)^\[ok\] +models `, `(?m)^\[ok\] +chat `, `every step passed`}},
+		{"the checkpoint stands in the way", behindCheckpoint(true), 1, []string{`(?m)^\[FAIL\] +checkpoint +could not pass`, `(?m)^ +fix: .*CURSOR_COOKIE`,
+			`(?m)^\[FAIL\] +chat `, `a step failed`}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newState(t, map[string]string{"X_IS_HUMAN_MODE": "script", "SCRIPT_URL": js.URL + "/ok.js"}, upstream2026(tc.page, ok))
+			s := newStateWith(t, map[string]string{"X_IS_HUMAN_MODE": "script", "SCRIPT_URL": js.URL + "/ok.js"}, upstream2026(ok, ok), tc.setup)
 			var out bytes.Buffer
 			assert.Equal(t, tc.want, Run(context.Background(), &out, s, Steps(), 10*time.Second))
 			for _, o := range tc.output {

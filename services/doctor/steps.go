@@ -10,10 +10,12 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"cursor2api/models"
 	"cursor2api/services/human"
 	"cursor2api/services/upstream"
+	"cursor2api/services/vercel"
 	"cursor2api/services/webchat"
 	"cursor2api/utils"
 )
@@ -23,49 +25,97 @@ const cookieFix = "open the chat (https://cursor.com) in a browser, pass the che
 
 var checkpointRE = regexp.MustCompile(`(?i)vercel security checkpoint`)
 
-// Checkpoint is the step that loads the upstream's page as a browser's first visit does and
-// reports whether Vercel's security checkpoint stands in the way (a 429 or
-// its "Vercel Security Checkpoint" page). It only detects the
-// checkpoint; a solver adds its own step.
+// Checkpoint is the step that passes Vercel's security checkpoint as the
+// gateway does, with the web chat's own keeper: it fetches the site's
+// page through each egress, solves the challenge when there is one, and
+// reports the cookie it got. With CHECKPOINT=off it only loads the page
+// and reports whether the checkpoint stands in the way.
 func Checkpoint() Step {
 	return Step{Name: "checkpoint", Run: func(ctx context.Context, s *State) Result {
-		page, err := pageURL(s.Config.CursorAPIURL)
-		if err != nil {
-			return Result{Outcome: Fail, Detail: err.Error(), Fix: "set CURSOR_API_URL to the chat endpoint, e.g. https://cursor.com/api/chat"}
-		}
 		web := s.Gateway.Web
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, page, nil)
-		if err != nil {
-			return Result{Outcome: Fail, Detail: err.Error()}
+		if web.Checkpoint == nil {
+			return detectCheckpoint(ctx, s)
 		}
-		for k, v := range webchat.ProfileHeaders(web.UserAgent, web.Profile) {
-			req.Header[k] = v
+		egresses := []string{vercel.Direct}
+		if web.Egress != nil {
+			egresses = egresses[:0]
+			for _, e := range web.Egress.State() {
+				egresses = append(egresses, e.Label)
+			}
 		}
-		for k, v := range map[string]string{"Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
-			"Sec-Fetch-Dest": "document", "Sec-Fetch-Mode": "navigate", "Sec-Fetch-Site": "none", "Sec-Fetch-User": "?1"} {
-			req.Header.Set(k, v)
+		var passed, none []string
+		for _, egress := range egresses {
+			start := time.Now()
+			err := web.Checkpoint.Solve(ctx, egress, "", "")
+			switch {
+			case errors.Is(err, vercel.ErrNoCheckpoint):
+				none = append(none, egress)
+			case err != nil:
+				return Result{Outcome: Fail, Detail: fmt.Sprintf("could not pass Vercel's security checkpoint through %s: %s", egress, utils.Clip(err.Error(), 300)),
+					Fix: "try again later or through another egress (PROXY_URL); else " + cookieFix}
+			default:
+				passed = append(passed, fmt.Sprintf("%s in %s, cookie valid for %s", egress, time.Since(start).Round(time.Millisecond), cookieLife(web.Checkpoint, egress)))
+			}
 		}
-		req.Header.Del("Content-Type")
-		req.Header.Del("Origin")
-		if web.Cookie != "" {
-			req.Header.Set("Cookie", web.Cookie)
+		if len(passed) == 0 {
+			return Result{Outcome: Pass, Detail: "the site asks for no checkpoint (" + strings.Join(none, ", ") + ")"}
 		}
-		resp, err := web.HTTP.Do(req)
-		if err != nil {
-			return Result{Outcome: Fail, Detail: fmt.Sprintf("could not load %s: %s", page, utils.Clip(err.Error(), 200)),
-				Fix: "check the network: CURSOR_API_URL, PROXY_URL (or HTTPS_PROXY), TLS_FINGERPRINT"}
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 256<<10))
-		if resp.StatusCode == http.StatusTooManyRequests || checkpointRE.Match(body) {
-			return Result{Outcome: Fail, Detail: fmt.Sprintf("%s answered %d with Vercel's security checkpoint", page, resp.StatusCode), Fix: cookieFix}
-		}
-		if resp.StatusCode >= 400 {
-			return Result{Outcome: Fail, Detail: fmt.Sprintf("%s answered %d", page, resp.StatusCode),
-				Fix: "the upstream refuses this address: try another egress (PROXY_URL) or " + cookieFix}
-		}
-		return Result{Outcome: Pass, Detail: fmt.Sprintf("%s answered %d, no checkpoint page", page, resp.StatusCode)}
+		return Result{Outcome: Pass, Detail: "passed Vercel's security checkpoint in-process: " + strings.Join(passed, "; ")}
 	}}
+}
+
+// cookieLife is how long the keeper's cookie for egress still lasts.
+func cookieLife(k *vercel.Keeper, egress string) time.Duration {
+	for _, st := range k.State() {
+		if st.Egress == egress {
+			return st.ExpiresIn.Round(time.Minute)
+		}
+	}
+	return 0
+}
+
+// detectCheckpoint loads the upstream's page as a browser's first visit
+// does and reports whether Vercel's security checkpoint stands in the way
+// (a 429 or its "Vercel Security Checkpoint" page): what can be said with
+// CHECKPOINT=off.
+func detectCheckpoint(ctx context.Context, s *State) Result {
+	page, err := pageURL(s.Config.CursorAPIURL)
+	if err != nil {
+		return Result{Outcome: Fail, Detail: err.Error(), Fix: "set CURSOR_API_URL to the chat endpoint, e.g. https://cursor.com/api/chat"}
+	}
+	web := s.Gateway.Web
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, page, nil)
+	if err != nil {
+		return Result{Outcome: Fail, Detail: err.Error()}
+	}
+	for k, v := range webchat.ProfileHeaders(web.UserAgent, web.Profile) {
+		req.Header[k] = v
+	}
+	for k, v := range map[string]string{"Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
+		"Sec-Fetch-Dest": "document", "Sec-Fetch-Mode": "navigate", "Sec-Fetch-Site": "none", "Sec-Fetch-User": "?1"} {
+		req.Header.Set(k, v)
+	}
+	req.Header.Del("Content-Type")
+	req.Header.Del("Origin")
+	if web.Cookie != "" {
+		req.Header.Set("Cookie", web.Cookie)
+	}
+	resp, err := web.HTTP.Do(req)
+	if err != nil {
+		return Result{Outcome: Fail, Detail: fmt.Sprintf("could not load %s: %s", page, utils.Clip(err.Error(), 200)),
+			Fix: "check the network: CURSOR_API_URL, PROXY_URL (or HTTPS_PROXY), TLS_FINGERPRINT"}
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 256<<10))
+	if v := vercel.Inspect(resp.StatusCode, resp.Header, body); v.Kind != vercel.NotCheckpoint || checkpointRE.Match(body) {
+		return Result{Outcome: Fail, Detail: fmt.Sprintf("%s answered %d with Vercel's security checkpoint, and CHECKPOINT=off", page, resp.StatusCode),
+			Fix: "set CHECKPOINT=auto to pass it in-process, or " + cookieFix}
+	}
+	if resp.StatusCode >= 400 {
+		return Result{Outcome: Fail, Detail: fmt.Sprintf("%s answered %d", page, resp.StatusCode),
+			Fix: "the upstream refuses this address: try another egress (PROXY_URL) or " + cookieFix}
+	}
+	return Result{Outcome: Pass, Detail: fmt.Sprintf("%s answered %d, no checkpoint page (CHECKPOINT=off)", page, resp.StatusCode)}
 }
 
 // pageURL is the page in front of the chat endpoint: its origin.

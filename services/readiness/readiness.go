@@ -64,6 +64,8 @@ type Tracker struct {
 	Human  func() Human
 	Egress func() []Proxy
 	Models func() Models
+	// Checkpoint, when set, is Vercel's security checkpoint state.
+	Checkpoint func() Checkpoint
 	// Check, when set, asks the back door whether it can answer without
 	// a model call (the agent CLI: binary, version, login).
 	Check func(context.Context) error
@@ -87,6 +89,8 @@ type Report struct {
 	XIsHuman *Human        `json:"x_is_human,omitempty"`
 	Backend  *Backend      `json:"backend,omitempty"`
 	Egress   []Proxy       `json:"egress,omitempty"`
+	// Checkpoint is Vercel's security checkpoint, when it is passed.
+	Checkpoint *Checkpoint `json:"checkpoint,omitempty"`
 }
 
 // Backend is the answer of the back door's own check.
@@ -219,6 +223,10 @@ func (t *Tracker) Report(ctx context.Context) Report {
 		if len(r.Egress) > 0 && available == 0 {
 			r.Reasons = append(r.Reasons, fmt.Sprintf("all %d egress proxies are cooling down after failures", len(r.Egress)))
 		}
+	}
+	if t.Checkpoint != nil {
+		c := t.Checkpoint()
+		r.Checkpoint = &c
 	}
 	r.Ready = len(r.Reasons) == 0
 	return r

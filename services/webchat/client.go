@@ -25,6 +25,7 @@ import (
 
 	"cursor2api/models"
 	"cursor2api/services/upstream"
+	"cursor2api/services/vercel"
 	"cursor2api/utils"
 )
 
@@ -70,6 +71,12 @@ type Client struct {
 	// it the header goes out empty.
 	HumanWait time.Duration
 	Logger    *slog.Logger
+	// Checkpoint, when set, passes Vercel's security checkpoint and
+	// keeps its cookie per egress (checkpoint.go).
+	Checkpoint *vercel.Keeper
+	// Egress, when set, is the pool of outbound proxies: each attempt is
+	// pinned to one, which the checkpoint cookie is bound to.
+	Egress *EgressPool
 
 	// headers are BrowserHeaders(UserAgent) with Profile laid over them:
 	// the same on every request, so built once (by browserHeaders).
@@ -109,8 +116,11 @@ const retryBackoff = 500 * time.Millisecond
 
 // Stream implements upstream.Upstream. An attempt that fails before any
 // output with a 403 (after refreshing x-is-human), a 5xx or a connection
-// error is retried once; every other failure is final. An answer the
-// upstream cuts at its own output cap is continued (see continuation.go).
+// error is retried once; every other failure is final. An attempt refused
+// by the Vercel checkpoint is made again once the checkpoint is passed (at
+// most maxCheckpointPasses times), without counting as the retry. An
+// answer the upstream cuts at its own output cap is continued (see
+// continuation.go).
 func (c *Client) Stream(ctx context.Context, req upstream.Request, fn func(upstream.Delta) error) (*models.Usage, error) {
 	if c.MaxDuration > 0 {
 		var cancelMax context.CancelFunc
@@ -128,13 +138,19 @@ func (c *Client) segment(ctx context.Context, req upstream.Request, st *stitcher
 		delivered = true
 		return fn(d)
 	}
+	passes := 0
 	for attempt := 1; ; attempt++ {
 		out := counted
 		if st != nil {
 			st.reset(counted)
 			out = st.delta
 		}
-		usage, finish, err := c.attempt(ctx, req, out)
+		usage, finish, err := c.attempt(ctx, req, out, passes < maxCheckpointPasses)
+		if passed := (*checkpointPassed)(nil); errors.As(err, &passed) {
+			passes++
+			attempt-- // the checkpoint is passed: the same attempt again
+			continue
+		}
 		if err == nil && st != nil {
 			err = st.end()
 		}
@@ -163,19 +179,22 @@ type retryableError struct {
 
 func (e *retryableError) Error() string { return e.err.Error() }
 
-// attempt is one upstream request. It returns the usage and the finish
-// reason the upstream reported ("" when it gave none).
-func (c *Client) attempt(ctx context.Context, req upstream.Request, fn func(upstream.Delta) error) (*models.Usage, string, error) {
+// attempt is one upstream request; mayPass says whether it may pass the
+// Vercel checkpoint if asked. It returns the usage and the finish reason
+// the upstream reported ("" when it gave none).
+func (c *Client) attempt(ctx context.Context, req upstream.Request, fn func(upstream.Delta) error, mayPass bool) (*models.Usage, string, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	// One timer guards every wait on the upstream; each frame re-arms it.
 	idle := time.AfterFunc(c.IdleTimeout, func() { cancel(errIdle) })
 	defer idle.Stop()
 
+	ctx, egress := c.pinEgress(ctx)
 	httpReq, err := c.newRequest(ctx, req)
 	if err != nil {
 		return nil, "", err
 	}
+	sentCookie := c.setCookie(ctx, httpReq.Header, egress)
 	resp, err := c.HTTP.Do(httpReq)
 	if err != nil {
 		mapped := c.transportError(ctx, err)
@@ -186,7 +205,7 @@ func (c *Client) attempt(ctx context.Context, req upstream.Request, fn func(upst
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, "", c.statusError(req, resp)
+		return nil, "", c.refused(ctx, req, egress, sentCookie, resp, mayPass)
 	}
 	idle.Reset(c.IdleTimeout)
 
@@ -307,9 +326,6 @@ func (c *Client) newRequest(ctx context.Context, req upstream.Request) (*http.Re
 	h := httpReq.Header
 	for k, v := range c.browserHeaders() {
 		h[k] = v
-	}
-	if c.Cookie != "" {
-		h.Set("Cookie", c.Cookie)
 	}
 	if c.Human != nil {
 		// The upstream no longer checks the value (2026): a script that

@@ -23,6 +23,10 @@ type EgressPool struct {
 	Now func() time.Time
 	// OnFailure, when set, is told the label of a proxy put in cooldown.
 	OnFailure func(label string)
+	// Exempt, when set, spares the proxy the cooldown for an answer that
+	// is not its fault (the Vercel checkpoint, which the gateway passes
+	// through the same proxy).
+	Exempt func(*http.Response) bool
 
 	mu     sync.Mutex
 	active int
@@ -99,6 +103,8 @@ func (p *EgressPool) report(ctx context.Context, e *egress, resp *http.Response,
 	switch {
 	case err != nil && ctx.Err() == nil && !errors.Is(err, context.Canceled):
 		cause = err.Error()
+	case err == nil && p.Exempt != nil && p.Exempt(resp):
+		return
 	case err == nil && (resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusProxyAuthRequired || resp.StatusCode == http.StatusTooManyRequests):
 		cause = resp.Status
 	default:
@@ -131,12 +137,25 @@ func (p *EgressPool) Proxy(req *http.Request) (*url.URL, error) {
 // reported to the pool.
 func (p *EgressPool) Transport(next http.RoundTripper) http.RoundTripper {
 	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
-		e := p.pick()
 		ctx := req.Context()
-		resp, err := next.RoundTrip(req.WithContext(context.WithValue(ctx, egressKey{}, e)))
+		e, pinned := ctx.Value(egressKey{}).(*egress)
+		if !pinned {
+			e = p.pick()
+			req = req.WithContext(context.WithValue(ctx, egressKey{}, e))
+		}
+		resp, err := next.RoundTrip(req)
 		p.report(ctx, e, resp, err)
 		return resp, err
 	})
+}
+
+// Pin picks the proxy for a unit of work (an upstream attempt and the
+// checkpoint solving it may need) and returns ctx carrying it, with its
+// label: every request made with the returned context goes out through
+// that proxy, so that a cookie bound to the proxy's IP is sent from it.
+func (p *EgressPool) Pin(ctx context.Context) (context.Context, string) {
+	e := p.pick()
+	return context.WithValue(ctx, egressKey{}, e), e.label
 }
 
 // State is the pool's state, proxy by proxy, in order.

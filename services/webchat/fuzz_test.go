@@ -96,7 +96,7 @@ func FuzzFrameReader(f *testing.F) {
 				got.WriteString(d.Text)
 			}
 			return nil
-		})
+		}, true)
 		var apiErr *models.Error
 		if err != nil && !errors.As(err, &apiErr) {
 			t.Fatalf("an error that is not a *models.Error: %v", err)

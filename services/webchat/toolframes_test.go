@@ -138,7 +138,7 @@ func TestFinishReasons(t *testing.T) {
 		{`{"type":"finish"}`, ""},
 	} {
 		c := streamOf(t, nil, "data: "+tc.frame+"\n\n")
-		_, reason, err := c.attempt(context.Background(), hiRequest, func(upstream.Delta) error { return nil })
+		_, reason, err := c.attempt(context.Background(), hiRequest, func(upstream.Delta) error { return nil }, true)
 		require.NoError(t, err)
 		assert.Equal(t, tc.want, reason, tc.frame)
 	}

@@ -1,0 +1,159 @@
+package vercel
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// publicToken is a real challenge token quoted in a public solver.
+const publicToken = "2.1716714678.60.MDM3ODVlODI5ZWFiNDIxZDMwNWNmNmYxMWQyZDY1NDY7NDdkY2EyZDg7MTdlYzdlOGFiY2YyYWQzNWU3NTYyZDE3ODA0M2ViYzJkOWFkMzI0Yzs0.09be371cf4e973ce32715000f53ea2f8"
+
+// checkSolution verifies a solution as the checkpoint does, step by step
+// from the token's own fields.
+func checkSolution(t *testing.T, token, solution string) {
+	t.Helper()
+	parts := strings.Split(token, ".")
+	issued, _ := strconv.ParseInt(parts[1], 10, 64)
+	window, _ := strconv.ParseInt(parts[2], 10, 64)
+	payload, err := base64.StdEncoding.DecodeString(parts[3])
+	if err != nil {
+		payload, err = base64.RawStdEncoding.DecodeString(parts[3])
+	}
+	require.NoError(t, err)
+	f := strings.Split(string(payload), ";")
+	steps, _ := strconv.Atoi(f[3])
+	nonces := strings.Split(solution, ";")
+	require.Len(t, nonces, steps)
+	mult := []int64{498787, 533737, 619763, 708403, 828071}
+	at := issued * mult[issued%5] % int64(len(f[2])-4)
+	prefix := f[2][at : at+4]
+	for i, n := range nonces {
+		sum := sha256.Sum256([]byte(f[1] + n))
+		h := hex.EncodeToString(sum[:])
+		require.True(t, strings.HasPrefix(h, prefix), "step %d: %s does not start with %s", i+1, h, prefix)
+		at = issued * mult[i%5] % window
+		prefix = h[at : at+4]
+	}
+}
+
+// makeToken builds a token of the real shape.
+func makeToken(issued int64, window int, id, salt, seed string, steps int, mac string) string {
+	payload := base64.StdEncoding.EncodeToString([]byte(strings.Join([]string{id, salt, seed, strconv.Itoa(steps)}, ";")))
+	return fmt.Sprintf("2.%d.%d.%s.%s", issued, window, payload, mac)
+}
+
+func TestParseToken(t *testing.T) {
+	c, err := ParseToken(publicToken)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(1716714678), c.Issued)
+	assert.Equal(t, uint64(60), c.Window)
+	assert.Equal(t, "03785e829eab421d305cf6f11d2d6546", c.ID)
+	assert.Equal(t, "47dca2d8", c.Salt)
+	assert.Equal(t, "17ec7e8abcf2ad35e7562d178043ebc2d9ad324c", c.Seed)
+	assert.Equal(t, 4, c.Steps)
+	assert.Equal(t, "09be371cf4e973ce32715000f53ea2f8", c.MAC)
+	assert.Equal(t, publicToken, c.Token)
+}
+
+func TestParseTokenMalformed(t *testing.T) {
+	seed := strings.Repeat("ab", 20)
+	good := makeToken(1716714678, 60, "id", "salt", seed, 4, "mac")
+	_, err := ParseToken(good)
+	require.NoError(t, err, "the table's base token must parse")
+	cases := map[string]string{
+		"empty":              "",
+		"four parts":         "2.1.60.eA==",
+		"version 1":          "1" + good[1:],
+		"timestamp":          strings.Replace(good, "2.1716714678.", "2.x.", 1),
+		"window 0":           makeToken(1, 0, "id", "salt", seed, 4, "mac"),
+		"window past hash":   makeToken(1, 61, "id", "salt", seed, 4, "mac"),
+		"payload not base64": "2.1.60.!!!.mac",
+		"three fields":       "2.1.60." + base64.StdEncoding.EncodeToString([]byte("id;salt;"+seed)) + ".mac",
+		"empty salt":         makeToken(1, 60, "id", "", seed, 4, "mac"),
+		"seed not hex":       makeToken(1, 60, "id", "salt", strings.Repeat("zz", 20), 4, "mac"),
+		"seed upper case":    makeToken(1, 60, "id", "salt", strings.Repeat("AB", 20), 4, "mac"),
+		"seed too short":     makeToken(1, 60, "id", "salt", "abcd", 4, "mac"),
+		"no steps":           makeToken(1, 60, "id", "salt", seed, 0, "mac"),
+		"too many steps":     makeToken(1, 60, "id", "salt", seed, maxSteps+1, "mac"),
+		"empty mac":          makeToken(1, 60, "id", "salt", seed, 4, ""),
+	}
+	for name, token := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := ParseToken(token)
+			require.Error(t, err)
+			assert.True(t, errors.Is(err, ErrMalformedToken), "%v", err)
+			_, err = Solve(context.Background(), token)
+			assert.ErrorIs(t, err, ErrMalformedToken)
+		})
+	}
+}
+
+func TestSolve(t *testing.T) {
+	tokens := map[string]string{
+		"public token": publicToken,
+		// Any issued time and window pick other prefix positions.
+		"one step":            makeToken(1, 1, "x", "s", strings.Repeat("0123456789", 4), 1, "m"),
+		"window 60":           makeToken(1788836897, 60, "x", "salt-of-any-text", strings.Repeat("fedcba9876", 4), 5, "m"),
+		"short seed":          makeToken(42, 17, "x", "a", "0123a", 3, "m"),
+		"unpadded b64":        strings.Replace(makeToken(7, 33, "x", "ab", strings.Repeat("1a", 20), 2, "m"), "=", "", -1),
+		"another issued time": makeToken(1716714679, 59, "x", "47dca2d8", strings.Repeat("9f", 20), 4, "m"),
+	}
+	for name, token := range tokens {
+		t.Run(name, func(t *testing.T) {
+			start := time.Now()
+			sol, err := Solve(context.Background(), token)
+			require.NoError(t, err)
+			assert.Less(t, time.Since(start), 5*time.Second)
+			checkSolution(t, token, sol)
+		})
+	}
+}
+
+func TestSolveStopsWithContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := Solve(ctx, publicToken)
+	assert.ErrorIs(t, err, context.Canceled)
+}
+
+func BenchmarkSolve(b *testing.B) {
+	c, err := ParseToken(publicToken)
+	require.NoError(b, err)
+	for b.Loop() {
+		if _, err := c.Solve(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// FuzzParseToken: any text either fails to parse or gives a challenge
+// whose prefix positions all lie inside what they are read from.
+func FuzzParseToken(f *testing.F) {
+	f.Add(publicToken)
+	f.Add(makeToken(1, 1, "x", "s", "0123a", 1, "m"))
+	f.Add("2.1.60.!!!.m")
+	f.Fuzz(func(t *testing.T, token string) {
+		c, err := ParseToken(token)
+		if err != nil {
+			require.ErrorIs(t, err, ErrMalformedToken)
+			return
+		}
+		off := c.offset(0)
+		require.True(t, off >= 0 && off+prefixLen <= len(c.Seed), "first prefix at %d of a %d-digit seed", off, len(c.Seed))
+		for i := 1; i <= c.Steps; i++ {
+			off = c.offset(i)
+			require.True(t, off >= 0 && off+prefixLen <= 2*sha256.Size, "step %d prefix at %d", i, off)
+		}
+	})
+}
