@@ -116,7 +116,6 @@ func TestNoConfigurationAgainstThe2026Upstream(t *testing.T) {
 	assert.Equal(t, longAnswer(), long.Choices[0].Message.Content, "cut at the cap, continued, stitched")
 	assert.Equal(t, "stop", long.Choices[0].FinishReason)
 
-
 	claude := anthropic.NewClient(anthropicoption.WithBaseURL(gw), anthropicoption.WithAPIKey("sk-any"), anthropicoption.WithMaxRetries(0))
 	msg, err := claude.Messages.New(context.Background(), anthropic.MessageNewParams{
 		Model:     "claude-sonnet-4-5-20250929",
