@@ -72,7 +72,7 @@ func (c *Client) setCookie(ctx context.Context, h http.Header, egress string) st
 // maxCheckpointPasses times (mayPass is false). Everything else goes to
 // statusError.
 func (c *Client) refused(ctx context.Context, req upstream.Request, egress, sent string, resp *http.Response, mayPass bool) error {
-	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxRefusal))
 	resp.Body = io.NopCloser(bytes.NewReader(raw))
 	if c.Checkpoint == nil {
 		return c.statusError(req, resp)

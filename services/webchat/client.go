@@ -108,6 +108,10 @@ var (
 	errMaxDuration = errors.New("request ran past MAX_DURATION")
 )
 
+// maxRefusal bounds what is read of a non-200 answer: enough for an error
+// body or the checkpoint's page and its token.
+const maxRefusal = 64 << 10
+
 // maxFrame bounds one SSE line from the upstream.
 const maxFrame = 8 << 20
 
@@ -185,16 +189,18 @@ func (e *retryableError) Error() string { return e.err.Error() }
 func (c *Client) attempt(ctx context.Context, req upstream.Request, fn func(upstream.Delta) error, mayPass bool) (*models.Usage, string, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	// One timer guards every wait on the upstream; each frame re-arms it.
-	idle := time.AfterFunc(c.IdleTimeout, func() { cancel(errIdle) })
-	defer idle.Stop()
 
+	// What comes before the request is bounded on its own: the wait for
+	// x-is-human by HumanWait, a cookie refresh by the checkpoint keeper.
 	ctx, egress := c.pinEgress(ctx)
 	httpReq, err := c.newRequest(ctx, req)
 	if err != nil {
 		return nil, "", err
 	}
 	sentCookie := c.setCookie(ctx, httpReq.Header, egress)
+	// One timer guards every wait on the upstream; each frame re-arms it.
+	idle := time.AfterFunc(c.IdleTimeout, func() { cancel(errIdle) })
+	defer idle.Stop()
 	resp, err := c.HTTP.Do(httpReq)
 	if err != nil {
 		mapped := c.transportError(ctx, err)
@@ -205,6 +211,11 @@ func (c *Client) attempt(ctx context.Context, req upstream.Request, fn func(upst
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
+		// The refusal is read under the idle timer; passing a checkpoint
+		// is bounded by the keeper itself.
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxRefusal))
+		resp.Body = io.NopCloser(bytes.NewReader(raw))
+		idle.Stop()
 		return nil, "", c.refused(ctx, req, egress, sentCookie, resp, mayPass)
 	}
 	idle.Reset(c.IdleTimeout)
@@ -427,7 +438,7 @@ const defaultRetryAfter = 60
 // checkpoint pages) are never forwarded. Failures worth a second attempt
 // come wrapped in *retryableError.
 func (c *Client) statusError(req upstream.Request, resp *http.Response) error {
-	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxRefusal))
 	msg := upstreamMessage(raw)
 	code := resp.StatusCode
 	cause := &UpstreamStatusError{Status: code, Message: msg}
