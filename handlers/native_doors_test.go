@@ -1,0 +1,560 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/anthropics/anthropic-sdk-go"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/packages/param"
+	"github.com/openai/openai-go/v3/responses"
+	"github.com/openai/openai-go/v3/shared"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/tidwall/gjson"
+
+	"cursor2api/services/native/agentv1"
+	"cursor2api/services/native/nativetest"
+)
+
+// Every front door on BACKEND=cursor, driven by the official client
+// libraries the web-chat suites use (openai-go for chat completions and
+// Responses, anthropic-sdk-go for Messages), streamed and not, against
+// the fake of Cursor's native backend.
+
+// sdkAsk is one request, in neutral terms each door writes in its own.
+type sdkAsk struct {
+	model, prompt string
+	stream        bool
+	// tools offers get_weather and read_file.
+	tools bool
+	// thinking asks to see the thinking: Anthropic's thinking config, the
+	// Responses reasoning summary (chat completions has no such field: it
+	// shows reasoning under EXPOSE_THINKING only).
+	thinking bool
+}
+
+// sdkCall is one tool call as the library parsed it.
+type sdkCall struct{ id, name, args string }
+
+// sdkAnswer is what a library made of a door's answer.
+type sdkAnswer struct {
+	text, reasoning string
+	calls           []sdkCall
+	// finish is "stop" or "tool_calls", whatever the door's own word.
+	finish                  string
+	input, output, cacheRead int64
+	// err is the library's error; status, retryAfter, errMsg read from it.
+	err        error
+	status     int
+	retryAfter string
+	errMsg     string
+	// reply sends the next request of the conversation: the answer's
+	// calls answered by results (in the calls' order), streamed or not.
+	reply func(t *testing.T, results []string, stream bool) sdkAnswer
+}
+
+// sdkDoor drives one front door through its client library.
+type sdkDoor struct {
+	name string
+	ask  func(t *testing.T, s *stack, q sdkAsk) sdkAnswer
+	// hidesThinking: the request cannot ask to see the thinking.
+	hidesThinking bool
+}
+
+var sdkDoors = []sdkDoor{
+	{name: "openai", ask: sdkOpenAI, hidesThinking: true},
+	{name: "anthropic", ask: sdkAnthropic},
+	{name: "responses", ask: sdkResponses},
+}
+
+// forEachSDKDoor runs fn on every door, streamed and not.
+func forEachSDKDoor(t *testing.T, fn func(t *testing.T, door sdkDoor, stream bool)) {
+	for _, door := range sdkDoors {
+		for _, stream := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/stream=%v", door.name, stream), func(t *testing.T) { fn(t, door, stream) })
+		}
+	}
+}
+
+func sdkOpenAI(t *testing.T, s *stack, q sdkAsk) sdkAnswer {
+	params := openai.ChatCompletionNewParams{
+		Model:    q.model,
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.SystemMessage("Be brief."), openai.UserMessage(q.prompt)},
+	}
+	if q.tools {
+		params.Tools = e2eTools
+	}
+	return openAITurn(t, s, params, q.stream)
+}
+
+func openAITurn(t *testing.T, s *stack, params openai.ChatCompletionNewParams, stream bool) sdkAnswer {
+	t.Helper()
+	ctx := context.Background()
+	var out sdkAnswer
+	var msg openai.ChatCompletionMessage
+	var usage openai.CompletionUsage
+	if stream {
+		params.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
+		st := s.sdk("sk-any").Chat.Completions.NewStreaming(ctx, params)
+		var acc openai.ChatCompletionAccumulator
+		for st.Next() {
+			chunk := st.Current()
+			require.True(t, acc.AddChunk(chunk), "the accumulator accepts chunk %s", chunk.RawJSON())
+			if len(chunk.Choices) > 0 {
+				// reasoning_content is not in the library's types.
+				out.reasoning += gjson.Get(chunk.RawJSON(), "choices.0.delta.reasoning_content").String()
+			}
+		}
+		if err := st.Err(); err != nil {
+			return openAIError(t, err)
+		}
+		require.Len(t, acc.Choices, 1)
+		msg, out.finish, usage = acc.Choices[0].Message, acc.Choices[0].FinishReason, acc.Usage
+	} else {
+		res, err := s.sdk("sk-any").Chat.Completions.New(ctx, params)
+		if err != nil {
+			return openAIError(t, err)
+		}
+		require.Len(t, res.Choices, 1)
+		msg, out.finish, usage = res.Choices[0].Message, res.Choices[0].FinishReason, res.Usage
+		out.reasoning = gjson.Get(res.RawJSON(), "choices.0.message.reasoning_content").String()
+	}
+	out.text = msg.Content
+	for _, c := range msg.ToolCalls {
+		assert.Regexp(t, `^call_[A-Za-z0-9]+$`, c.ID)
+		out.calls = append(out.calls, sdkCall{c.ID, c.Function.Name, c.Function.Arguments})
+	}
+	out.input, out.output, out.cacheRead = usage.PromptTokens, usage.CompletionTokens, usage.PromptTokensDetails.CachedTokens
+	out.reply = func(t *testing.T, results []string, stream bool) sdkAnswer {
+		next := params
+		next.StreamOptions = openai.ChatCompletionStreamOptionsParam{}
+		next.Messages = append(append([]openai.ChatCompletionMessageParamUnion(nil), params.Messages...), msg.ToParam())
+		for i, c := range out.calls {
+			next.Messages = append(next.Messages, openai.ToolMessage(results[i], c.id))
+		}
+		return openAITurn(t, s, next, stream)
+	}
+	return out
+}
+
+func openAIError(t *testing.T, err error) sdkAnswer {
+	t.Helper()
+	var e *openai.Error
+	require.True(t, errors.As(err, &e), "an *openai.Error: %v", err)
+	return sdkAnswer{err: err, status: e.StatusCode, retryAfter: e.Response.Header.Get("Retry-After"), errMsg: e.Message}
+}
+
+func sdkAnthropic(t *testing.T, s *stack, q sdkAsk) sdkAnswer {
+	params := anthropic.MessageNewParams{
+		Model: anthropic.Model(q.model), MaxTokens: 4096,
+		System:   []anthropic.TextBlockParam{{Text: "Be brief."}},
+		Messages: []anthropic.MessageParam{userText(q.prompt)},
+	}
+	if q.tools {
+		params.Tools = claudeTools
+	}
+	if q.thinking {
+		params.Thinking = anthropic.ThinkingConfigParamOfEnabled(2048)
+	}
+	return anthropicTurn(t, s, params, q.stream)
+}
+
+func anthropicTurn(t *testing.T, s *stack, params anthropic.MessageNewParams, stream bool) sdkAnswer {
+	t.Helper()
+	c := s.claude("sk-any")
+	var msg anthropic.Message
+	var err error
+	if stream {
+		msg, err = claudeAccumulate(t, c.Messages.NewStreaming(context.Background(), params))
+	} else {
+		var m *anthropic.Message
+		if m, err = c.Messages.New(context.Background(), params); err == nil {
+			msg = *m
+		}
+	}
+	if err != nil {
+		var e *anthropic.Error
+		require.True(t, errors.As(err, &e), "an *anthropic.Error: %v", err)
+		return sdkAnswer{err: err, status: e.StatusCode, retryAfter: e.Response.Header.Get("Retry-After"),
+			errMsg: gjson.Get(e.RawJSON(), "error.message").String()}
+	}
+	out := sdkAnswer{finish: map[anthropic.StopReason]string{anthropic.StopReasonEndTurn: "stop", anthropic.StopReasonToolUse: "tool_calls"}[msg.StopReason]}
+	for _, b := range msg.Content {
+		switch b.Type {
+		case "text":
+			out.text += b.Text
+		case "thinking":
+			out.reasoning += b.Thinking
+			assert.NotEmpty(t, b.Signature, "a thinking block is signed")
+		case "tool_use":
+			assert.Regexp(t, `^toolu_[A-Za-z0-9]+$`, b.ID)
+			out.calls = append(out.calls, sdkCall{b.ID, b.Name, string(b.Input)})
+		default:
+			t.Errorf("unexpected block %s", b.RawJSON())
+		}
+	}
+	out.input, out.output, out.cacheRead = msg.Usage.InputTokens, msg.Usage.OutputTokens, msg.Usage.CacheReadInputTokens
+	out.reply = func(t *testing.T, results []string, stream bool) sdkAnswer {
+		next := params
+		var blocks []anthropic.ContentBlockParamUnion
+		for i, c := range out.calls {
+			blocks = append(blocks, anthropic.NewToolResultBlock(c.id, results[i], false))
+		}
+		next.Messages = append(append([]anthropic.MessageParam(nil), params.Messages...), msg.ToParam(), anthropic.NewUserMessage(blocks...))
+		return anthropicTurn(t, s, next, stream)
+	}
+	return out
+}
+
+func sdkResponses(t *testing.T, s *stack, q sdkAsk) sdkAnswer {
+	params := responses.ResponseNewParams{
+		Model: q.model, Instructions: openai.String("Be brief."), Store: openai.Bool(false),
+		Input: itemsInput(responses.ResponseInputItemParamOfMessage(q.prompt, responses.EasyInputMessageRoleUser)),
+	}
+	if q.tools {
+		params.Tools = respTools
+	}
+	if q.thinking {
+		params.Reasoning = shared.ReasoningParam{Summary: shared.ReasoningSummaryAuto}
+	}
+	return responsesTurn(t, s, params, q.stream)
+}
+
+func responsesTurn(t *testing.T, s *stack, params responses.ResponseNewParams, stream bool) sdkAnswer {
+	t.Helper()
+	var res *responses.Response
+	var err error
+	if stream {
+		var out streamedResponse
+		out, err = readStream(t, s.sdk("sk-any").Responses.NewStreaming(context.Background(), params))
+		if err == nil {
+			require.NotNil(t, out.Final, "the accumulator rebuilt the response: %v", out.Types())
+			res = out.Final
+		}
+	} else {
+		res, err = s.sdk("sk-any").Responses.New(context.Background(), params)
+	}
+	if err != nil {
+		return openAIError(t, err)
+	}
+	assert.Equal(t, responses.ResponseStatusCompleted, res.Status)
+	out := sdkAnswer{finish: "stop"}
+	for _, it := range res.Output {
+		switch it.Type {
+		case "message":
+			for _, p := range it.Content {
+				out.text += p.Text
+			}
+		case "reasoning":
+			for _, p := range it.Summary {
+				out.reasoning += p.Text
+			}
+		case "function_call":
+			out.finish = "tool_calls"
+			assert.Regexp(t, `^call_[A-Za-z0-9]+$`, it.CallID)
+			out.calls = append(out.calls, sdkCall{it.CallID, it.Name, it.Arguments.OfString})
+		default:
+			t.Errorf("unexpected output item %s", it.RawJSON())
+		}
+	}
+	out.input, out.output, out.cacheRead = res.Usage.InputTokens, res.Usage.OutputTokens, res.Usage.InputTokensDetails.CachedTokens
+	out.reply = func(t *testing.T, results []string, stream bool) sdkAnswer {
+		next := params
+		// The whole history goes back, as Codex sends it.
+		input := append([]responses.ResponseInputItemUnionParam(nil), params.Input.OfInputItemList...)
+		for _, it := range res.Output {
+			switch it.Type {
+			case "message":
+				m := it.AsMessage().ToParam()
+				input = append(input, responses.ResponseInputItemUnionParam{OfOutputMessage: &m})
+			case "function_call":
+				input = append(input, responses.ResponseInputItemParamOfFunctionCall(it.Arguments.OfString, it.CallID, it.Name))
+			}
+		}
+		for i, c := range out.calls {
+			o := responses.ResponseInputItemParamOfFunctionCallOutput(results[i])
+			o.OfFunctionCallOutput.CallID = param.NewOpt(c.id)
+			input = append(input, o)
+		}
+		next.Input = itemsInput(input...)
+		return responsesTurn(t, s, next, stream)
+	}
+	return out
+}
+
+// nativeScenarios is the fake model of these tests: it plays the turn
+// the prompt names with "SCENARIO:<name>".
+func nativeScenarios(req *agentv1.AgentRunRequest) nativetest.Script {
+	action := req.GetAction().GetUserMessageAction()
+	prompt := action.GetUserMessage().GetText()
+	for _, m := range action.GetConversationHistory().GetMessages() {
+		if u := m.GetUser(); u != nil && len(u.GetContent()) > 0 {
+			prompt = u.GetContent()[0].GetText().GetText() // the conversation's first user message names it
+			break
+		}
+	}
+	usage := nativetest.Usage{Input: 120, Output: 8, CacheRead: 100, CacheWrite: 10}
+	name, _, _ := strings.Cut(prompt[strings.Index(prompt, "SCENARIO:")+len("SCENARIO:"):], " ")
+	switch name {
+	case "text":
+		return nativetest.Script{Steps: []nativetest.Step{nativetest.Text("Hello", ", <b>world</b>", " & ünïcode ✓")}, Usage: usage}
+	case "thinking":
+		return nativetest.Script{Steps: []nativetest.Step{nativetest.Thinking("The user wants 2+2. ", "That is 4."), nativetest.Text("The answer is 4.")},
+			Usage: nativetest.Usage{Input: 20, Output: 30, Reasoning: 22}}
+	case "tool":
+		var replayed []string
+		for _, m := range action.GetConversationHistory().GetMessages() {
+			if tm := m.GetTool(); tm != nil {
+				replayed = append(replayed, tm.GetContent()[0].GetText().GetText())
+			}
+		}
+		if len(replayed) > 0 {
+			// A replay: the result came in the history.
+			return nativetest.Script{Steps: []nativetest.Step{nativetest.Text("Paris: " + strings.Join(replayed, ", "))}, Usage: usage}
+		}
+		return nativetest.Script{Steps: []nativetest.Step{
+			nativetest.Text("Let me check."),
+			nativetest.ToolCalls(nativetest.Call{Tool: "get_weather", Args: map[string]any{"city": "Paris", "unit": "c"}}),
+			nativetest.TextFunc(func(rs []nativetest.ExecResult) string { return "Paris: " + rs[len(rs)-1].Text }),
+		}, Usage: usage}
+	case "parallel":
+		return nativetest.Script{Steps: []nativetest.Step{
+			nativetest.ToolCalls(
+				nativetest.Call{Tool: "get_weather", Args: map[string]any{"city": "Paris"}},
+				nativetest.Call{Tool: "read_file", Args: map[string]any{"path": "notes.md"}}),
+			nativetest.TextFunc(func(rs []nativetest.ExecResult) string {
+				return fmt.Sprintf("weather %s; notes %s", rs[len(rs)-2].Text, rs[len(rs)-1].Text)
+			}),
+		}, Usage: usage}
+	case "shell":
+		return nativetest.Script{Steps: []nativetest.Step{
+			nativetest.Text("Checking. "),
+			nativetest.Exec(nativetest.ShellExec("rm -rf /")),
+			nativetest.Text("Done without the shell."),
+		}, Usage: usage}
+	case "quota":
+		err := nativetest.ErrQuota()
+		err.Meta().Set("Retry-After", "30")
+		return nativetest.Script{Steps: []nativetest.Step{nativetest.Fail(err)}}
+	case "badmodel":
+		return nativetest.Script{Steps: []nativetest.Step{nativetest.Fail(nativetest.ErrBadModel(req.GetRequestedModel().GetModelId()))}}
+	}
+	return nativetest.Script{Steps: []nativetest.Step{nativetest.Text("unknown scenario " + name)}}
+}
+
+func TestNativeBackendDoors(t *testing.T) {
+	t.Run("text and usage with cache tokens", func(t *testing.T) {
+		s, up := newNativeStackWith(t, nativetest.Options{Script: nativeScenarios}, nil)
+		forEachSDKDoor(t, func(t *testing.T, door sdkDoor, stream bool) {
+			a := door.ask(t, s, sdkAsk{model: "composer-2", prompt: "SCENARIO:text", stream: stream})
+			require.NoError(t, a.err)
+			assert.Equal(t, "Hello, <b>world</b> & ünïcode ✓", a.text)
+			assert.Equal(t, "stop", a.finish)
+			assert.Empty(t, a.calls)
+			assert.Empty(t, a.reasoning)
+			assert.EqualValues(t, 100, a.cacheRead, "turn_ended's cache_read_tokens")
+			assert.EqualValues(t, 8, a.output)
+			assert.Positive(t, a.input)
+		})
+		runs := up.Runs()
+		require.Len(t, runs, 6, "one run per request")
+		for _, r := range runs {
+			assert.Equal(t, "composer-2", r.Model())
+			assert.Equal(t, "SCENARIO:text", r.UserText())
+			assert.Equal(t, "Be brief.", r.Request.GetCustomSystemPrompt(), "the system text as Cursor's system prompt")
+		}
+	})
+
+	t.Run("thinking", func(t *testing.T) {
+		for _, expose := range []bool{false, true} {
+			t.Run(fmt.Sprintf("EXPOSE_THINKING=%v", expose), func(t *testing.T) {
+				s, _ := newNativeStackWith(t, nativetest.Options{Script: nativeScenarios}, map[string]string{"EXPOSE_THINKING": fmt.Sprint(expose)})
+				forEachSDKDoor(t, func(t *testing.T, door sdkDoor, stream bool) {
+					for _, asked := range []bool{false, true} {
+						a := door.ask(t, s, sdkAsk{model: "composer-2", prompt: "SCENARIO:thinking", stream: stream, thinking: asked})
+						require.NoError(t, a.err)
+						assert.Equal(t, "The answer is 4.", a.text, "the thinking never leaks into the text")
+						if expose || (asked && !door.hidesThinking) {
+							assert.Equal(t, "The user wants 2+2. That is 4.", a.reasoning, "asked=%v", asked)
+						} else {
+							assert.Empty(t, a.reasoning, "asked=%v: nobody asked to see it", asked)
+						}
+					}
+				})
+			})
+		}
+	})
+
+	t.Run("a tool call parked and resumed", func(t *testing.T) {
+		forEachSDKDoor(t, func(t *testing.T, door sdkDoor, stream bool) {
+			s, up := newNativeStackWith(t, nativetest.Options{Script: nativeScenarios}, nil)
+			a := door.ask(t, s, sdkAsk{model: "composer-2", prompt: "Weather in Paris? SCENARIO:tool", stream: stream, tools: true})
+			require.NoError(t, a.err)
+			assert.Equal(t, "tool_calls", a.finish)
+			assert.Equal(t, "Let me check.", strings.TrimSpace(a.text))
+			require.Len(t, a.calls, 1)
+			assert.Equal(t, "get_weather", a.calls[0].name)
+			assert.JSONEq(t, `{"city":"Paris","unit":"c"}`, a.calls[0].args)
+
+			b := a.reply(t, []string{"sunny, 21°C"}, stream)
+			require.NoError(t, b.err)
+			assert.Equal(t, "Paris: sunny, 21°C", b.text)
+			assert.Equal(t, "stop", b.finish)
+			assert.EqualValues(t, 100, b.cacheRead)
+
+			runs := up.Runs()
+			require.Len(t, runs, 1, "the result resumed the parked run: no second run")
+			var mcp []nativetest.ExecResult
+			for _, e := range runs[0].Execs {
+				if e.Kind == "mcp_args" {
+					mcp = append(mcp, e)
+				}
+			}
+			require.Len(t, mcp, 1)
+			assert.Equal(t, "mcp_result.success", mcp[0].Outcome)
+			assert.Equal(t, "sunny, 21°C", mcp[0].Text)
+			assert.True(t, strings.HasSuffix(mcp[0].Name, "get_weather"), "the MCP tool of get_weather: %s", mcp[0].Name)
+			assert.True(t, mcp[0].Closed, "stream_close followed the result")
+			assert.False(t, mcp[0].IsError)
+			require.Eventually(t, func() bool { return up.InFlight() == 0 }, 10*time.Second, 10*time.Millisecond, "the resumed run ended")
+		})
+	})
+
+	t.Run("two parallel calls in one answer", func(t *testing.T) {
+		forEachSDKDoor(t, func(t *testing.T, door sdkDoor, stream bool) {
+			s, up := newNativeStackWith(t, nativetest.Options{Script: nativeScenarios}, nil)
+			a := door.ask(t, s, sdkAsk{model: "composer-2", prompt: "Weather and notes? SCENARIO:parallel", stream: stream, tools: true})
+			require.NoError(t, a.err)
+			assert.Equal(t, "tool_calls", a.finish)
+			require.Len(t, a.calls, 2, "both calls reach the client in one answer")
+			assert.Equal(t, "get_weather", a.calls[0].name)
+			assert.JSONEq(t, `{"city":"Paris"}`, a.calls[0].args)
+			assert.Equal(t, "read_file", a.calls[1].name)
+			assert.JSONEq(t, `{"path":"notes.md"}`, a.calls[1].args)
+			assert.NotEqual(t, a.calls[0].id, a.calls[1].id)
+
+			b := a.reply(t, []string{"sunny", "buy bread"}, stream)
+			require.NoError(t, b.err)
+			assert.Equal(t, "weather sunny; notes buy bread", b.text)
+			require.Len(t, up.Runs(), 1, "both results resumed the one run")
+		})
+	})
+
+	t.Run("replay when no run is parked", func(t *testing.T) {
+		forEachSDKDoor(t, func(t *testing.T, door sdkDoor, stream bool) {
+			s, up := newNativeStackWith(t, nativetest.Options{Script: nativeScenarios}, map[string]string{"CURSOR_PARK_MAX": "0"})
+			a := door.ask(t, s, sdkAsk{model: "composer-2", prompt: "Weather in Paris? SCENARIO:tool", stream: stream, tools: true})
+			require.NoError(t, a.err)
+			require.Len(t, a.calls, 1)
+			b := a.reply(t, []string{"rainy"}, stream)
+			require.NoError(t, b.err)
+			assert.Equal(t, "Paris: rainy", b.text)
+			assert.Equal(t, "stop", b.finish)
+
+			runs := up.Runs()
+			require.Len(t, runs, 2, "the result found no parked run: a fresh run")
+			action := runs[1].Request.GetAction().GetUserMessageAction()
+			history := action.GetConversationHistory().GetMessages()
+			var user, call, result bool
+			for _, m := range history {
+				switch {
+				case m.GetUser() != nil:
+					user = user || strings.Contains(m.GetUser().GetContent()[0].GetText().GetText(), "SCENARIO:tool")
+				case m.GetAssistant() != nil:
+					for _, c := range m.GetAssistant().GetContent() {
+						if tc := c.GetToolCall(); tc != nil {
+							call = true
+							assert.Equal(t, a.calls[0].id, tc.GetToolCallId(), "the call keeps the client's id")
+							assert.Contains(t, tc.GetToolName(), "get_weather")
+							assert.JSONEq(t, `{"city":"Paris","unit":"c"}`, tc.GetArgsJson())
+						}
+					}
+				case m.GetTool() != nil:
+					result = true
+					assert.Equal(t, a.calls[0].id, m.GetTool().GetToolCallId())
+					assert.Equal(t, "rainy", m.GetTool().GetContent()[0].GetText().GetText())
+				}
+			}
+			assert.True(t, user && call && result, "the history holds the user message, the call and its result natively: %v", history)
+			assert.NotContains(t, action.GetUserMessage().GetText(), "rainy", "the result is not flattened into the new user text")
+		})
+	})
+
+	t.Run("a built-in exec is refused and the answer completes", func(t *testing.T) {
+		s, up := newNativeStackWith(t, nativetest.Options{Script: nativeScenarios}, nil)
+		forEachSDKDoor(t, func(t *testing.T, door sdkDoor, stream bool) {
+			a := door.ask(t, s, sdkAsk{model: "composer-2", prompt: "SCENARIO:shell", stream: stream, tools: true})
+			require.NoError(t, a.err)
+			assert.Equal(t, "Checking. Done without the shell.", a.text)
+			assert.Equal(t, "stop", a.finish)
+			assert.Empty(t, a.calls, "the built-in tool never reaches the client")
+		})
+		runs := up.Runs()
+		require.Len(t, runs, 6)
+		for _, r := range runs {
+			var shell []nativetest.ExecResult
+			for _, e := range r.Execs {
+				if e.Kind == "shell_args" {
+					shell = append(shell, e)
+				}
+			}
+			require.Len(t, shell, 1)
+			assert.Equal(t, "shell_result.rejected", shell[0].Outcome)
+			assert.NotEmpty(t, r.Header.Values("x-cursor-agent-allowed-tools"), "the run asked for no built-in tool")
+		}
+	})
+
+	t.Run("errors before the first byte", func(t *testing.T) {
+		type errCase struct {
+			name    string
+			opts    nativetest.Options
+			env     map[string]string
+			model   string
+			prompt  string
+			status  int
+			hint    string
+			retry   string
+			perCase bool // a fresh gateway per door (a quota rests the key)
+		}
+		cases := []errCase{
+			{name: "version gate", opts: nativetest.Options{MinClientVersion: "99.0"}, env: map[string]string{"MODELS": "composer-2"},
+				model: "composer-2", prompt: "SCENARIO:text", status: http.StatusBadGateway, hint: "CURSOR_CLIENT_VERSION"},
+			{name: "quota", model: "composer-2", prompt: "SCENARIO:quota", status: http.StatusTooManyRequests, hint: "usage limit", retry: "30", perCase: true},
+			{name: "bad key", opts: nativetest.Options{APIKeys: []string{"key_other"}}, env: map[string]string{"MODELS": "composer-2"},
+				model: "composer-2", prompt: "SCENARIO:text", status: http.StatusUnauthorized, hint: "CURSOR_API_KEY"},
+			{name: "model the catalog lacks", model: "llama-4", prompt: "SCENARIO:text", status: http.StatusNotFound, hint: "composer-2"},
+			{name: "model Cursor refuses", model: "composer-2", prompt: "SCENARIO:badmodel", status: http.StatusBadRequest, hint: "GET /v1/models"},
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				tc.opts.Script = nativeScenarios
+				var shared *stack
+				if !tc.perCase {
+					shared, _ = newNativeStackWith(t, tc.opts, tc.env)
+				}
+				forEachSDKDoor(t, func(t *testing.T, door sdkDoor, stream bool) {
+					s := shared
+					if s == nil {
+						s, _ = newNativeStackWith(t, tc.opts, tc.env)
+					}
+					a := door.ask(t, s, sdkAsk{model: tc.model, prompt: tc.prompt, stream: stream})
+					require.Error(t, a.err, "an error, not an answer")
+					assert.Equal(t, tc.status, a.status, "a real status before the first byte: %s", a.errMsg)
+					assert.Contains(t, a.errMsg, tc.hint)
+					if tc.retry != "" {
+						assert.Equal(t, tc.retry, a.retryAfter)
+					}
+				})
+				if shared != nil {
+					assert.NotContains(t, shared.logs.String(), nativetest.DefaultAPIKey, "the key is never logged")
+				}
+			})
+		}
+	})
+}
