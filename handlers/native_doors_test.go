@@ -47,7 +47,7 @@ type sdkAnswer struct {
 	text, reasoning string
 	calls           []sdkCall
 	// finish is "stop" or "tool_calls", whatever the door's own word.
-	finish                  string
+	finish                   string
 	input, output, cacheRead int64
 	// err is the library's error; status, retryAfter, errMsg read from it.
 	err        error
