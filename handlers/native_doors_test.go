@@ -19,6 +19,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"cursor2api/services/native/agentv1"
+	nativekeys "cursor2api/services/native/keys"
 	"cursor2api/services/native/nativetest"
 )
 
@@ -557,4 +558,63 @@ func TestNativeBackendDoors(t *testing.T) {
 			})
 		}
 	})
+}
+
+// /ready and /metrics show each key of BACKEND=cursor by fingerprint: one
+// that works, one Cursor refuses, and then the working one resting after
+// a quota. No key appears in them or in the log.
+func TestNativeBackendKeyStates(t *testing.T) {
+	const good, refused = "key_good_TOPSECRET_1", "key_refused_TOPSECRET_2"
+	s, _ := newNativeStackWith(t, nativetest.Options{Script: nativeScenarios, APIKeys: []string{good}},
+		map[string]string{"CURSOR_API_KEY": good + "," + refused})
+	goodFP, refusedFP := nativekeys.Fingerprint(good), nativekeys.Fingerprint(refused)
+
+	// Conversations spread over both keys; those on the refused key move.
+	for i := range 8 {
+		r := s.chat(t, fmt.Sprintf(`{"model":"composer-2","messages":[{"role":"user","content":"conversation %d SCENARIO:text"}]}`, i))
+		require.Equal(t, http.StatusOK, r.status, r.body)
+	}
+	r := s.do(t, http.MethodGet, "/ready", "")
+	require.Equal(t, http.StatusOK, r.status, "one key serves: ready %s", r.body)
+	assert.NotContains(t, r.body, "TOPSECRET")
+	require.Len(t, gjson.Get(r.body, "keys").Array(), 2, r.body)
+	k := gjson.Get(r.body, `keys.#(key=="`+goodFP+`")`)
+	assert.Equal(t, "ok", k.Get("state").String(), r.body)
+	assert.GreaterOrEqual(t, k.Get("requests").Int(), int64(8), "every turn ended on the working key")
+	k = gjson.Get(r.body, `keys.#(key=="`+refusedFP+`")`)
+	assert.Equal(t, "bad", k.Get("state").String(), r.body)
+	assert.NotEmpty(t, k.Get("reason").String(), "it says why")
+
+	m := s.do(t, http.MethodGet, "/metrics", "")
+	require.Equal(t, http.StatusOK, m.status)
+	assert.NotContains(t, m.body, "TOPSECRET")
+	assert.Contains(t, m.body, `cursor2api_cursor_key_state{key="`+goodFP+`",state="ok"} 1`)
+	assert.Contains(t, m.body, `cursor2api_cursor_key_state{key="`+goodFP+`",state="bad"} 0`)
+	assert.Contains(t, m.body, `cursor2api_cursor_key_state{key="`+refusedFP+`",state="bad"} 1`)
+	assert.Regexp(t, `cursor2api_cursor_key_requests_total\{key="`+goodFP+`"\} ([89]|[1-9][0-9])\n`, m.body)
+	assert.Contains(t, m.body, `cursor2api_cursor_key_cooldowns_total{key="`+goodFP+`"} 0`)
+
+	// A quota rests the working key: cooling, until when, and the error.
+	r = s.chat(t, `{"model":"composer-2","messages":[{"role":"user","content":"SCENARIO:quota"}]}`)
+	require.Equal(t, http.StatusTooManyRequests, r.status, r.body)
+	r = s.do(t, http.MethodGet, "/ready", "")
+	assert.Equal(t, http.StatusServiceUnavailable, r.status, "no key can serve now: %s", r.body)
+	assert.NotContains(t, r.body, "TOPSECRET")
+	k = gjson.Get(r.body, `keys.#(key=="`+goodFP+`")`)
+	assert.Equal(t, "cooling", k.Get("state").String(), r.body)
+	until, err := time.Parse(time.RFC3339Nano, k.Get("cooling_until").String())
+	require.NoError(t, err, r.body)
+	assert.WithinDuration(t, time.Now().Add(30*time.Second), until, 5*time.Second, "the rest Retry-After asked for")
+	assert.NotEmpty(t, k.Get("cooling_for").String())
+	assert.EqualValues(t, 1, k.Get("cooldowns").Int())
+	assert.Contains(t, k.Get("last_error").String(), "usage limit", r.body)
+	m = s.do(t, http.MethodGet, "/metrics", "")
+	assert.NotContains(t, m.body, "TOPSECRET")
+	assert.Contains(t, m.body, `cursor2api_cursor_key_state{key="`+goodFP+`",state="cooling"} 1`)
+	assert.Contains(t, m.body, `cursor2api_cursor_key_cooldowns_total{key="`+goodFP+`"} 1`)
+	assert.Regexp(t, `cursor2api_cursor_key_cooling_seconds\{key="`+goodFP+`"\} (2[5-9]|30)(\.\d+)?`, m.body)
+
+	s.Close()
+	assert.NotContains(t, s.logs.String(), "TOPSECRET", "no key in the log")
+	assert.Contains(t, s.logs.String(), goodFP, "keys are logged by fingerprint")
 }
