@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
 
+	"cursor2api/services/cursortest"
 	"cursor2api/services/native/agentv1"
 	nativekeys "cursor2api/services/native/keys"
 	"cursor2api/services/native/nativetest"
@@ -289,6 +291,15 @@ func responsesTurn(t *testing.T, s *stack, params responses.ResponseNewParams, s
 	return out
 }
 
+// scenarioName is the word after "SCENARIO:" in prompt.
+func scenarioName(prompt string) string {
+	_, rest, _ := strings.Cut(prompt, "SCENARIO:")
+	if f := strings.Fields(rest); len(f) > 0 {
+		return f[0]
+	}
+	return ""
+}
+
 // nativeScenarios is the fake model of these tests: it plays the turn
 // the prompt names with "SCENARIO:<name>".
 func nativeScenarios(req *agentv1.AgentRunRequest) nativetest.Script {
@@ -301,7 +312,7 @@ func nativeScenarios(req *agentv1.AgentRunRequest) nativetest.Script {
 		}
 	}
 	usage := nativetest.Usage{Input: 120, Output: 8, CacheRead: 100, CacheWrite: 10}
-	name, _, _ := strings.Cut(prompt[strings.Index(prompt, "SCENARIO:")+len("SCENARIO:"):], " ")
+	name := scenarioName(prompt)
 	switch name {
 	case "text":
 		return nativetest.Script{Steps: []nativetest.Step{nativetest.Text("Hello", ", <b>world</b>", " & ünïcode ✓")}, Usage: usage}
@@ -349,102 +360,234 @@ func nativeScenarios(req *agentv1.AgentRunRequest) nativetest.Script {
 	return nativetest.Script{Steps: []nativetest.Step{nativetest.Text("unknown scenario " + name)}}
 }
 
+// sdkGateway is a gateway on one back door and what its fake recorded.
+type sdkGateway struct {
+	*stack
+	native *nativetest.Server // BACKEND=cursor's fake, else nil
+}
+
+// turns counts the upstream turns so far: the native fake's runs, the web
+// chat fake's requests.
+func (g sdkGateway) turns() int {
+	if g.native != nil {
+		return len(g.native.Runs())
+	}
+	return len(g.up.Requests())
+}
+
+// sdkBackDoor is a back door the SDK doors run on. Its fake model plays
+// the turn a prompt names with "SCENARIO:<name>", in its own wire format.
+type sdkBackDoor struct {
+	name string
+	// start runs a gateway on the back door, env on top of its defaults.
+	start func(t *testing.T, env map[string]string) sdkGateway
+	// model answers; thinkingModel thinks (its deltas are reasoning).
+	model, thinkingModel string
+	// cacheRead is the cache-read tokens its fake reports.
+	cacheRead int64
+	// resumes: a tool result continues the turn's upstream run rather
+	// than asking again.
+	resumes bool
+}
+
+var sdkBackDoors = []sdkBackDoor{
+	{name: "web", model: "claude-sonnet-4.6", thinkingModel: "claude-sonnet-4.6-thinking",
+		start: func(t *testing.T, env map[string]string) sdkGateway {
+			return sdkGateway{stack: newStack(t, env, webScenarios(t))}
+		}},
+	{name: "cursor", model: "composer-2", thinkingModel: "composer-2", cacheRead: 100, resumes: true,
+		start: func(t *testing.T, env map[string]string) sdkGateway {
+			s, up := newNativeStackWith(t, nativetest.Options{Script: nativeScenarios}, env)
+			return sdkGateway{stack: s, native: up}
+		}},
+}
+
+// toolResultRE finds a result the text protocol replays to the web chat.
+var toolResultRE = regexp.MustCompile(`(?s)<tool_result id="[^"]*" name="([^"]*)">\n(.*?)\n</tool_result>`)
+
+// webScenarios is nativeScenarios' model on the web chat: the same
+// answers, its calls written in the text protocol.
+func webScenarios(t *testing.T) func(int, cursortest.Request) cursortest.Response {
+	usage := &cursortest.Usage{Input: 120, Output: 8}
+	return func(_ int, req cursortest.Request) cursortest.Response {
+		var prompt, results string
+		for _, m := range req.Messages {
+			if m.Role == "user" && prompt == "" && strings.Contains(m.Text, "SCENARIO:") {
+				prompt = m.Text
+			}
+			if m.Role == "user" && strings.Contains(m.Text, "<tool_result") {
+				results = m.Text
+			}
+		}
+		name := scenarioName(prompt)
+		trigger := sentTrigger(req)
+		var found []string
+		for _, m := range toolResultRE.FindAllStringSubmatch(results, -1) {
+			found = append(found, m[2])
+		}
+		text := func(deltas ...string) cursortest.Response { return cursortest.Text(usage, deltas...) }
+		switch name {
+		case "text":
+			return text("Hello", ", <b>world</b>", " & ünïcode ✓")
+		case "thinking":
+			return cursortest.Response{Events: cursortest.Frames(usage, []string{"The user wants 2+2. ", "That is 4."}, []string{"The answer is 4."})}
+		case "tool":
+			if len(found) > 0 {
+				return text("Paris: " + strings.Join(found, ", "))
+			}
+			require.NotEmpty(t, trigger, "the tools were taught")
+			return text("Let me check.\n", trigger+"\n", `<invoke name="get_weather">{"city":"Paris","unit":"c"}</invoke>`)
+		case "parallel":
+			if len(found) == 2 {
+				return text(fmt.Sprintf("weather %s; notes %s", found[0], found[1]))
+			}
+			return text(trigger+"\n", `<invoke name="get_weather">{"city":"Paris"}</invoke>`+"\n", `<invoke name="read_file">{"path":"notes.md"}</invoke>`)
+		case "quota":
+			return cursortest.Response{Status: http.StatusTooManyRequests, Header: map[string]string{"Retry-After": "30"}, Body: "slow down"}
+		}
+		return text("unknown scenario " + name)
+	}
+}
+
+// TestSDKDoorsOnBothBackDoors runs the client libraries through every
+// door on the web chat and on Cursor's native API alike: the same
+// conversations, the same answers, whatever the back door.
+func TestSDKDoorsOnBothBackDoors(t *testing.T) {
+	for _, back := range sdkBackDoors {
+		t.Run(back.name, func(t *testing.T) {
+			t.Run("text and usage", func(t *testing.T) {
+				g := back.start(t, nil)
+				forEachSDKDoor(t, func(t *testing.T, door sdkDoor, stream bool) {
+					a := door.ask(t, g.stack, sdkAsk{model: back.model, prompt: "SCENARIO:text", stream: stream})
+					require.NoError(t, a.err)
+					assert.Equal(t, "Hello, <b>world</b> & ünïcode ✓", a.text)
+					assert.Equal(t, "stop", a.finish)
+					assert.Empty(t, a.calls)
+					assert.Empty(t, a.reasoning)
+					assert.Equal(t, back.cacheRead, a.cacheRead, "the upstream's cache-read tokens")
+					assert.EqualValues(t, 8, a.output)
+					assert.Positive(t, a.input)
+				})
+				assert.Equal(t, 6, g.turns(), "one upstream turn per request")
+			})
+
+			t.Run("thinking", func(t *testing.T) {
+				for _, expose := range []bool{false, true} {
+					t.Run(fmt.Sprintf("EXPOSE_THINKING=%v", expose), func(t *testing.T) {
+						g := back.start(t, map[string]string{"EXPOSE_THINKING": fmt.Sprint(expose)})
+						forEachSDKDoor(t, func(t *testing.T, door sdkDoor, stream bool) {
+							for _, asked := range []bool{false, true} {
+								a := door.ask(t, g.stack, sdkAsk{model: back.thinkingModel, prompt: "SCENARIO:thinking", stream: stream, thinking: asked})
+								require.NoError(t, a.err)
+								assert.Equal(t, "The answer is 4.", a.text, "the thinking never leaks into the text")
+								if expose || (asked && !door.hidesThinking) {
+									assert.Equal(t, "The user wants 2+2. That is 4.", a.reasoning, "asked=%v", asked)
+								} else {
+									assert.Empty(t, a.reasoning, "asked=%v: nobody asked to see it", asked)
+								}
+							}
+						})
+					})
+				}
+			})
+
+			t.Run("a tool call and its result", func(t *testing.T) {
+				forEachSDKDoor(t, func(t *testing.T, door sdkDoor, stream bool) {
+					g := back.start(t, nil)
+					a := door.ask(t, g.stack, sdkAsk{model: back.model, prompt: "Weather in Paris? SCENARIO:tool", stream: stream, tools: true})
+					require.NoError(t, a.err)
+					assert.Equal(t, "tool_calls", a.finish)
+					assert.Equal(t, "Let me check.", strings.TrimSpace(a.text))
+					require.Len(t, a.calls, 1)
+					assert.Equal(t, "get_weather", a.calls[0].name)
+					assert.JSONEq(t, `{"city":"Paris","unit":"c"}`, a.calls[0].args)
+
+					b := a.reply(t, []string{"sunny, 21°C"}, stream)
+					require.NoError(t, b.err)
+					assert.Equal(t, "Paris: sunny, 21°C", b.text)
+					assert.Equal(t, "stop", b.finish)
+					assert.Equal(t, back.cacheRead, b.cacheRead)
+					if back.resumes {
+						assert.Equal(t, 1, g.turns(), "the result resumed the parked run")
+					} else {
+						assert.Equal(t, 2, g.turns(), "the result went up in a second turn")
+					}
+					if g.native != nil {
+						runs := g.native.Runs()
+						var mcp []nativetest.ExecResult
+						for _, e := range runs[0].Execs {
+							if e.Kind == "mcp_args" {
+								mcp = append(mcp, e)
+							}
+						}
+						require.Len(t, mcp, 1)
+						assert.Equal(t, "mcp_result.success", mcp[0].Outcome)
+						assert.Equal(t, "sunny, 21°C", mcp[0].Text)
+						assert.True(t, strings.HasSuffix(mcp[0].Name, "get_weather"), "the MCP tool of get_weather: %s", mcp[0].Name)
+						assert.True(t, mcp[0].Closed, "stream_close followed the result")
+						assert.False(t, mcp[0].IsError)
+						require.Eventually(t, func() bool { return g.native.InFlight() == 0 }, 10*time.Second, 10*time.Millisecond, "the resumed run ended")
+					}
+				})
+			})
+
+			t.Run("two parallel calls in one answer", func(t *testing.T) {
+				forEachSDKDoor(t, func(t *testing.T, door sdkDoor, stream bool) {
+					g := back.start(t, nil)
+					a := door.ask(t, g.stack, sdkAsk{model: back.model, prompt: "Weather and notes? SCENARIO:parallel", stream: stream, tools: true})
+					require.NoError(t, a.err)
+					assert.Equal(t, "tool_calls", a.finish)
+					require.Len(t, a.calls, 2, "both calls reach the client in one answer")
+					assert.Equal(t, "get_weather", a.calls[0].name)
+					assert.JSONEq(t, `{"city":"Paris"}`, a.calls[0].args)
+					assert.Equal(t, "read_file", a.calls[1].name)
+					assert.JSONEq(t, `{"path":"notes.md"}`, a.calls[1].args)
+					assert.NotEqual(t, a.calls[0].id, a.calls[1].id)
+
+					b := a.reply(t, []string{"sunny", "buy bread"}, stream)
+					require.NoError(t, b.err)
+					assert.Equal(t, "weather sunny; notes buy bread", b.text)
+					if back.resumes {
+						assert.Equal(t, 1, g.turns(), "both results resumed the one run")
+					}
+				})
+			})
+
+			t.Run("errors before the first byte", func(t *testing.T) {
+				forEachSDKDoor(t, func(t *testing.T, door sdkDoor, stream bool) {
+					// A fresh gateway each: a quota rests the key.
+					g := back.start(t, nil)
+					a := door.ask(t, g.stack, sdkAsk{model: "llama-4", prompt: "SCENARIO:text", stream: stream})
+					require.Error(t, a.err)
+					assert.Equal(t, http.StatusNotFound, a.status, a.errMsg)
+					assert.Contains(t, a.errMsg, back.model, "the message lists the models")
+					a = door.ask(t, g.stack, sdkAsk{model: back.model, prompt: "SCENARIO:quota", stream: stream})
+					require.Error(t, a.err)
+					assert.Equal(t, http.StatusTooManyRequests, a.status, a.errMsg)
+					assert.Equal(t, "30", a.retryAfter)
+				})
+			})
+		})
+	}
+}
+
+// TestNativeBackendDoors covers what only BACKEND=cursor does, through
+// every door: the replay of a result no parked run waits for, a built-in
+// exec refused, and Cursor's own errors.
 func TestNativeBackendDoors(t *testing.T) {
-	t.Run("text and usage with cache tokens", func(t *testing.T) {
+	t.Run("every run on the account's model", func(t *testing.T) {
 		s, up := newNativeStackWith(t, nativetest.Options{Script: nativeScenarios}, nil)
 		forEachSDKDoor(t, func(t *testing.T, door sdkDoor, stream bool) {
 			a := door.ask(t, s, sdkAsk{model: "composer-2", prompt: "SCENARIO:text", stream: stream})
 			require.NoError(t, a.err)
-			assert.Equal(t, "Hello, <b>world</b> & ünïcode ✓", a.text)
-			assert.Equal(t, "stop", a.finish)
-			assert.Empty(t, a.calls)
-			assert.Empty(t, a.reasoning)
-			assert.EqualValues(t, 100, a.cacheRead, "turn_ended's cache_read_tokens")
-			assert.EqualValues(t, 8, a.output)
-			assert.Positive(t, a.input)
 		})
 		runs := up.Runs()
-		require.Len(t, runs, 6, "one run per request")
+		require.Len(t, runs, 6)
 		for _, r := range runs {
 			assert.Equal(t, "composer-2", r.Model())
 			assert.Equal(t, "SCENARIO:text", r.UserText())
 			assert.Equal(t, "Be brief.", r.Request.GetCustomSystemPrompt(), "the system text as Cursor's system prompt")
 		}
-	})
-
-	t.Run("thinking", func(t *testing.T) {
-		for _, expose := range []bool{false, true} {
-			t.Run(fmt.Sprintf("EXPOSE_THINKING=%v", expose), func(t *testing.T) {
-				s, _ := newNativeStackWith(t, nativetest.Options{Script: nativeScenarios}, map[string]string{"EXPOSE_THINKING": fmt.Sprint(expose)})
-				forEachSDKDoor(t, func(t *testing.T, door sdkDoor, stream bool) {
-					for _, asked := range []bool{false, true} {
-						a := door.ask(t, s, sdkAsk{model: "composer-2", prompt: "SCENARIO:thinking", stream: stream, thinking: asked})
-						require.NoError(t, a.err)
-						assert.Equal(t, "The answer is 4.", a.text, "the thinking never leaks into the text")
-						if expose || (asked && !door.hidesThinking) {
-							assert.Equal(t, "The user wants 2+2. That is 4.", a.reasoning, "asked=%v", asked)
-						} else {
-							assert.Empty(t, a.reasoning, "asked=%v: nobody asked to see it", asked)
-						}
-					}
-				})
-			})
-		}
-	})
-
-	t.Run("a tool call parked and resumed", func(t *testing.T) {
-		forEachSDKDoor(t, func(t *testing.T, door sdkDoor, stream bool) {
-			s, up := newNativeStackWith(t, nativetest.Options{Script: nativeScenarios}, nil)
-			a := door.ask(t, s, sdkAsk{model: "composer-2", prompt: "Weather in Paris? SCENARIO:tool", stream: stream, tools: true})
-			require.NoError(t, a.err)
-			assert.Equal(t, "tool_calls", a.finish)
-			assert.Equal(t, "Let me check.", strings.TrimSpace(a.text))
-			require.Len(t, a.calls, 1)
-			assert.Equal(t, "get_weather", a.calls[0].name)
-			assert.JSONEq(t, `{"city":"Paris","unit":"c"}`, a.calls[0].args)
-
-			b := a.reply(t, []string{"sunny, 21°C"}, stream)
-			require.NoError(t, b.err)
-			assert.Equal(t, "Paris: sunny, 21°C", b.text)
-			assert.Equal(t, "stop", b.finish)
-			assert.EqualValues(t, 100, b.cacheRead)
-
-			runs := up.Runs()
-			require.Len(t, runs, 1, "the result resumed the parked run: no second run")
-			var mcp []nativetest.ExecResult
-			for _, e := range runs[0].Execs {
-				if e.Kind == "mcp_args" {
-					mcp = append(mcp, e)
-				}
-			}
-			require.Len(t, mcp, 1)
-			assert.Equal(t, "mcp_result.success", mcp[0].Outcome)
-			assert.Equal(t, "sunny, 21°C", mcp[0].Text)
-			assert.True(t, strings.HasSuffix(mcp[0].Name, "get_weather"), "the MCP tool of get_weather: %s", mcp[0].Name)
-			assert.True(t, mcp[0].Closed, "stream_close followed the result")
-			assert.False(t, mcp[0].IsError)
-			require.Eventually(t, func() bool { return up.InFlight() == 0 }, 10*time.Second, 10*time.Millisecond, "the resumed run ended")
-		})
-	})
-
-	t.Run("two parallel calls in one answer", func(t *testing.T) {
-		forEachSDKDoor(t, func(t *testing.T, door sdkDoor, stream bool) {
-			s, up := newNativeStackWith(t, nativetest.Options{Script: nativeScenarios}, nil)
-			a := door.ask(t, s, sdkAsk{model: "composer-2", prompt: "Weather and notes? SCENARIO:parallel", stream: stream, tools: true})
-			require.NoError(t, a.err)
-			assert.Equal(t, "tool_calls", a.finish)
-			require.Len(t, a.calls, 2, "both calls reach the client in one answer")
-			assert.Equal(t, "get_weather", a.calls[0].name)
-			assert.JSONEq(t, `{"city":"Paris"}`, a.calls[0].args)
-			assert.Equal(t, "read_file", a.calls[1].name)
-			assert.JSONEq(t, `{"path":"notes.md"}`, a.calls[1].args)
-			assert.NotEqual(t, a.calls[0].id, a.calls[1].id)
-
-			b := a.reply(t, []string{"sunny", "buy bread"}, stream)
-			require.NoError(t, b.err)
-			assert.Equal(t, "weather sunny; notes buy bread", b.text)
-			require.Len(t, up.Runs(), 1, "both results resumed the one run")
-		})
 	})
 
 	t.Run("replay when no run is parked", func(t *testing.T) {
