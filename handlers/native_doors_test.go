@@ -698,6 +698,12 @@ func TestNativeBackendDoors(t *testing.T) {
 				if shared != nil {
 					assert.NotContains(t, shared.logs.String(), nativetest.DefaultAPIKey, "the key is never logged")
 				}
+				if shared != nil && (tc.status >= 500 || tc.status == http.StatusUnauthorized) {
+					// What the gateway could not do shows in /ready too.
+					r := shared.do(t, http.MethodGet, "/ready", "")
+					assert.Contains(t, r.body, tc.hint, "/ready says what to fix")
+					assert.NotContains(t, r.body, nativetest.DefaultAPIKey)
+				}
 			})
 		}
 	})
