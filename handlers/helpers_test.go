@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -198,6 +199,19 @@ func keys(t testing.TB, obj gjson.Result) []string {
 	return out
 }
 
+// assertKeys checks that obj has every key of required and no other key
+// than those and optional.
+func assertKeys(t testing.TB, obj gjson.Result, required []string, optional ...string) {
+	t.Helper()
+	var got []string
+	for _, k := range keys(t, obj) {
+		if !slices.Contains(optional, k) {
+			got = append(got, k)
+		}
+	}
+	assert.Equal(t, required, got, "%s: only the optional %v besides", obj.Raw, optional)
+}
+
 // assertAPIError checks an OpenAI error response: status, JSON content
 // type, the exact set of fields, type, param (null when param is ""), code
 // (when code is not ""), and that the message holds every hint.
@@ -332,7 +346,8 @@ func checkStream(t testing.TB, r reply, model string) streamed {
 			assert.Equal(t, "[]", c.Get("choices").Raw, "the usage chunk has no choices")
 			require.GreaterOrEqual(t, finishAt, 0, "usage comes after the finish chunk")
 			require.Nil(t, out.Usage, "one usage chunk")
-			assert.Equal(t, []string{"completion_tokens", "prompt_tokens", "total_tokens"}, keys(t, c.Get("usage")))
+			assertKeys(t, c.Get("usage"), []string{"completion_tokens", "prompt_tokens", "total_tokens"},
+				"completion_tokens_details", "prompt_tokens_details") // the details when the upstream counts them
 			u := c.Get("usage")
 			out.Usage = &u
 			continue

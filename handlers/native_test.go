@@ -23,12 +23,23 @@ import (
 // Cursor's native backend.
 func newNativeStack(t *testing.T, script func(*agentv1.AgentRunRequest) nativetest.Script) (*stack, *nativetest.Server) {
 	t.Helper()
+	return newNativeStackWith(t, nativetest.Options{Script: script}, nil)
+}
+
+// newNativeStackWith runs the gateway on BACKEND=cursor, configured by env
+// on top of the defaults, against a fake configured by opts.
+func newNativeStackWith(t *testing.T, opts nativetest.Options, env map[string]string) (*stack, *nativetest.Server) {
+	t.Helper()
 	gin.SetMode(gin.TestMode)
-	up := nativetest.NewServer(t, nativetest.Options{Script: script})
-	cfg, err := config.FromMap(map[string]string{
+	up := nativetest.NewServer(t, opts)
+	vars := map[string]string{
 		"BACKEND": "cursor", "CURSOR_API_KEY": nativetest.DefaultAPIKey, "CURSOR_BACKEND_URL": up.URL,
 		"CURSOR_TRANSPORT": "http2", "LOG_LEVEL": "debug", "CURSOR_API_URL": "http://127.0.0.1:9/never",
-	})
+	}
+	for k, v := range env {
+		vars[k] = v
+	}
+	cfg, err := config.FromMap(vars)
 	require.NoError(t, err)
 	logs := &cursortest.LogBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))

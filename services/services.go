@@ -22,10 +22,12 @@ import (
 	"cursor2api/services/human"
 	"cursor2api/services/metrics"
 	"cursor2api/services/native"
+	"cursor2api/services/native/keys"
 	"cursor2api/services/readiness"
 	"cursor2api/services/upstream"
 	"cursor2api/services/vercel"
 	"cursor2api/services/webchat"
+	"cursor2api/utils"
 )
 
 // Gateway is the wired gateway, ready for the front doors.
@@ -338,6 +340,8 @@ func cursorGateway(cfg *config.Config, m *metrics.Metrics, ready *readiness.Trac
 		}
 	}
 	ready.Check = client.Ready
+	ready.Keys = func() []readiness.Key { return keysReport(client.Keys()) }
+	m.Keys(func() []metrics.Key { return keysMetrics(client.Keys()) })
 	core, err := newCore(cfg, catalog, ready.Upstream(m.Upstream(client)), m, logger)
 	if err != nil {
 		return nil, err
@@ -349,6 +353,37 @@ func cursorGateway(cfg *config.Config, m *metrics.Metrics, ready *readiness.Trac
 			client.Close()
 		},
 	}, nil
+}
+
+// keysReport is the native back door's keys for /ready: fingerprints,
+// states and clipped errors, never a key.
+func keysReport(states []keys.KeyState) []readiness.Key {
+	out := make([]readiness.Key, len(states))
+	for i, s := range states {
+		k := readiness.Key{
+			Key: s.Name, State: string(s.State), Reason: s.Reason, Failures: s.Failures,
+			Requests: s.Requests, Cooldowns: s.Cooldowns, LastError: utils.Clip(s.LastError, 300),
+		}
+		if s.State == keys.StateCooling {
+			until := s.CoolingUntil
+			k.CoolingUntil, k.CoolingFor = &until, time.Until(until).Round(time.Second).String()
+		}
+		if !s.LastErrorAt.IsZero() {
+			at := s.LastErrorAt
+			k.LastErrorAt = &at
+		}
+		out[i] = k
+	}
+	return out
+}
+
+// keysMetrics is the native back door's keys for /metrics.
+func keysMetrics(states []keys.KeyState) []metrics.Key {
+	out := make([]metrics.Key, len(states))
+	for i, s := range states {
+		out[i] = metrics.Key{Name: s.Name, State: string(s.State), CoolingUntil: s.CoolingUntil, Requests: s.Requests, Cooldowns: s.Cooldowns}
+	}
+	return out
 }
 
 // newCore builds the core on a back door.

@@ -66,6 +66,8 @@ type Tracker struct {
 	Models func() Models
 	// Checkpoint, when set, is Vercel's security checkpoint state.
 	Checkpoint func() Checkpoint
+	// Keys, when set, are the states of the native back door's API keys.
+	Keys func() []Key
 	// Check, when set, asks the back door whether it can answer without
 	// a model call (the agent CLI: binary, version, login).
 	Check func(context.Context) error
@@ -91,6 +93,8 @@ type Report struct {
 	Egress   []Proxy       `json:"egress,omitempty"`
 	// Checkpoint is Vercel's security checkpoint, when it is passed.
 	Checkpoint *Checkpoint `json:"checkpoint,omitempty"`
+	// Keys are the native back door's API keys, by fingerprint.
+	Keys []Key `json:"keys,omitempty"`
 }
 
 // Backend is the answer of the back door's own check.
@@ -227,6 +231,10 @@ func (t *Tracker) Report(ctx context.Context) Report {
 	if t.Checkpoint != nil {
 		c := t.Checkpoint()
 		r.Checkpoint = &c
+	}
+	if t.Keys != nil {
+		// After Check, which may have exchanged keys or found one refused.
+		r.Keys = t.Keys()
 	}
 	r.Ready = len(r.Reasons) == 0
 	return r

@@ -107,3 +107,18 @@ func TestReportModels(t *testing.T) {
 	}
 	assert.Nil(t, (&Tracker{}).Report(context.Background()).Models, "no models part without a source")
 }
+
+// The keys are read after the back door's check, which may have just
+// found a key refused.
+func TestReportKeys(t *testing.T) {
+	state := "ok"
+	tr := &Tracker{
+		Check: func(context.Context) error { state = "bad"; return nil },
+		Keys:  func() []Key { return []Key{{Key: "key-0000abcd", State: state, Requests: 3}} },
+	}
+	r := tr.Report(context.Background())
+	assert.True(t, r.Ready)
+	assert.Equal(t, []Key{{Key: "key-0000abcd", State: "bad", Requests: 3}}, r.Keys)
+
+	assert.Nil(t, (&Tracker{}).Report(context.Background()).Keys, "no keys section without a native back door")
+}

@@ -1,0 +1,64 @@
+package metrics
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Key is one of the native back door's Cursor API keys, as the wiring
+// reads it: named by its fingerprint, never the key.
+type Key struct {
+	Name string
+	// State is ok, bad, cooling or probing.
+	State        string
+	CoolingUntil time.Time
+	Requests     int64
+	Cooldowns    int64
+}
+
+// KeyStates are the states a key's state gauge has a series for.
+var KeyStates = []string{"ok", "bad", "cooling", "probing"}
+
+var (
+	keyStateDesc = prometheus.NewDesc(namespace+"_cursor_key_state",
+		"1 for the state each Cursor API key (by fingerprint) is in: ok, bad (refused), cooling (resting after a quota or rate limit), probing (its next conversation tries it).",
+		[]string{"key", "state"}, nil)
+	keyRequestsDesc = prometheus.NewDesc(namespace+"_cursor_key_requests_total",
+		"Turns handed to each Cursor API key (by fingerprint).", []string{"key"}, nil)
+	keyCooldownsDesc = prometheus.NewDesc(namespace+"_cursor_key_cooldowns_total",
+		"Rests each Cursor API key (by fingerprint) was put in after a quota or rate limit.", []string{"key"}, nil)
+	keyCoolingDesc = prometheus.NewDesc(namespace+"_cursor_key_cooling_seconds",
+		"How long each Cursor API key (by fingerprint) still rests; 0 when it is not cooling.", []string{"key"}, nil)
+)
+
+// Keys publishes the native back door's keys, read from snapshot at every
+// scrape (one call per scrape, so the series agree with each other).
+func (m *Metrics) Keys(snapshot func() []Key) {
+	m.reg.MustRegister(keyCollector(snapshot))
+}
+
+type keyCollector func() []Key
+
+func (c keyCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- keyStateDesc
+	ch <- keyRequestsDesc
+	ch <- keyCooldownsDesc
+	ch <- keyCoolingDesc
+}
+
+func (c keyCollector) Collect(ch chan<- prometheus.Metric) {
+	now := time.Now()
+	for _, k := range c() {
+		for _, s := range KeyStates {
+			ch <- prometheus.MustNewConstMetric(keyStateDesc, prometheus.GaugeValue, boolValue(k.State == s), k.Name, s)
+		}
+		ch <- prometheus.MustNewConstMetric(keyRequestsDesc, prometheus.CounterValue, float64(k.Requests), k.Name)
+		ch <- prometheus.MustNewConstMetric(keyCooldownsDesc, prometheus.CounterValue, float64(k.Cooldowns), k.Name)
+		cooling := 0.0
+		if k.State == "cooling" && k.CoolingUntil.After(now) {
+			cooling = k.CoolingUntil.Sub(now).Seconds()
+		}
+		ch <- prometheus.MustNewConstMetric(keyCoolingDesc, prometheus.GaugeValue, cooling, k.Name)
+	}
+}
