@@ -106,6 +106,9 @@ func (e cursorError) rateLimited() bool {
 	return false
 }
 
+// codeVersionGate is the error code of Cursor's "Update Required".
+const codeVersionGate = "cursor_version_gate"
+
 // classify turns a failed call into the client's error and the key's
 // outcome. model is the model asked for, version the client version sent.
 func classify(err error, model, version string) (*models.Error, keys.Outcome) {
@@ -124,7 +127,7 @@ func classify(err error, model, version string) (*models.Error, keys.Outcome) {
 			keys.Outcome{Kind: keys.Unauthorized}
 	case connect.CodeResourceExhausted:
 		if ce.versionGated() {
-			return models.Upstream(http.StatusBadGateway, "cursor_version_gate", err,
+			return models.Upstream(http.StatusBadGateway, codeVersionGate, err,
 					"Cursor no longer accepts client version %q (%s): set CURSOR_CLIENT_VERSION to a current version", version, ce.said()),
 				keys.Outcome{Kind: keys.NotKeysFault}
 		}

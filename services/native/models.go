@@ -14,6 +14,7 @@ import (
 
 	"cursor2api/models"
 	"cursor2api/services/native/agentv1"
+	"cursor2api/services/native/aiserverv1"
 	"cursor2api/services/native/keys"
 	"cursor2api/utils"
 )
@@ -191,5 +192,44 @@ func (c *Client) Ready(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listing the account's models failed: %w", err)
 	}
-	return nil
+	return c.versionGate(ctx)
+}
+
+// gateCheckEvery is how long Ready trusts its last look at the version
+// gate.
+const gateCheckEvery = time.Minute
+
+// versionGate asks Cursor one Connect call the version gate guards
+// (GetServerConfig), at most once a gateCheckEvery, so that /ready names
+// a gate before a request meets it: the key exchange and the model list
+// are REST calls, which the gate lets through. It reports only a gate;
+// other failures are the key pool's and the runs' to report.
+func (c *Client) versionGate(ctx context.Context) error {
+	c.gateMu.Lock()
+	defer c.gateMu.Unlock()
+	if !c.gateAt.IsZero() && time.Since(c.gateAt) < gateCheckEvery {
+		return c.gateErr
+	}
+	lease, err := c.acquire(ctx, "")
+	if err != nil {
+		return err
+	}
+	req := connect.NewRequest(&aiserverv1.GetServerConfigRequest{})
+	c.callHeaders(lease, uuid(), false)(req.Header())
+	_, err = c.config.GetServerConfig(ctx, req)
+	if err == nil {
+		lease.Done(keys.Outcome{Kind: keys.OK})
+		c.gateAt, c.gateErr = time.Now(), nil
+		return nil
+	}
+	me, outcome := classify(err, "", c.opts.ClientVersion)
+	lease.Done(outcome)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	c.gateAt, c.gateErr = time.Now(), nil
+	if me.Code == codeVersionGate {
+		c.gateErr = me
+	}
+	return c.gateErr
 }

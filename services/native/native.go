@@ -117,6 +117,11 @@ type Client struct {
 
 	modelsMu sync.Mutex
 	modelErr error
+
+	// gateAt and gateErr are Ready's last look at the version gate.
+	gateMu  sync.Mutex
+	gateAt  time.Time
+	gateErr error
 }
 
 // New returns a Client; it calls nothing until asked.

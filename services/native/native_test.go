@@ -17,6 +17,7 @@ import (
 	"cursor2api/models"
 	"cursor2api/services/native/agentv1"
 	"cursor2api/services/native/aiserverv1"
+	"cursor2api/services/native/keys"
 	"cursor2api/services/native/nativetest"
 	"cursor2api/services/upstream"
 )
@@ -606,4 +607,28 @@ func TestWatchModels(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("WatchModels did not end with its context")
 	}
+}
+
+// /ready names a version gate before any request meets it: the key
+// exchange and the model list pass the gate, so Ready asks one call it
+// guards.
+func TestReadyNamesTheVersionGate(t *testing.T) {
+	srv := nativetest.NewServer(t, nativetest.Options{MinClientVersion: "sdk-9.0.0"})
+	c := newClient(t, srv, TransportSSE)
+	_, err := c.Catalog(t.Context(), nil)
+	require.NoError(t, err, "REST calls pass the gate")
+	err = c.Ready(t.Context())
+	require.Error(t, err)
+	assert.ErrorContains(t, err, "CURSOR_CLIENT_VERSION")
+	calls := len(srv.CallsTo("/aiserver.v1.ServerConfigService/GetServerConfig"))
+	require.Error(t, c.Ready(t.Context()))
+	assert.Len(t, srv.CallsTo("/aiserver.v1.ServerConfigService/GetServerConfig"), calls, "the look is kept a while, not repeated per /ready")
+	for _, k := range c.Keys() {
+		assert.Equal(t, keys.State("ok"), k.State, "a version gate never rests a key")
+	}
+
+	ok := newClient(t, nativetest.NewServer(t, nativetest.Options{}), TransportSSE)
+	_, err = ok.Catalog(t.Context(), nil)
+	require.NoError(t, err)
+	assert.NoError(t, ok.Ready(t.Context()))
 }
