@@ -35,6 +35,10 @@ var importRules = map[string][]string{
 	"services/native/nativetest": {"services/native/agentv1", "services/native/aiserverv1", "services/native/agentv1/agentv1connect", "services/native/aiserverv1/aiserverv1connect"},
 	// The native back door's pool of Cursor API keys: no wire format.
 	"services/native/keys": {"models", "utils"},
+	// The gateway's state (responses, usage) behind one interface, three
+	// engines; and a real redis-server for tests.
+	"services/state":           {"utils"},
+	"services/state/redistest": nil,
 	// Metrics and readiness see the back door only through its contract.
 	"services/metrics":   {"models", "services/upstream"},
 	"services/readiness": {"models", "utils", "services/upstream"},
