@@ -39,6 +39,7 @@ var importRules = map[string][]string{
 	// engines; and a real redis-server for tests.
 	"services/state":           {"utils"},
 	"services/state/redistest": nil,
+	"services/usage":           {"utils", "services/state"},
 	// Metrics and readiness see the back door only through its contract.
 	"services/metrics":   {"models", "services/upstream"},
 	"services/readiness": {"models", "utils", "services/upstream"},
@@ -49,12 +50,12 @@ var importRules = map[string][]string{
 	"handlers/anthropic": {"models", "utils", "handlers/sse"},
 	// The Responses door shares the OpenAI door's content decoding and
 	// error body.
-	"handlers/responses": {"models", "utils", "handlers/sse", "handlers/openai"},
+	"handlers/responses": {"models", "utils", "handlers/sse", "handlers/openai", "services/state"},
 	// The HTTP surface reaches back doors only through the core.
-	"handlers": {"models", "utils", "utils/toolproto", "services/upstream", "services/chat", "handlers/sse", "handlers/openai", "handlers/responses", "handlers/anthropic", "services/metrics", "services/readiness"},
+	"handlers": {"models", "utils", "utils/toolproto", "services/upstream", "services/chat", "handlers/sse", "handlers/openai", "handlers/responses", "handlers/anthropic", "services/metrics", "services/readiness", "services/state", "services/usage"},
 	// Runs the gateway a configuration describes, for main and bench:
 	// the one HTTP package that reads config (handlers itself never does).
-	"handlers/server": {"config", "models", "utils", "utils/toolproto", "services/upstream", "services/chat", "services/human", "services/webchat", "services/agentcli", "services/metrics", "services/readiness", "services", "handlers/sse", "handlers/openai", "handlers/responses", "handlers/anthropic", "handlers"},
+	"handlers/server": {"config", "models", "utils", "utils/toolproto", "services/upstream", "services/chat", "services/human", "services/webchat", "services/agentcli", "services/metrics", "services/readiness", "services", "handlers/sse", "handlers/openai", "handlers/responses", "handlers/anthropic", "handlers", "services/state", "services/usage"},
 	"":                nil, // main: anything
 	// The Docker smoke test's fake upstream command.
 	"scripts/fakeupstream": {"services/cursortest"},
@@ -66,7 +67,7 @@ var importRules = map[string][]string{
 	// handshake step by step.
 	"services/doctor": {"config", "models", "utils", "utils/toolproto", "services/upstream", "services/chat", "services/human", "services/webchat", "services/agentcli", "services/metrics", "services/readiness", "services"},
 	// The benchmark program runs its gateway through server, as main does.
-	"bench": {"config", "handlers/server", "models", "utils", "utils/toolproto", "services/upstream", "services/chat", "services/human", "services/webchat", "services/agentcli", "services/metrics", "services/readiness", "services/cursortest", "services", "handlers/sse", "handlers/openai", "handlers/responses", "handlers/anthropic", "handlers"},
+	"bench": {"config", "handlers/server", "models", "utils", "utils/toolproto", "services/upstream", "services/chat", "services/human", "services/webchat", "services/agentcli", "services/metrics", "services/readiness", "services/cursortest", "services", "handlers/sse", "handlers/openai", "handlers/responses", "handlers/anthropic", "handlers", "services/state", "services/usage"},
 }
 
 func TestImportRules(t *testing.T) {

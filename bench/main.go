@@ -380,7 +380,7 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 // fixed value without fetching the challenge script.
 func gatewayEnv(upstream string) map[string]string {
 	return map[string]string{"CURSOR_API_URL": upstream, "X_IS_HUMAN_MODE": "static:bench", "LOG_LEVEL": "warn", "MAX_CONNECTIONS": "10000",
-		"MODELS": "claude-sonnet-4.6"} // the fake accepts any model: nothing to learn
+		"MODELS": "claude-sonnet-4.6", "STATE_URL": "memory:"} // the fake accepts any model: nothing to learn
 }
 
 // startGateway serves the gateway on loopback as main does, through

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -23,6 +24,7 @@ import (
 	"cursor2api/handlers/responses"
 	"cursor2api/services"
 	"cursor2api/services/cursortest"
+	"cursor2api/services/state"
 	"cursor2api/services/webchat"
 )
 
@@ -34,8 +36,30 @@ type stack struct {
 	cfg  *config.Config
 	logs *cursortest.LogBuffer
 	// store is the Responses door's store of responses.
-	store *responses.Store
+	store *testStore
 }
+
+// testStore is a Responses store in memory whose clock and size a test
+// can see.
+type testStore struct {
+	*responses.Store
+	mem *state.Memory
+	mu  sync.Mutex
+	now func() time.Time
+}
+
+func newTestStore(limits responses.StoreLimits) *testStore {
+	ts := &testStore{now: time.Now}
+	ts.mem = state.NewMemory(func() time.Time { ts.mu.Lock(); defer ts.mu.Unlock(); return ts.now() })
+	ts.Store = responses.NewStore(state.NewQueue(ts.mem, 0, nil), limits)
+	return ts
+}
+
+// SetClock replaces the store's clock.
+func (ts *testStore) SetClock(now func() time.Time) { ts.mu.Lock(); ts.now = now; ts.mu.Unlock() }
+
+// Len is the number of responses kept.
+func (ts *testStore) Len() int { return ts.mem.Len("responses") }
 
 // newStack starts the gateway configured by env (on top of CURSOR_API_URL
 // pointing at a fake upstream answering with reply, and two public models)
@@ -61,13 +85,13 @@ func newStack(t testing.TB, env map[string]string, reply func(int, cursortest.Re
 	gw, err := services.FromConfig(cfg, logger)
 	require.NoError(t, err)
 	gw.Web.Human = webchat.StaticHuman("test-x-is-human")
-	store := responses.NewStore(responses.StoreLimits{
+	store := newTestStore(responses.StoreLimits{
 		Max: cfg.ResponsesStoreMax, MaxBytes: cfg.ResponsesStoreBytes, TTL: cfg.ResponsesStoreTTL.Duration(),
 	})
 	handler := New(Options{
 		Chat: gw.Chat, Catalog: gw.Catalog, Aliases: gw.Aliases, APIKeys: cfg.APIKeys,
 		MaxBodyBytes: cfg.MaxBodyBytes, PingInterval: cfg.PingInterval.Duration(), Version: "test-version", Logger: logger,
-		Responses: store, Metrics: gw.Metrics, Readiness: gw.Readiness,
+		Responses: store.Store, Metrics: gw.Metrics, Readiness: gw.Readiness,
 		AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins, BodyReadTimeout: cfg.BodyReadTimeout.Duration(),
 	})
 	srv := httptest.NewServer(handler)

@@ -64,6 +64,9 @@ type Tracker struct {
 	Human  func() Human
 	Egress func() []Proxy
 	Models func() Models
+	// State, when set, is the state store's health. A degraded store
+	// does not make the gateway unready: answers never wait for it.
+	State func() State
 	// Check, when set, asks the back door whether it can answer without
 	// a model call (the agent CLI: binary, version, login).
 	Check func(context.Context) error
@@ -87,6 +90,18 @@ type Report struct {
 	XIsHuman *Human        `json:"x_is_human,omitempty"`
 	Backend  *Backend      `json:"backend,omitempty"`
 	Egress   []Proxy       `json:"egress,omitempty"`
+	State    *State        `json:"state,omitempty"`
+}
+
+// State is the health of the state store (STATE_URL).
+type State struct {
+	Engine string `json:"engine"`
+	// Status is "ok", or "degraded" while the store fails; the writes
+	// that failed wait in a bounded queue for a retry.
+	Status       string `json:"status"`
+	Queued       int    `json:"queued_writes"`
+	FailedWrites uint64 `json:"failed_writes"`
+	LastError    string `json:"last_error,omitempty"`
 }
 
 // Backend is the answer of the back door's own check.
@@ -200,6 +215,10 @@ func (t *Tracker) Report(ctx context.Context) Report {
 	if t.Human != nil {
 		h := t.Human()
 		r.XIsHuman = &h
+	}
+	if t.State != nil {
+		s := t.State()
+		r.State = &s
 	}
 	if t.Check != nil {
 		r.Backend = &Backend{Ready: true}

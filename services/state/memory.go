@@ -90,6 +90,17 @@ func (t *memTable) remove(el *list.Element) {
 	t.bytes -= int64(len(e.value))
 }
 
+// Len is the number of values of table kept, the expired ones included
+// until they are evicted.
+func (m *Memory) Len(table string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if t := m.tables[table]; t != nil {
+		return t.order.Len()
+	}
+	return 0
+}
+
 // Get implements Store.
 func (m *Memory) Get(ctx context.Context, table, key string) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
