@@ -116,6 +116,8 @@ type Config struct {
 	// else ~/.local/state/cursor2api.
 	StateURL string `env:"STATE_URL"`
 	StateDir string `env:"STATE_DIR"`
+	// StateConnectTimeout bounds the wait for a Redis STATE_URL at start.
+	StateConnectTimeout Seconds `env:"STATE_CONNECT_TIMEOUT" envDefault:"30"`
 	// UsageRetention is how long the usage ledger keeps its records;
 	// AdminKey guards the usage endpoint (empty: off).
 	UsageRetention Seconds `env:"USAGE_RETENTION" envDefault:"7776000"`
@@ -370,6 +372,9 @@ func (c *Config) validate() error {
 			scheme = scheme[:20]
 		}
 		bad("STATE_URL has the scheme %q: leave it empty (a file under STATE_DIR), or use memory: (no persistence) or a redis:// or rediss:// URL", scheme)
+	}
+	if c.StateConnectTimeout.Duration() < time.Second {
+		bad("STATE_CONNECT_TIMEOUT=%s: wait at least 1 second for the state store at start", c.StateConnectTimeout.Duration())
 	}
 	if c.UsageRetention.Duration() < time.Hour {
 		bad("USAGE_RETENTION=%s: keep usage records at least an hour (the default is 7776000, 90 days)", c.UsageRetention.Duration())
