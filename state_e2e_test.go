@@ -52,7 +52,11 @@ type lockedWriter struct {
 	b  *bytes.Buffer
 }
 
-func (w lockedWriter) Write(p []byte) (int, error) { w.mu.Lock(); defer w.mu.Unlock(); return w.b.Write(p) }
+func (w lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
 
 // startProc runs a gateway process with env on a free loopback port and
 // waits for /health; it is killed when the test ends.
