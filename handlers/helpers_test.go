@@ -25,6 +25,7 @@ import (
 	"cursor2api/services"
 	"cursor2api/services/cursortest"
 	"cursor2api/services/state"
+	"cursor2api/services/usage"
 	"cursor2api/services/webchat"
 )
 
@@ -37,6 +38,8 @@ type stack struct {
 	logs *cursortest.LogBuffer
 	// store is the Responses door's store of responses.
 	store *testStore
+	// ledger is the usage ledger, on the store's memory.
+	ledger *usage.Ledger
 }
 
 // testStore is a Responses store in memory whose clock and size a test
@@ -88,9 +91,11 @@ func newStack(t testing.TB, env map[string]string, reply func(int, cursortest.Re
 	store := newTestStore(responses.StoreLimits{
 		Max: cfg.ResponsesStoreMax, MaxBytes: cfg.ResponsesStoreBytes, TTL: cfg.ResponsesStoreTTL.Duration(),
 	})
+	ledger := usage.New(state.NewQueue(store.mem, 0, nil), 0, nil)
 	handler := New(Options{
 		Chat: gw.Chat, Catalog: gw.Catalog, Aliases: gw.Aliases, APIKeys: cfg.APIKeys,
 		MaxBodyBytes: cfg.MaxBodyBytes, PingInterval: cfg.PingInterval.Duration(), Version: "test-version", Logger: logger,
+		Usage: ledger, AdminKey: cfg.AdminKey, Backend: cfg.Backend,
 		Responses: store.Store, Metrics: gw.Metrics, Readiness: gw.Readiness,
 		AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins, BodyReadTimeout: cfg.BodyReadTimeout.Duration(),
 	})
@@ -101,7 +106,7 @@ func newStack(t testing.TB, env map[string]string, reply func(int, cursortest.Re
 			t.Logf("gateway log:\n%s", logs.String())
 		}
 	})
-	return &stack{Server: srv, up: up, cfg: cfg, logs: logs, store: store}
+	return &stack{Server: srv, up: up, cfg: cfg, logs: logs, store: store, ledger: ledger}
 }
 
 // callTriggerRE matches the per-request trigger of the tool protocol.
