@@ -28,7 +28,7 @@ func (s *server) createResponse(c *gin.Context) {
 	requestID := c.GetString(keyRequestID)
 	var history []json.RawMessage
 	if wire.PreviousResponseID != "" {
-		prev, ok, err := s.Responses.Get(c.Request.Context(), wire.PreviousResponseID)
+		prev, ok, err := s.previousResponse(c, wire.PreviousResponseID)
 		if err != nil {
 			writeError(c, s.storeError(c, err))
 			return
@@ -69,6 +69,27 @@ func (s *server) createResponse(c *gin.Context) {
 	resp := responses.FromAnswer(base, ans, dec.Names)
 	s.keepResponse(c, &wire, dec, resp, nil)
 	c.PureJSON(http.StatusOK, resp)
+}
+
+// missRetries are the pauses before asking the store again for a previous
+// response it does not have: a streamed response is written after its
+// last event, so a client that continues at once on another replica can
+// ask a moment before the write lands.
+var missRetries = []time.Duration{50 * time.Millisecond, 150 * time.Millisecond}
+
+// previousResponse reads the response previous_response_id names.
+func (s *server) previousResponse(c *gin.Context, id string) (responses.Kept, bool, error) {
+	for i := 0; ; i++ {
+		prev, ok, err := s.Responses.Get(c.Request.Context(), id)
+		if ok || err != nil || i == len(missRetries) {
+			return prev, ok, err
+		}
+		select {
+		case <-c.Request.Context().Done():
+			return prev, false, nil // the client left; nobody reads the answer
+		case <-time.After(missRetries[i]):
+		}
+	}
 }
 
 // keepResponse stores a completed (or incomplete) response with its
