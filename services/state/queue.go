@@ -84,7 +84,13 @@ func (q *Queue) Write(ctx context.Context, what string, do func(context.Context)
 		q.dropped++
 	}
 	q.pending = append(q.pending, write{what: what, do: do})
-	q.logger.Warn("state: write failed; queued for a retry", "engine", q.store.Engine(), "write", what, "queued", len(q.pending), "error", utils.Clip(err.Error(), 300))
+	// One warning when the store is first seen failing (Retry logs its
+	// recovery), not one per request while it is down.
+	level := slog.LevelDebug
+	if len(q.pending) == 1 {
+		level = slog.LevelWarn
+	}
+	q.logger.Log(ctx, level, "state: write failed; queued for a retry", "engine", q.store.Engine(), "write", what, "queued", len(q.pending), "error", utils.Clip(err.Error(), 300))
 	return err
 }
 
