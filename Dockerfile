@@ -22,6 +22,8 @@ ARG VERSION=dev
 ARG TAGS=nomsgpack
 ENV CGO_ENABLED=0 GOFLAGS="-buildvcs=false -trimpath -tags=${TAGS} '-ldflags=-s -w -X main.version=${VERSION}'"
 RUN ["go", "build", "-o", "/out/cursor2api", "."]
+# The state directory (STATE_DIR), made here: scratch has no mkdir.
+RUN ["mkdir", "-p", "/out/data"]
 
 FROM ${RUNTIME_IMAGE}
 # CA roots for the upstream's TLS, Go's time zone database (read through
@@ -30,7 +32,11 @@ COPY --from=build /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certifica
 COPY --from=build /usr/local/go/lib/time/zoneinfo.zip /usr/share/zoneinfo.zip
 COPY deploy/docker/rootfs/ /
 COPY --from=build /out/cursor2api /cursor2api
-ENV HOST=0.0.0.0 PORT=8002 ZONEINFO=/usr/share/zoneinfo.zip
+# The embedded state store's file (kept responses, usage) lives in /data,
+# owned by the non-root user; mount a volume there to keep it.
+COPY --from=build --chown=65532:65532 /out/data /data
+ENV HOST=0.0.0.0 PORT=8002 ZONEINFO=/usr/share/zoneinfo.zip STATE_DIR=/data
+VOLUME ["/data"]
 EXPOSE 8002
 USER 65532:65532
 HEALTHCHECK --interval=10s --timeout=5s --start-period=5s --retries=3 CMD ["/cursor2api", "healthcheck"]

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"strconv"
@@ -35,6 +36,7 @@ type k8sObject struct {
 	Kind     string `yaml:"kind"`
 	Metadata struct {
 		Name        string            `yaml:"name"`
+		Labels      map[string]string `yaml:"labels"`
 		Annotations map[string]string `yaml:"annotations"`
 	} `yaml:"metadata"`
 	Spec yaml.Node `yaml:"spec"`
@@ -59,6 +61,11 @@ func decodeObjects(t *testing.T, path string, data []byte) map[string]*k8sObject
 		require.NoError(t, err, path)
 		if obj.Kind == "" {
 			continue // an empty document
+		}
+		// The gateway's objects by kind; the Redis of its state apart.
+		if obj.Metadata.Labels["app.kubernetes.io/component"] == "redis" {
+			out["redis/"+obj.Kind] = obj
+			continue
 		}
 		out[obj.Kind] = obj
 	}
@@ -149,6 +156,10 @@ type deploymentSpec struct {
 					Name  string `yaml:"name"`
 					Value string `yaml:"value"`
 				} `yaml:"env"`
+				VolumeMounts []struct {
+					Name      string `yaml:"name"`
+					MountPath string `yaml:"mountPath"`
+				} `yaml:"volumeMounts"`
 				ReadinessProbe probe `yaml:"readinessProbe"`
 				LivenessProbe  probe `yaml:"livenessProbe"`
 				Lifecycle      struct {
@@ -164,7 +175,10 @@ type deploymentSpec struct {
 }
 
 func TestKubernetesManifest(t *testing.T) {
-	checkManifest(t, decodeFile(t, "deploy/kubernetes/cursor2api.yaml"))
+	objs := decodeFile(t, "deploy/kubernetes/cursor2api.yaml")
+	maps.Copy(objs, decodeFile(t, "deploy/kubernetes/redis.yaml"))
+	checkManifest(t, objs)
+	require.Contains(t, objs, "redis/Deployment", "redis.yaml runs the shared state's Redis")
 	ing := decodeFile(t, "deploy/kubernetes/ingress.yaml")["Ingress"]
 	assert.Equal(t, "off", ing.Metadata.Annotations["nginx.ingress.kubernetes.io/proxy-buffering"])
 	assert.Equal(t, "3600", ing.Metadata.Annotations["nginx.ingress.kubernetes.io/proxy-read-timeout"])
@@ -189,6 +203,57 @@ func TestHelmChart(t *testing.T) {
 	checkManifest(t, objs)
 	require.Contains(t, objs, "Ingress")
 	assert.Equal(t, "off", objs["Ingress"].Metadata.Annotations["nginx.ingress.kubernetes.io/proxy-buffering"])
+	require.Contains(t, objs, "redis/Deployment", "the chart runs a Redis by default")
+
+	// The Redis option off: state per pod, and then the affinity.
+	for _, tt := range []struct {
+		name string
+		set  []string
+	}{
+		{"memory", []string{"--set", "state.url=memory:", "--set", "redis.enabled=false"}},
+		{"own redis", []string{"--set", "state.url=rediss://redis.example.com:6380/0", "--set", "redis.enabled=false"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := exec.Command(helm, append([]string{"template", "cursor2api", "deploy/helm/cursor2api"}, tt.set...)...).Output()
+			require.NoError(t, err, "helm template")
+			objs := decodeObjects(t, "helm template", out)
+			checkManifest(t, objs)
+			assert.NotContains(t, objs, "redis/Deployment")
+		})
+	}
+}
+
+// TestImageKeepsStateInAVolume: the image's STATE_DIR is /data, a volume
+// the non-root user owns; compose mounts one there and offers a Redis.
+func TestImageKeepsStateInAVolume(t *testing.T) {
+	for _, path := range []string{"Dockerfile", "deploy/docker/Dockerfile.prebuilt"} {
+		b, err := os.ReadFile(path)
+		require.NoError(t, err)
+		df := string(b)
+		assert.Contains(t, df, `VOLUME ["/data"]`, path)
+		assert.Regexp(t, `(?m)^ENV .*STATE_DIR=/data\b`, df, path)
+		assert.Regexp(t, `(?m)^COPY .*--chown=65532:65532 .*/data`, df, "%s: /data belongs to the image's user", path)
+		assert.Less(t, strings.Index(df, "/data"), strings.Index(df, "USER 65532"), path)
+	}
+	var compose struct {
+		Services map[string]struct {
+			Image       string            `yaml:"image"`
+			Profiles    []string          `yaml:"profiles"`
+			Volumes     []string          `yaml:"volumes"`
+			Environment map[string]string `yaml:"environment"`
+		} `yaml:"services"`
+		Volumes map[string]any `yaml:"volumes"`
+	}
+	b, err := os.ReadFile("docker-compose.yml")
+	require.NoError(t, err)
+	require.NoError(t, yaml.Unmarshal(b, &compose))
+	gw := compose.Services["cursor2api"]
+	assert.Contains(t, gw.Volumes, "state:/data")
+	assert.Contains(t, compose.Volumes, "state")
+	redis, ok := compose.Services["redis"]
+	require.True(t, ok, "compose offers a redis service")
+	assert.Equal(t, []string{"redis"}, redis.Profiles, "optional: started with --profile redis")
+	assert.NotEmpty(t, redis.Image)
 }
 
 func checkManifest(t *testing.T, objs map[string]*k8sObject) {
@@ -218,13 +283,41 @@ func checkManifest(t *testing.T, objs map[string]*k8sObject) {
 	assert.Greater(t, pod.TerminationGracePeriodSeconds, c.Lifecycle.PreStop.Sleep.Seconds+shutdown,
 		"the grace period covers the preStop pause and the drain")
 
+	// The state: on Redis (the manifests' own, when they run one) no
+	// affinity, since every pod reads the same; with memory: the state is
+	// per pod, and the Service keeps a client on one.
+	stateURL, hasState := env["STATE_URL"]
+	mounts := map[string]string{}
+	for _, m := range c.VolumeMounts {
+		mounts[m.MountPath] = m.Name
+	}
+	assert.Contains(t, mounts, "/data", "STATE_DIR of the image is writable under a read-only root")
 	var svc struct {
 		Selector        map[string]string `yaml:"selector"`
 		SessionAffinity string            `yaml:"sessionAffinity"`
 	}
 	require.NoError(t, objs["Service"].Spec.Decode(&svc))
 	assert.Equal(t, labels, svc.Selector)
-	assert.Equal(t, "ClientIP", svc.SessionAffinity, "previous_response_id is per pod")
+	if hasState && stateURL == "memory:" {
+		assert.Equal(t, "ClientIP", svc.SessionAffinity, "with STATE_URL=memory: previous_response_id is per pod")
+	} else {
+		assert.Empty(t, svc.SessionAffinity, "state is shared (STATE_URL=%q): no affinity", stateURL)
+		assert.Regexp(t, `^rediss?://`, stateURL, "replicas share their state through Redis")
+	}
+	if rs, ok := objs["redis/Service"]; ok {
+		assert.Equal(t, "redis://"+rs.Metadata.Name+":6379/0", stateURL, "STATE_URL names the Redis the manifests run")
+		var redisSvc struct {
+			Selector map[string]string `yaml:"selector"`
+		}
+		require.NoError(t, rs.Spec.Decode(&redisSvc))
+		var redisDep deploymentSpec
+		require.Contains(t, objs, "redis/Deployment")
+		require.NoError(t, objs["redis/Deployment"].Spec.Decode(&redisDep))
+		for k, v := range redisSvc.Selector {
+			assert.Equal(t, v, redisDep.Template.Metadata.Labels[k], "the Redis Service selects the Redis pod")
+		}
+		assert.NotEqual(t, labels["app.kubernetes.io/name"], redisDep.Template.Metadata.Labels["app.kubernetes.io/name"], "the gateway's Service does not select Redis")
+	}
 
 	var hpa struct {
 		ScaleTargetRef struct {

@@ -53,6 +53,11 @@ var importRules = map[string][]string{
 	"services/native": {"models", "utils", "services/upstream", "services/native/keys", "services/native/agentv1", "services/native/agentv1/agentv1connect", "services/native/aiserverv1", "services/native/aiserverv1/aiserverv1connect"},
 	// The native back door's pool of Cursor API keys: no wire format.
 	"services/native/keys": {"models", "utils"},
+	// The gateway's state (responses, usage) behind one interface, three
+	// engines; and a real redis-server for tests.
+	"services/state":           {"utils"},
+	"services/state/redistest": nil,
+	"services/usage":           {"utils", "services/state"},
 	// Metrics and readiness see the back door only through its contract.
 	"services/metrics":   {"models", "services/upstream"},
 	"services/readiness": {"models", "utils", "services/upstream"},
@@ -63,12 +68,12 @@ var importRules = map[string][]string{
 	"handlers/anthropic": {"models", "utils", "handlers/sse"},
 	// The Responses door shares the OpenAI door's content decoding and
 	// error body.
-	"handlers/responses": {"models", "utils", "handlers/sse", "handlers/openai"},
+	"handlers/responses": {"models", "utils", "handlers/sse", "handlers/openai", "services/state"},
 	// The HTTP surface reaches back doors only through the core.
-	"handlers": {"models", "utils", "utils/toolproto", "services/upstream", "services/chat", "handlers/sse", "handlers/openai", "handlers/responses", "handlers/anthropic", "services/metrics", "services/readiness"},
+	"handlers": {"models", "utils", "utils/toolproto", "services/upstream", "services/chat", "handlers/sse", "handlers/openai", "handlers/responses", "handlers/anthropic", "services/metrics", "services/readiness", "services/state", "services/usage"},
 	// Runs the gateway a configuration describes, for main and bench:
 	// the one HTTP package that reads config (handlers itself never does).
-	"handlers/server": with(wiring, "services", "handlers/sse", "handlers/openai", "handlers/responses", "handlers/anthropic", "handlers"),
+	"handlers/server": with(wiring, "services", "handlers/sse", "handlers/openai", "handlers/responses", "handlers/anthropic", "handlers", "services/state", "services/usage"),
 	"":                nil, // main: anything
 	// The Docker smoke test's fake upstream command.
 	"scripts/fakeupstream": {"services/cursortest"},
@@ -80,7 +85,7 @@ var importRules = map[string][]string{
 	// handshake step by step.
 	"services/doctor": with(wiring, "services"),
 	// The benchmark program runs its gateway through server, as main does.
-	"bench": with(wiring, "services", "services/cursortest", "handlers/server", "handlers/sse", "handlers/openai", "handlers/responses", "handlers/anthropic", "handlers"),
+	"bench": with(wiring, "services", "services/cursortest", "handlers/server", "handlers/sse", "handlers/openai", "handlers/responses", "handlers/anthropic", "handlers", "services/state", "services/usage"),
 }
 
 func TestImportRules(t *testing.T) {

@@ -65,6 +65,7 @@ func run() error {
 	}
 	ln, err := net.Listen("tcp", cfg.Addr())
 	if err != nil {
+		_ = srv.Close()
 		return fmt.Errorf("listening on %s: %w", cfg.Addr(), err)
 	}
 	return srv.Serve(ctx, ln)

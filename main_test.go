@@ -29,7 +29,7 @@ func startGateway(t *testing.T, env map[string]string) (url string, cancel conte
 	gin.SetMode(gin.TestMode)
 	// MODELS is explicit: with the default (auto) the gateway would ask
 	// the fake for its models in the background.
-	vars := map[string]string{"X_IS_HUMAN_MODE": "static:test-x-is-human", "MODELS": "claude-sonnet-4.6"}
+	vars := map[string]string{"X_IS_HUMAN_MODE": "static:test-x-is-human", "MODELS": "claude-sonnet-4.6", "STATE_DIR": t.TempDir()}
 	maps.Copy(vars, env)
 	cfg, err := config.FromMap(vars)
 	require.NoError(t, err)

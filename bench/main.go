@@ -8,6 +8,10 @@
 // second, with the ratios of gateway to direct; then the peak RSS of a
 // gateway process (this program re-run as one) holding 1,000 open streams.
 //
+// With -states it then compares the state engines (STATE_URL): the same
+// small answer through each door of a gateway on each engine, side by
+// side.
+//
 // Everything stays on loopback, and every loop has a fixed number of
 // requests. Run it with
 //
@@ -24,6 +28,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -122,6 +127,7 @@ func main() {
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the throughput runs to this file")
 	heapProfile := flag.String("heapprofile", "", "write a heap profile of the gateway process holding the open streams to this file")
 	only := flag.String("only", "", "run only the answers whose name starts with this")
+	states := flag.String("states", "", "then compare state engines: STATE_URLs separated by spaces (file: the embedded file in a temporary STATE_DIR), e.g. \"memory: file redis://127.0.0.1:6379/0\"")
 	flag.Parse()
 	gin.SetMode(gin.ReleaseMode)
 	if *role == "gateway" {
@@ -135,6 +141,12 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
+	if *states != "" {
+		if err := compareStates(strings.Fields(*states), *scale); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+	}
 }
 
 func run(scale float64, streams int, cpuProfile, heapProfile, only string) error {
@@ -143,7 +155,7 @@ func run(scale float64, streams int, cpuProfile, heapProfile, only string) error
 		return err
 	}
 	defer up.Close()
-	gwURL, stopGateway, err := startGateway(up.url + "/api/chat")
+	gwURL, stopGateway, err := startGateway(up.url+"/api/chat", nil)
 	if err != nil {
 		return err
 	}
@@ -380,13 +392,15 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 // fixed value without fetching the challenge script.
 func gatewayEnv(upstream string) map[string]string {
 	return map[string]string{"CURSOR_API_URL": upstream, "X_IS_HUMAN_MODE": "static:bench", "LOG_LEVEL": "warn", "MAX_CONNECTIONS": "10000",
-		"MODELS": "claude-sonnet-4.6"} // the fake accepts any model: nothing to learn
+		"MODELS": "claude-sonnet-4.6", "STATE_URL": "memory:"} // the fake accepts any model: nothing to learn
 }
 
 // startGateway serves the gateway on loopback as main does, through
 // server: the same handler, limits and shutdown. stop shuts it down.
-func startGateway(upstream string) (url string, stop func(), err error) {
-	cfg, err := config.FromMap(gatewayEnv(upstream))
+func startGateway(upstream string, env map[string]string) (url string, stop func(), err error) {
+	vars := gatewayEnv(upstream)
+	maps.Copy(vars, env)
+	cfg, err := config.FromMap(vars)
 	if err != nil {
 		return "", nil, err
 	}
@@ -413,7 +427,7 @@ func startGateway(upstream string) (url string, stop func(), err error) {
 // runGatewayChild is -role=gateway: a gateway alone in its process, whose
 // address goes to stdout; it ends when stdin closes.
 func runGatewayChild(upstream string) error {
-	url, stop, err := startGateway(upstream)
+	url, stop, err := startGateway(upstream, nil)
 	if err != nil {
 		return err
 	}
@@ -565,3 +579,77 @@ func rss(pid int) (memory, error) {
 
 func mb(b int64) string { return strconv.FormatFloat(float64(b)/(1<<20), 'f', 1, 64) + " MB" }
 func kb(b int64) string { return strconv.FormatFloat(float64(b)/(1<<10), 'f', 1, 64) + " KB" }
+
+// compareStates measures the small answer through every door of a
+// gateway on each state engine in turn, against the same fake upstream:
+// the time to the first content byte and the requests per second, side by
+// side. The Responses door keeps every response it answers, so it writes
+// to the store once per request; the others add to the usage ledger.
+func compareStates(urls []string, scale float64) error {
+	up, err := startFake()
+	if err != nil {
+		return err
+	}
+	defer up.Close()
+	a := answers()[0]
+	up.setDeltas(a.deltas)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConns: 2000, MaxIdleConnsPerHost: 2000, DisableCompression: true}}
+	defer client.CloseIdleConnections()
+	type row struct{ p50, p99, rate []string }
+	rows := map[string]*row{}
+	var keys []string
+	for _, u := range urls {
+		env := map[string]string{"STATE_URL": u}
+		if u == "file" {
+			dir, err := os.MkdirTemp("", "cursor2api-bench-state-")
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(dir)
+			env = map[string]string{"STATE_URL": "", "STATE_DIR": dir}
+		}
+		gwURL, stop, err := startGateway(up.url+"/api/chat", env)
+		if err != nil {
+			return fmt.Errorf("STATE_URL=%s: %w", u, err)
+		}
+		for _, dr := range doors {
+			for _, conc := range []int{1, 50} {
+				n := max(conc, int(float64(a.requests[conc])*scale))
+				via := target{url: gwURL + dr.path, body: dr.body("claude-sonnet-4.6"), content: dr.content, done: dr.done}
+				if _, err := load(client, via, conc, conc); err != nil {
+					stop()
+					return err
+				}
+				g, err := load(client, via, conc, n)
+				if err != nil {
+					stop()
+					return fmt.Errorf("STATE_URL=%s, %s door, concurrency %d: %w", u, dr.name, conc, err)
+				}
+				k := fmt.Sprintf("%-9s %5d %6d", dr.name, conc, n)
+				if rows[k] == nil {
+					rows[k] = &row{}
+					keys = append(keys, k)
+				}
+				r := rows[k]
+				r.p50, r.p99, r.rate = append(r.p50, ms(g.ttfb(50))), append(r.p99, ms(g.ttfb(99))), append(r.rate, strconv.FormatFloat(g.rate(), 'f', 1, 64))
+			}
+		}
+		client.CloseIdleConnections()
+		stop()
+	}
+	fmt.Printf("\nstate engines, %s answer: time to first content byte p50 / p99 and req/s, per STATE_URL\n", a.name)
+	fmt.Printf("%-9s %5s %6s", "door", "conc", "reqs")
+	for _, u := range urls {
+		fmt.Printf(" | %-33s", u)
+	}
+	fmt.Println()
+	for _, k := range keys {
+		r := rows[k]
+		fmt.Print(k)
+		for i := range urls {
+			fmt.Printf(" | %9s %9s %13s", r.p50[i], r.p99[i], r.rate[i])
+		}
+		fmt.Println()
+	}
+	return nil
+}

@@ -119,6 +119,18 @@ type Config struct {
 	ResponsesStoreMax   int     `env:"RESPONSES_STORE_MAX" envDefault:"1000"`
 	ResponsesStoreBytes int64   `env:"RESPONSES_STORE_BYTES" envDefault:"268435456"`
 	ResponsesStoreTTL   Seconds `env:"RESPONSES_STORE_TTL" envDefault:"3600"`
+	// StateURL picks the state store: empty, a file under StateDir;
+	// redis:// or rediss://, a Redis shared by every replica; memory:,
+	// this process's memory. StateDir empty: $XDG_STATE_HOME/cursor2api,
+	// else ~/.local/state/cursor2api.
+	StateURL string `env:"STATE_URL"`
+	StateDir string `env:"STATE_DIR"`
+	// StateConnectTimeout bounds the wait for a Redis STATE_URL at start.
+	StateConnectTimeout Seconds `env:"STATE_CONNECT_TIMEOUT" envDefault:"30"`
+	// UsageRetention is how long the usage ledger keeps its records;
+	// AdminKey guards the usage endpoint (empty: off).
+	UsageRetention Seconds `env:"USAGE_RETENTION" envDefault:"7776000"`
+	AdminKey       string  `env:"ADMIN_KEY"`
 	// Backend is the back door: web (Cursor's web chat), agent (the
 	// Cursor Agent CLI) or cursor (Cursor's native agent API).
 	Backend string `env:"BACKEND" envDefault:"web"`
@@ -389,6 +401,21 @@ func (c *Config) validate() error {
 	}
 	if c.ResponsesStoreTTL.Duration() < time.Second {
 		bad("RESPONSES_STORE_TTL=%s: must be at least 1 second", c.ResponsesStoreTTL.Duration())
+	}
+	c.StateURL, c.AdminKey = strings.TrimSpace(c.StateURL), strings.TrimSpace(c.AdminKey)
+	if u := c.StateURL; u != "" && u != "memory:" && !strings.HasPrefix(u, "redis://") && !strings.HasPrefix(u, "rediss://") {
+		// Only the scheme is quoted: the rest may hold a password.
+		scheme, _, _ := strings.Cut(u, ":")
+		if len(scheme) > 20 {
+			scheme = scheme[:20]
+		}
+		bad("STATE_URL has the scheme %q: leave it empty (a file under STATE_DIR), or use memory: (no persistence) or a redis:// or rediss:// URL", scheme)
+	}
+	if c.StateConnectTimeout.Duration() < time.Second {
+		bad("STATE_CONNECT_TIMEOUT=%s: wait at least 1 second for the state store at start", c.StateConnectTimeout.Duration())
+	}
+	if c.UsageRetention.Duration() < time.Hour {
+		bad("USAGE_RETENTION=%s: keep usage records at least an hour (the default is 7776000, 90 days)", c.UsageRetention.Duration())
 	}
 	switch c.Backend {
 	case "web", "agent", "cursor":

@@ -71,6 +71,25 @@ func TestValues(t *testing.T) {
 	assert.Equal(t, []string{"claude-*=gemini-3-flash", "gpt-?=claude-sonnet-4.6"}, cfg.ModelAliases)
 }
 
+func TestStateSettings(t *testing.T) {
+	cfg, err := FromMap(map[string]string{})
+	require.NoError(t, err)
+	assert.Empty(t, cfg.StateURL, "the embedded file by default")
+	assert.Empty(t, cfg.StateDir)
+	assert.Equal(t, 90*24*time.Hour, cfg.UsageRetention.Duration())
+	assert.Equal(t, 30*time.Second, cfg.StateConnectTimeout.Duration())
+	assert.Empty(t, cfg.AdminKey, "the usage endpoint is off")
+	for _, u := range []string{"memory:", "redis://:pw@r:6379/0", "rediss://r:6380/1"} {
+		cfg, err := FromMap(map[string]string{"STATE_URL": " " + u + " ", "USAGE_RETENTION": "720h"})
+		require.NoError(t, err, u)
+		assert.Equal(t, u, cfg.StateURL)
+		assert.Equal(t, 30*24*time.Hour, cfg.UsageRetention.Duration())
+	}
+	_, err = FromMap(map[string]string{"STATE_URL": "postgres://u:secretpw@db/x"})
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "secretpw", "the URL's password is not echoed")
+}
+
 func TestAgentBackend(t *testing.T) {
 	cfg, err := FromMap(map[string]string{})
 	require.NoError(t, err)
@@ -157,6 +176,9 @@ func TestInvalidValues(t *testing.T) {
 		"CURSOR_PARK_MAX":         {"CURSOR_PARK_MAX": "-1"},
 		"CURSOR_PARK_TTL":         {"CURSOR_PARK_TTL": "0"},
 		"CURSOR_PARK_BYTES":       {"CURSOR_PARK_BYTES": "1000"},
+		"STATE_URL":               {"STATE_URL": "postgres://u:pw@db/x"},
+		"STATE_CONNECT_TIMEOUT":   {"STATE_CONNECT_TIMEOUT": "0"},
+		"USAGE_RETENTION":         {"USAGE_RETENTION": "60"},
 	}
 	for name, env := range cases {
 		t.Run(name, func(t *testing.T) {

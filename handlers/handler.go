@@ -23,6 +23,7 @@ import (
 	"cursor2api/services/chat"
 	"cursor2api/services/metrics"
 	"cursor2api/services/readiness"
+	"cursor2api/services/usage"
 	"cursor2api/utils"
 )
 
@@ -44,8 +45,15 @@ type Options struct {
 	XIsHuman func() any
 	Logger   *slog.Logger
 	// Responses keeps responses for previous_response_id (nil: a store
-	// with responses.DefaultStoreLimits).
+	// in memory with responses.DefaultStoreLimits).
 	Responses *responses.Store
+	// Usage, when not nil, records every answered request and serves
+	// GET /v1/organization/usage/completions to the holder of AdminKey
+	// (empty: the endpoint is off).
+	Usage    *usage.Ledger
+	AdminKey string
+	// Backend names the back door in the usage records.
+	Backend string
 	// Metrics, when not nil, are served at /metrics and count requests.
 	Metrics *metrics.Metrics
 	// Readiness answers /ready; nil: always ready.
@@ -76,7 +84,7 @@ type server struct {
 // served as the path without it.
 func New(opts Options) http.Handler {
 	if opts.Responses == nil {
-		opts.Responses = responses.NewStore(responses.DefaultStoreLimits)
+		opts.Responses = responses.NewMemoryStore(responses.DefaultStoreLimits, nil)
 	}
 	s := &server{Options: opts, started: time.Now().Unix(), tokens: &anthropic.TokenCounter{}}
 	r := gin.New()
@@ -102,6 +110,9 @@ func New(opts Options) http.Handler {
 		if opts.Metrics != nil {
 			hs = append(hs, s.countRequests)
 		}
+		if opts.Usage != nil {
+			hs = append(hs, s.recordUsage)
+		}
 		return append(hs, auth(opts.APIKeys))
 	}
 	// GET /v1/models answers in the format of the client's API.
@@ -112,6 +123,9 @@ func New(opts Options) http.Handler {
 	rv1.POST("", s.createResponse)
 	rv1.GET("/:id", s.getResponse)
 	rv1.DELETE("/:id", s.deleteResponse)
+	if opts.Usage != nil {
+		r.GET("/v1/organization/usage/completions", useDoor(openaiDoor), adminAuth(opts.AdminKey), s.usageCompletions)
+	}
 	msgs := r.Group("/v1/messages", entry(useDoor(anthropicDoor))...)
 	msgs.POST("", s.messages)
 	msgs.POST("/count_tokens", s.countTokens)

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -24,6 +25,8 @@ import (
 	"cursor2api/handlers/responses"
 	"cursor2api/services"
 	"cursor2api/services/cursortest"
+	"cursor2api/services/state"
+	"cursor2api/services/usage"
 	"cursor2api/services/webchat"
 )
 
@@ -35,8 +38,32 @@ type stack struct {
 	cfg  *config.Config
 	logs *cursortest.LogBuffer
 	// store is the Responses door's store of responses.
-	store *responses.Store
+	store *testStore
+	// ledger is the usage ledger, on the store's memory.
+	ledger *usage.Ledger
 }
+
+// testStore is a Responses store in memory whose clock and size a test
+// can see.
+type testStore struct {
+	*responses.Store
+	mem *state.Memory
+	mu  sync.Mutex
+	now func() time.Time
+}
+
+func newTestStore(limits responses.StoreLimits) *testStore {
+	ts := &testStore{now: time.Now}
+	ts.mem = state.NewMemory(func() time.Time { ts.mu.Lock(); defer ts.mu.Unlock(); return ts.now() })
+	ts.Store = responses.NewStore(state.NewQueue(ts.mem, 0, nil), limits)
+	return ts
+}
+
+// SetClock replaces the store's clock.
+func (ts *testStore) SetClock(now func() time.Time) { ts.mu.Lock(); ts.now = now; ts.mu.Unlock() }
+
+// Len is the number of responses kept.
+func (ts *testStore) Len() int { return ts.mem.Len("responses") }
 
 // newStack starts the gateway configured by env (on top of CURSOR_API_URL
 // pointing at a fake upstream answering with reply, and two public models)
@@ -63,13 +90,15 @@ func newStack(t testing.TB, env map[string]string, reply func(int, cursortest.Re
 	gw, err := services.FromConfig(cfg, logger)
 	require.NoError(t, err)
 	gw.Web.Human = webchat.StaticHuman("test-x-is-human")
-	store := responses.NewStore(responses.StoreLimits{
+	store := newTestStore(responses.StoreLimits{
 		Max: cfg.ResponsesStoreMax, MaxBytes: cfg.ResponsesStoreBytes, TTL: cfg.ResponsesStoreTTL.Duration(),
 	})
+	ledger := usage.New(state.NewQueue(store.mem, 0, nil), 0, nil)
 	handler := New(Options{
 		Chat: gw.Chat, Catalog: gw.Catalog, Aliases: gw.Aliases, APIKeys: cfg.APIKeys,
 		MaxBodyBytes: cfg.MaxBodyBytes, PingInterval: cfg.PingInterval.Duration(), Version: "test-version", Logger: logger,
-		Responses: store, Metrics: gw.Metrics, Readiness: gw.Readiness,
+		Usage: ledger, AdminKey: cfg.AdminKey, Backend: cfg.Backend,
+		Responses: store.Store, Metrics: gw.Metrics, Readiness: gw.Readiness,
 		AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins, BodyReadTimeout: cfg.BodyReadTimeout.Duration(),
 	})
 	srv := httptest.NewServer(handler)
@@ -79,7 +108,7 @@ func newStack(t testing.TB, env map[string]string, reply func(int, cursortest.Re
 			t.Logf("gateway log:\n%s", logs.String())
 		}
 	})
-	return &stack{Server: srv, up: up, cfg: cfg, logs: logs, store: store}
+	return &stack{Server: srv, up: up, cfg: cfg, logs: logs, store: store, ledger: ledger}
 }
 
 // callTriggerRE matches the per-request trigger of the tool protocol.

@@ -14,6 +14,7 @@ import (
 
 	"cursor2api/handlers/openai"
 	"cursor2api/models"
+	"cursor2api/services/usage"
 	"cursor2api/utils"
 )
 
@@ -113,6 +114,7 @@ func auth(keys []string) gin.HandlerFunc {
 				Message: "invalid API key: check the key your client sends against the gateway's API_KEY"})
 			return
 		}
+		c.Set(keyClient, usage.KeyID(given))
 		c.Next()
 	}
 }

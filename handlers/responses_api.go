@@ -28,10 +28,14 @@ func (s *server) createResponse(c *gin.Context) {
 	requestID := c.GetString(keyRequestID)
 	var history []json.RawMessage
 	if wire.PreviousResponseID != "" {
-		prev, ok := s.Responses.Get(wire.PreviousResponseID)
+		prev, ok, err := s.previousResponse(c, wire.PreviousResponseID)
+		if err != nil {
+			writeError(c, s.storeError(c, err))
+			return
+		}
 		if !ok {
 			writeError(c, models.InvalidRequest("previous_response_id",
-				"previous_response_id %q is unknown or has expired: this gateway keeps responses in its own memory only (the last RESPONSES_STORE_MAX, for RESPONSES_STORE_TTL, lost on restart and not shared between replicas); send the whole conversation in input instead",
+				"previous_response_id %q is unknown or has expired: this gateway keeps the last RESPONSES_STORE_MAX responses for RESPONSES_STORE_TTL (with STATE_URL=memory: in this process only, lost on restart); send the whole conversation in input instead",
 				utils.Clip(wire.PreviousResponseID, utils.QuoteLen)))
 			return
 		}
@@ -67,6 +71,27 @@ func (s *server) createResponse(c *gin.Context) {
 	c.PureJSON(http.StatusOK, resp)
 }
 
+// missRetries are the pauses before asking the store again for a previous
+// response it does not have: a streamed response is written after its
+// last event, so a client that continues at once on another replica can
+// ask a moment before the write lands.
+var missRetries = []time.Duration{50 * time.Millisecond, 150 * time.Millisecond}
+
+// previousResponse reads the response previous_response_id names.
+func (s *server) previousResponse(c *gin.Context, id string) (responses.Kept, bool, error) {
+	for i := 0; ; i++ {
+		prev, ok, err := s.Responses.Get(c.Request.Context(), id)
+		if ok || err != nil || i == len(missRetries) {
+			return prev, ok, err
+		}
+		select {
+		case <-c.Request.Context().Done():
+			return prev, false, nil // the client left; nobody reads the answer
+		case <-time.After(missRetries[i]):
+		}
+	}
+}
+
 // keepResponse stores a completed (or incomplete) response with its
 // conversation, unless
 // the request said store: false. out are its output items as JSON when
@@ -83,23 +108,35 @@ func (s *server) keepResponse(c *gin.Context, wire *responses.Request, dec *resp
 		}
 	}
 	items := append(dec.Items[:len(dec.Items):len(dec.Items)], out...)
-	s.Responses.Put(resp.ID, responses.Stored{Response: resp, Items: items})
+	// A failed write is queued for a retry; the answer stands.
+	if err := s.Responses.Put(c.Request.Context(), resp.ID, responses.Stored{Response: resp, Items: items}); err != nil {
+		s.Logger.Warn("responses: not stored yet", "request_id", c.GetString(keyRequestID), "error", utils.Clip(err.Error(), 300))
+	}
 }
 
 // getResponse is GET /v1/responses/{id}.
 func (s *server) getResponse(c *gin.Context) {
-	st, ok := s.Responses.Get(c.Param("id"))
+	st, ok, err := s.Responses.Get(c.Request.Context(), c.Param("id"))
+	if err != nil {
+		writeError(c, s.storeError(c, err))
+		return
+	}
 	if !ok {
 		writeError(c, responseNotFound(c.Param("id")))
 		return
 	}
-	c.PureJSON(http.StatusOK, st.Response)
+	c.Data(http.StatusOK, "application/json; charset=utf-8", st.Response)
 }
 
 // deleteResponse is DELETE /v1/responses/{id}.
 func (s *server) deleteResponse(c *gin.Context) {
 	id := c.Param("id")
-	if !s.Responses.Delete(id) {
+	kept, err := s.Responses.Delete(c.Request.Context(), id)
+	if err != nil {
+		writeError(c, s.storeError(c, err))
+		return
+	}
+	if !kept {
 		writeError(c, responseNotFound(id))
 		return
 	}
@@ -108,5 +145,5 @@ func (s *server) deleteResponse(c *gin.Context) {
 
 func responseNotFound(id string) *models.Error {
 	return &models.Error{Status: http.StatusNotFound, Kind: models.KindNotFound, Code: "not_found",
-		Message: fmt.Sprintf("no response with id %q: it was never stored (store: false), has expired (RESPONSES_STORE_TTL), was evicted (RESPONSES_STORE_MAX), was deleted, or belongs to another gateway process", utils.Clip(id, utils.QuoteLen))}
+		Message: fmt.Sprintf("no response with id %q: it was never stored (store: false), has expired (RESPONSES_STORE_TTL), was evicted (RESPONSES_STORE_MAX), was deleted, or, with STATE_URL=memory:, belongs to another gateway process", utils.Clip(id, utils.QuoteLen))}
 }

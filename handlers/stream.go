@@ -26,6 +26,7 @@ import (
 // prepare hands a door's request to the core, with what the client says
 // of itself in its headers. When it returns false the error is answered.
 func (s *server) prepare(c *gin.Context, req *models.Request) (*chat.Prepared, bool) {
+	c.Set(keyAnswer, true)
 	req.Client = clientOf(c.Request)
 	req.Session = sessionOf(c.Request, req.Session)
 	// Every door's names go through MODEL_ALIASES: Claude Code's claude-*
@@ -52,6 +53,7 @@ func (s *server) complete(c *gin.Context, p *chat.Prepared) (*models.Answer, boo
 		s.fail(c, err, nil)
 		return nil, false
 	}
+	c.Set(keyUsage, ans.Usage)
 	return ans, true
 }
 
@@ -60,6 +62,9 @@ func (s *server) complete(c *gin.Context, p *chat.Prepared) (*models.Answer, boo
 func (s *server) stream(c *gin.Context, p *chat.Prepared, w answerStream) {
 	ctx, stop := s.answerContext(c)
 	defer stop()
+	if s.Usage != nil {
+		w = usageSink{answerStream: w, c: c}
+	}
 	w, done := s.observeStream(c, w)
 	defer done()
 	stopPings := s.keepAlive(ctx, w)

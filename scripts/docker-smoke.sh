@@ -104,6 +104,7 @@ CGO_ENABLED=0 GOFLAGS="-buildvcs=false -trimpath -tags=nomsgpack '-ldflags=-s -w
   go build -o "$work/pre/cursor2api" .
 cp /etc/ssl/certs/ca-certificates.crt "$goroot/lib/time/zoneinfo.zip" "$work/pre/"
 cp -r deploy/docker/rootfs "$work/pre/rootfs"
+mkdir -p "$work/pre/data"
 docker build -q -t cursor2api:smoke-prebuilt -f deploy/docker/Dockerfile.prebuilt "$work/pre" >/dev/null
 
 # --- run and probe each image ---------------------------------------------

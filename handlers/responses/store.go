@@ -1,10 +1,13 @@
 package responses
 
 import (
-	"container/list"
+	"context"
 	"encoding/json"
-	"sync"
+	"errors"
+	"fmt"
 	"time"
+
+	"cursor2api/services/state"
 )
 
 // Stored is a kept response: the response object, and the conversation it
@@ -15,31 +18,19 @@ type Stored struct {
 	Items    []json.RawMessage
 }
 
-// size is what a kept response costs, about: its conversation and the
-// request's tools it echoes. Items it shares with an earlier response are
-// counted in both, so the store's total is never below the memory it holds.
-func (st Stored) size() int64 {
-	n := int64(512) // the fixed fields
-	for _, it := range st.Items {
-		n += int64(len(it))
-	}
-	for _, t := range st.Response.Tools {
-		n += int64(len(t))
-	}
-	for _, it := range st.Response.Output {
-		n += int64(len(it.Text) + len(it.Arguments))
-	}
-	if st.Response.Instructions != nil {
-		n += int64(len(*st.Response.Instructions))
-	}
-	return n
+// Kept is a stored response as the store gives it back: the response
+// object as the API shows it, and the conversation.
+type Kept struct {
+	Response json.RawMessage   `json:"response"`
+	Items    []json.RawMessage `json:"items"`
 }
 
 // StoreLimits bound a Store.
 type StoreLimits struct {
 	// Max is the number of responses kept (0 keeps none).
 	Max int
-	// MaxBytes caps the total size of the kept responses (0: no cap).
+	// MaxBytes caps the total size of the kept responses, as stored
+	// (their JSON) (0: no cap).
 	MaxBytes int64
 	// TTL is how long a response is kept.
 	TTL time.Duration
@@ -55,114 +46,97 @@ const (
 // DefaultStoreLimits are the limits config defaults to.
 var DefaultStoreLimits = StoreLimits{Max: DefaultStoreMax, MaxBytes: DefaultStoreMaxBytes, TTL: DefaultStoreTTL}
 
-// Store keeps the last responses in memory within its limits, so that
-// previous_response_id can continue a conversation. It belongs to one
-// process: replicas do not share it, and a restart empties it. A Store is
-// safe for concurrent use.
+// table is the state table of kept responses.
+const table = "responses"
+
+// Store keeps the last responses within its limits, so that
+// previous_response_id can continue a conversation and GET and DELETE
+// find a response. It keeps them in the gateway's state store: whether
+// that is this process's memory, a file that outlives it, or a Redis
+// every replica shares is the store's business. A Store is safe for
+// concurrent use.
 type Store struct {
 	limits StoreLimits
-	now    func() time.Time
-
-	mu      sync.Mutex
-	order   *list.List // of *storeEntry, oldest first
-	entries map[string]*list.Element
-	bytes   int64 // the size of the kept responses
+	q      *state.Queue
 }
 
-type storeEntry struct {
-	id      string
-	expires time.Time
-	size    int64
-	stored  Stored
+// NewStore returns a store of responses on the state q writes to.
+func NewStore(q *state.Queue, limits StoreLimits) *Store {
+	return &Store{limits: limits, q: q}
 }
 
-// NewStore returns an empty store.
-func NewStore(limits StoreLimits) *Store {
-	return &Store{limits: limits, now: time.Now, order: list.New(), entries: map[string]*list.Element{}}
+// NewMemoryStore returns a store of responses in this process's memory
+// on the clock now (nil: time.Now).
+func NewMemoryStore(limits StoreLimits, now func() time.Time) *Store {
+	return NewStore(state.NewQueue(state.NewMemory(now), 0, nil), limits)
 }
 
-// SetClock replaces the store's clock, for tests of expiry.
-func (s *Store) SetClock(now func() time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.now = now
-}
+// ErrUnavailable wraps the failures of the state store itself (as
+// opposed to a response that is not kept).
+var ErrUnavailable = errors.New("the state store (STATE_URL) did not answer")
+
+func unavailable(err error) error { return fmt.Errorf("%w: %w", ErrUnavailable, err) }
 
 // Put keeps a response, evicting the expired ones and then the oldest
 // until the store is within its limits. A response larger than MaxBytes
-// alone is not kept.
-func (s *Store) Put(id string, st Stored) {
-	size := st.size()
-	if s.limits.Max <= 0 || (s.limits.MaxBytes > 0 && size > s.limits.MaxBytes) {
-		return
+// alone is not kept. When the store fails the write is queued for a
+// retry and the error returned.
+func (s *Store) Put(ctx context.Context, id string, st Stored) error {
+	if s.limits.Max <= 0 {
+		return nil
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.now()
-	if el, ok := s.entries[id]; ok {
-		s.remove(el)
+	resp, err := json.Marshal(st.Response)
+	if err != nil {
+		return fmt.Errorf("encoding response %s: %w", id, err)
 	}
-	s.entries[id] = s.order.PushBack(&storeEntry{id: id, expires: now.Add(s.limits.TTL), size: size, stored: st})
-	s.bytes += size
-	// Entries expire in the order they were put, so the expired and the
-	// oldest are all at the front.
-	for el := s.order.Front(); el != nil; el = s.order.Front() {
-		e := el.Value.(*storeEntry)
-		within := s.order.Len() <= s.limits.Max && (s.limits.MaxBytes <= 0 || s.bytes <= s.limits.MaxBytes)
-		if now.Before(e.expires) && within {
-			break
-		}
-		s.remove(el)
+	b, err := json.Marshal(Kept{Response: resp, Items: st.Items})
+	if err != nil {
+		return fmt.Errorf("encoding response %s: %w", id, err)
 	}
+	if s.limits.MaxBytes > 0 && int64(len(b)) > s.limits.MaxBytes {
+		return nil
+	}
+	lim := state.Limits{TTL: s.limits.TTL, Max: s.limits.Max, MaxBytes: s.limits.MaxBytes}
+	store := s.q.Store()
+	if err := s.q.Write(ctx, "response "+id, func(ctx context.Context) error { return store.Put(ctx, table, id, b, lim) }); err != nil {
+		return unavailable(err)
+	}
+	return nil
 }
 
-func (s *Store) remove(el *list.Element) {
-	e := el.Value.(*storeEntry)
-	s.order.Remove(el)
-	delete(s.entries, e.id)
-	s.bytes -= e.size
-}
-
-// Get returns a kept response that has not expired.
-func (s *Store) Get(id string) (Stored, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	el, ok := s.entries[id]
-	if !ok {
-		return Stored{}, false
+// Get returns a kept response that has not expired; ok is false when
+// there is none, and err is set (wrapping ErrUnavailable) when the state
+// store failed.
+func (s *Store) Get(ctx context.Context, id string) (st Kept, ok bool, err error) {
+	var b []byte
+	err = s.q.Read(ctx, func(ctx context.Context) error {
+		var err error
+		b, err = s.q.Store().Get(ctx, table, id)
+		return err
+	})
+	if errors.Is(err, state.ErrNotFound) {
+		return Kept{}, false, nil
 	}
-	e := el.Value.(*storeEntry)
-	if !s.now().Before(e.expires) {
-		s.remove(el)
-		return Stored{}, false
+	if err != nil {
+		return Kept{}, false, unavailable(err)
 	}
-	return e.stored, true
+	if err := json.Unmarshal(b, &st); err != nil {
+		return Kept{}, false, fmt.Errorf("decoding kept response %s: %w", id, err)
+	}
+	return st, true, nil
 }
 
 // Delete forgets a response; it reports whether one was kept (an
 // expired one was not).
-func (s *Store) Delete(id string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	el, ok := s.entries[id]
-	if !ok {
-		return false
+func (s *Store) Delete(ctx context.Context, id string) (bool, error) {
+	var kept bool
+	err := s.q.Read(ctx, func(ctx context.Context) error {
+		var err error
+		kept, err = s.q.Store().Delete(ctx, table, id)
+		return err
+	})
+	if err != nil {
+		return false, unavailable(err)
 	}
-	s.remove(el)
-	return s.now().Before(el.Value.(*storeEntry).expires)
-}
-
-// Len is the number of responses kept, expired ones included until they
-// are evicted.
-func (s *Store) Len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.order.Len()
-}
-
-// Bytes is the size of the responses kept, as the MaxBytes limit counts it.
-func (s *Store) Bytes() int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.bytes
+	return kept, nil
 }

@@ -1,6 +1,7 @@
 package responses
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -10,6 +11,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"cursor2api/services/state"
+	"cursor2api/services/state/redistest"
 )
 
 // clock is a settable time for the store.
@@ -31,130 +35,171 @@ func newTestStore(max int, ttl time.Duration) (*Store, *clock) {
 
 func newTestStoreLimits(l StoreLimits) (*Store, *clock) {
 	c := &clock{t: time.Unix(1700000000, 0)}
-	s := NewStore(l)
-	s.SetClock(c.now)
-	return s, c
+	return NewMemoryStore(l, c.now), c
 }
 
 func stored(id string) Stored {
 	return Stored{Response: Response{ID: id}, Items: []json.RawMessage{json.RawMessage(`{"role":"user","content":"` + id + `"}`)}}
 }
 
+func idOf(t *testing.T, k Kept) string {
+	t.Helper()
+	var r struct{ ID string }
+	require.NoError(t, json.Unmarshal(k.Response, &r))
+	return r.ID
+}
+
+func has(t *testing.T, s *Store, id string) bool {
+	t.Helper()
+	_, ok, err := s.Get(context.Background(), id)
+	require.NoError(t, err)
+	return ok
+}
+
+func put(t *testing.T, s *Store, id string, st Stored) {
+	t.Helper()
+	require.NoError(t, s.Put(context.Background(), id, st))
+}
+
 func TestStoreKeepsTheLastN(t *testing.T) {
 	s, c := newTestStore(3, time.Hour)
 	for i := range 5 {
-		s.Put(fmt.Sprintf("r%d", i), stored(fmt.Sprintf("r%d", i)))
+		put(t, s, fmt.Sprintf("r%d", i), stored(fmt.Sprintf("r%d", i)))
 		c.add(time.Second)
 	}
-	assert.Equal(t, 3, s.Len())
 	for i, want := range []bool{false, false, true, true, true} {
-		got, ok := s.Get(fmt.Sprintf("r%d", i))
+		got, ok, err := s.Get(context.Background(), fmt.Sprintf("r%d", i))
+		require.NoError(t, err)
 		assert.Equal(t, want, ok, "r%d", i)
 		if ok {
-			assert.Equal(t, fmt.Sprintf("r%d", i), got.Response.ID)
+			assert.Equal(t, fmt.Sprintf("r%d", i), idOf(t, got))
+			assert.Equal(t, stored(fmt.Sprintf("r%d", i)).Items, got.Items)
 		}
 	}
 }
 
 func TestStoreExpires(t *testing.T) {
 	s, c := newTestStore(10, time.Minute)
-	s.Put("old", stored("old"))
+	put(t, s, "old", stored("old"))
 	c.add(40 * time.Second)
-	s.Put("new", stored("new"))
+	put(t, s, "new", stored("new"))
 	c.add(30 * time.Second) // old is 70s old, new 30s
-
-	_, ok := s.Get("old")
-	assert.False(t, ok, "expired")
-	_, ok = s.Get("new")
-	assert.True(t, ok)
-	assert.Equal(t, 1, s.Len(), "an expired response is dropped when it is asked for")
-
+	assert.False(t, has(t, s, "old"), "expired")
+	assert.True(t, has(t, s, "new"))
 	c.add(time.Minute)
-	s.Put("newer", stored("newer"))
-	assert.Equal(t, 1, s.Len(), "putting evicts the expired ones")
-	assert.False(t, s.Delete("new"), "an expired one is not deleted: it was gone")
+	kept, err := s.Delete(context.Background(), "new")
+	require.NoError(t, err)
+	assert.False(t, kept, "an expired one is not deleted: it was gone")
 }
 
 func TestStoreDelete(t *testing.T) {
 	s, _ := newTestStore(10, time.Minute)
-	s.Put("a", stored("a"))
-	assert.True(t, s.Delete("a"))
-	assert.False(t, s.Delete("a"))
-	_, ok := s.Get("a")
-	assert.False(t, ok)
-	assert.Zero(t, s.Len())
+	put(t, s, "a", stored("a"))
+	kept, err := s.Delete(context.Background(), "a")
+	require.NoError(t, err)
+	assert.True(t, kept)
+	kept, err = s.Delete(context.Background(), "a")
+	require.NoError(t, err)
+	assert.False(t, kept)
+	assert.False(t, has(t, s, "a"))
 }
 
 func TestStoreOfNoneKeepsNothing(t *testing.T) {
 	s, _ := newTestStore(0, time.Minute)
-	s.Put("a", stored("a"))
-	_, ok := s.Get("a")
-	assert.False(t, ok)
-	assert.Zero(t, s.Len())
+	put(t, s, "a", stored("a"))
+	assert.False(t, has(t, s, "a"))
 }
 
 func TestStoreReplace(t *testing.T) {
 	s, _ := newTestStore(2, time.Minute)
-	s.Put("a", stored("a"))
-	s.Put("a", Stored{Response: Response{ID: "a", Status: StatusCompleted}})
-	got, ok := s.Get("a")
-	require.True(t, ok)
-	assert.Equal(t, StatusCompleted, got.Response.Status)
-	assert.Equal(t, 1, s.Len())
+	put(t, s, "a", stored("a"))
+	put(t, s, "a", Stored{Response: Response{ID: "a", Status: StatusCompleted}})
+	put(t, s, "b", stored("b"))
+	got, ok, err := s.Get(context.Background(), "a")
+	require.NoError(t, err)
+	require.True(t, ok, "a replaced response counts once")
+	var r struct{ Status string }
+	require.NoError(t, json.Unmarshal(got.Response, &r))
+	assert.Equal(t, StatusCompleted, r.Status)
 }
 
 func TestStoreConcurrent(t *testing.T) {
 	s, _ := newTestStore(50, time.Minute)
 	var wg sync.WaitGroup
 	for g := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := range 200 {
 				id := fmt.Sprintf("g%d-%d", g, i)
-				s.Put(id, stored(id))
-				s.Get(id)
+				assert.NoError(t, s.Put(context.Background(), id, stored(id)))
+				_, _, err := s.Get(context.Background(), id)
+				assert.NoError(t, err)
 				if i%3 == 0 {
-					s.Delete(id)
+					_, err := s.Delete(context.Background(), id)
+					assert.NoError(t, err)
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
-	assert.LessOrEqual(t, s.Len(), 50)
+	n := 0
+	for g := range 8 {
+		for i := range 200 {
+			if has(t, s, fmt.Sprintf("g%d-%d", g, i)) {
+				n++
+			}
+		}
+	}
+	assert.LessOrEqual(t, n, 50)
+	assert.Positive(t, n)
 }
 
 func TestStoreByteBudget(t *testing.T) {
 	big := func(id string, n int) Stored {
 		return Stored{Response: Response{ID: id}, Items: []json.RawMessage{json.RawMessage(`"` + strings.Repeat("x", n) + `"`)}}
 	}
-	one := big("x", 10_000).size()
+	b, err := json.Marshal(big("r0", 10_000))
+	require.NoError(t, err)
+	one := int64(len(b))
 	s, _ := newTestStoreLimits(StoreLimits{Max: 100, MaxBytes: 3 * one, TTL: time.Hour})
 	for i := range 5 {
-		s.Put(fmt.Sprintf("r%d", i), big(fmt.Sprintf("r%d", i), 10_000))
+		put(t, s, fmt.Sprintf("r%d", i), big(fmt.Sprintf("r%d", i), 10_000))
 	}
-	assert.Equal(t, 3, s.Len(), "the oldest go first to stay within the bytes")
-	assert.Equal(t, 3*one, s.Bytes())
-	_, ok := s.Get("r1")
-	assert.False(t, ok)
-	_, ok = s.Get("r4")
-	assert.True(t, ok)
-
-	s.Put("huge", big("huge", 40_000))
-	_, ok = s.Get("huge")
-	assert.False(t, ok, "a response over the whole budget is not kept")
-	assert.Equal(t, 3, s.Len(), "and evicts nothing")
-
-	assert.True(t, s.Delete("r4"))
-	assert.Equal(t, 2*one, s.Bytes(), "deleting gives its bytes back")
+	for i, want := range []bool{false, false, true, true, true} {
+		assert.Equal(t, want, has(t, s, fmt.Sprintf("r%d", i)), "the oldest go first to stay within the bytes: r%d", i)
+	}
+	put(t, s, "huge", big("huge", 40_000))
+	assert.False(t, has(t, s, "huge"), "a response over the whole budget is not kept")
+	assert.True(t, has(t, s, "r2"), "and evicts nothing")
 }
 
-func TestStoredSize(t *testing.T) {
-	instr := "be brief"
-	st := Stored{
-		Response: Response{Tools: []json.RawMessage{json.RawMessage(`{"type":"web_search"}`)}, Instructions: &instr,
-			Output: []OutputItem{{Type: ItemMessage, Text: "hello"}, {Type: ItemFunctionCall, Arguments: `{"a":1}`}}},
-		Items: []json.RawMessage{json.RawMessage(`"abc"`)},
+// TestStoreSharedThroughRedis: two stores on one Redis are two replicas;
+// what one keeps the other reads and deletes, within the same limits.
+func TestStoreSharedThroughRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	open := func() *Store {
+		st, err := state.Open(t.Context(), state.Options{URL: srv.URL()})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = st.Close() })
+		return NewStore(state.NewQueue(st, 0, nil), StoreLimits{Max: 2, TTL: time.Hour})
 	}
-	assert.EqualValues(t, 512+5+21+len(instr)+5+7, st.size())
+	a, b := open(), open()
+	put(t, a, "r1", stored("r1"))
+	got, ok, err := b.Get(t.Context(), "r1")
+	require.NoError(t, err)
+	require.True(t, ok)
+	want, err := json.Marshal(stored("r1").Response)
+	require.NoError(t, err)
+	assert.JSONEq(t, string(want), string(got.Response))
+	assert.Equal(t, stored("r1").Items, got.Items)
+	put(t, b, "r2", stored("r2"))
+	put(t, b, "r3", stored("r3"))
+	assert.False(t, has(t, a, "r1"), "RESPONSES_STORE_MAX holds across replicas")
+	kept, err := a.Delete(t.Context(), "r3")
+	require.NoError(t, err)
+	assert.True(t, kept)
+	assert.False(t, has(t, b, "r3"))
+
+	srv.Stop()
+	_, _, err = a.Get(t.Context(), "r2")
+	require.ErrorIs(t, err, ErrUnavailable, "a lost store is an error, not a missing response")
 }

@@ -9,9 +9,12 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"cursor2api/config"
+	"cursor2api/services/state"
 )
 
 // NewLogger is the gateway's logger at LOG_LEVEL: LOG_FORMAT=json writes
@@ -29,6 +32,22 @@ func NewLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 // banner is the settings in force, for the start-up line: what an operator
 // needs to see that the configuration took. Keys, cookies and proxy
 // passwords are masked.
+// stateBanner says where the state is kept, without a password.
+func stateBanner(cfg *config.Config) string {
+	switch {
+	case cfg.StateURL == "":
+		dir := cfg.StateDir
+		if dir == "" {
+			dir, _ = state.DefaultDir()
+		}
+		return "file " + filepath.Join(dir, state.FileName)
+	case strings.HasPrefix(cfg.StateURL, "memory"):
+		return "memory (lost on restart, not shared between replicas)"
+	default:
+		return state.Redact(cfg.StateURL)
+	}
+}
+
 func banner(cfg *config.Config, models []string) []any {
 	proxies := make([]string, 0, len(cfg.ProxyURLs()))
 	for _, p := range cfg.ProxyURLs() {
@@ -53,6 +72,8 @@ func banner(cfg *config.Config, models []string) []any {
 			"responses: POST /v1/responses, GET and DELETE /v1/responses/{id}",
 		},
 		"api_keys", keys,
+		"state", stateBanner(cfg),
+		"usage_endpoint", cfg.AdminKey != "",
 		"cookie", maskSecret(cfg.Cookie),
 		"x_is_human", cfg.XIsHuman.Kind,
 		"tls_fingerprint", cfg.Fingerprint,

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"golang.org/x/net/netutil"
@@ -19,8 +20,16 @@ import (
 	"cursor2api/handlers"
 	"cursor2api/handlers/responses"
 	"cursor2api/services"
+	"cursor2api/services/metrics"
+	"cursor2api/services/readiness"
+	"cursor2api/services/state"
+	"cursor2api/services/usage"
 	"cursor2api/services/webchat"
 )
+
+// stateInterval is how often the usage ledger writes its records and the
+// state queue retries failed writes (or checks a quiet store).
+const stateInterval = time.Second
 
 // Options are what differs between the programs that run a gateway; the
 // rest comes from the configuration.
@@ -44,27 +53,67 @@ type Server struct {
 	// still open then end with an error event instead of being cut
 	// mid-chunk.
 	endDrain context.CancelFunc
+	// state is the queue of writes to the state store (STATE_URL), and
+	// ledger the usage ledger that writes through it.
+	state     *state.Queue
+	ledger    *usage.Ledger
+	closeOnce sync.Once
 }
 
-// New builds the gateway cfg describes. It opens no listener and starts
-// nothing; Serve does.
+// New builds the gateway cfg describes and opens its state store (for
+// Redis, waiting for it a bounded time). It opens no listener and starts
+// nothing; Serve does. A Server that is never served is closed with
+// Close.
 func New(cfg *config.Config, logger *slog.Logger, opts Options) (*Server, error) {
 	gw, err := services.FromConfig(cfg, logger)
 	if err != nil {
 		return nil, err
 	}
+	store, err := state.Open(context.Background(), state.Options{URL: cfg.StateURL, Dir: cfg.StateDir, ConnectTimeout: cfg.StateConnectTimeout.Duration(), Logger: logger})
+	if err != nil {
+		return nil, err
+	}
+	q := state.NewQueue(store, 0, logger)
+	ledger := usage.New(q, cfg.UsageRetention.Duration(), logger)
+	gw.Metrics.State(store.Engine(), func() metrics.StateStats {
+		st := q.Stats()
+		return metrics.StateStats{Failed: st.Failed, Dropped: st.Dropped + ledger.Dropped(), Queued: st.Queued, Degraded: st.Status != "ok"}
+	})
+	if gw.Readiness != nil {
+		gw.Readiness.State = func() readiness.State {
+			st := q.Stats()
+			return readiness.State{Engine: st.Engine, Status: st.Status, Queued: st.Queued, FailedWrites: st.Failed, LastError: st.LastError}
+		}
+	}
 	drain, endDrain := context.WithCancel(context.Background())
 	handler := handlers.New(handlers.Options{
 		Chat: gw.Chat, Catalog: gw.Catalog, Aliases: gw.Aliases, APIKeys: cfg.APIKeys,
 		MaxBodyBytes: cfg.MaxBodyBytes, PingInterval: cfg.PingInterval.Duration(), Version: opts.Version, Logger: logger,
-		Responses: responses.NewStore(responses.StoreLimits{
+		Responses: responses.NewStore(q, responses.StoreLimits{
 			Max: cfg.ResponsesStoreMax, MaxBytes: cfg.ResponsesStoreBytes, TTL: cfg.ResponsesStoreTTL.Duration(),
 		}),
+		Usage: ledger, AdminKey: cfg.AdminKey, Backend: cfg.Backend,
 		Metrics: gw.Metrics, Readiness: gw.Readiness, TrustedProxies: cfg.TrustedProxies,
 		AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins, BodyReadTimeout: cfg.BodyReadTimeout.Duration(), Drain: drain,
 		XIsHuman: xIsHumanHealth(gw),
 	})
-	return &Server{cfg: cfg, logger: logger, version: opts.Version, gw: gw, handler: handler, endDrain: endDrain}, nil
+	return &Server{cfg: cfg, logger: logger, version: opts.Version, gw: gw, handler: handler, endDrain: endDrain, state: q, ledger: ledger}, nil
+}
+
+// Close writes the usage records not written yet and closes the state
+// store. Serve closes on its way out; Close is for a Server never served.
+func (s *Server) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*state.DefaultWriteTimeout)
+		defer cancel()
+		s.ledger.Flush(ctx)
+		if st := s.state.Stats(); st.Queued > 0 {
+			s.logger.Warn("state: writes not done at shutdown", "engine", st.Engine, "queued", st.Queued, "last_error", st.LastError)
+		}
+		err = s.state.Store().Close()
+	})
+	return err
 }
 
 // Serve answers on ln until ctx ends, then drains in-flight requests for
@@ -75,6 +124,17 @@ func New(cfg *config.Config, logger *slog.Logger, opts Options) (*Server, error)
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	cfg, logger := s.cfg, s.logger
 	defer s.endDrain()
+	// The state's background work ends after the last request, and the
+	// store closes after it.
+	stateCtx, stopState := context.WithCancel(context.Background())
+	var stateJobs sync.WaitGroup
+	stateJobs.Go(func() { s.state.Run(stateCtx, stateInterval) })
+	stateJobs.Go(func() { s.ledger.Run(stateCtx, stateInterval) })
+	defer func() {
+		stopState()
+		stateJobs.Wait()
+		_ = s.Close()
+	}()
 	// Connections past MAX_CONNECTIONS wait in the kernel's backlog.
 	ln = netutil.LimitListener(ln, cfg.MaxConnections)
 	srv := &http.Server{

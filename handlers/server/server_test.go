@@ -34,7 +34,7 @@ func startGateway(t *testing.T, env map[string]string) (url string, cancel conte
 func startGatewayLogging(t *testing.T, env map[string]string, logger *slog.Logger) (url string, cancel context.CancelFunc, done <-chan error) {
 	t.Helper()
 	gin.SetMode(gin.TestMode)
-	vars := map[string]string{"X_IS_HUMAN_MODE": "static:test-x-is-human"}
+	vars := map[string]string{"X_IS_HUMAN_MODE": "static:test-x-is-human", "STATE_DIR": t.TempDir()}
 	if env["BACKEND"] != "agent" {
 		// MODELS is explicit: with the default (auto) the gateway would
 		// ask the fake web chat for its models in the background.

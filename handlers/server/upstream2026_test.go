@@ -74,6 +74,8 @@ func TestNoConfigurationAgainstThe2026Upstream(t *testing.T) {
 		// The challenge script is not a script: x-is-human goes empty.
 		"SCRIPT_URL":      up.URL + "/c.js",
 		"SCRIPT_PAGE_URL": up.URL + "/",
+		// The state's default directory is the user's: a test keeps its own.
+		"STATE_DIR": t.TempDir(),
 	})
 	require.NoError(t, err)
 	srv, err := New(cfg, slog.New(slog.DiscardHandler), Options{Version: "test"})

@@ -130,6 +130,30 @@ func (m *Metrics) HumanEvaluations(evaluations func() int64, failing func() bool
 	)
 }
 
+// StateStats are what the metrics read of the state store's writes.
+type StateStats struct {
+	Failed, Dropped uint64
+	Queued          int
+	Degraded        bool
+}
+
+// State publishes the state store's failed and dropped writes, the
+// writes waiting for a retry, and whether the store is degraded, as
+// stats reports them.
+func (m *Metrics) State(engine string, stats func() StateStats) {
+	labels := prometheus.Labels{"engine": engine}
+	m.reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: namespace, Name: "state_write_failures_total", ConstLabels: labels,
+			Help: "Writes to the state store (STATE_URL) that failed; each is retried from a bounded queue."}, func() float64 { return float64(stats().Failed) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: namespace, Name: "state_writes_dropped_total", ConstLabels: labels,
+			Help: "Failed writes to the state store given up because the retry queue was full."}, func() float64 { return float64(stats().Dropped) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: namespace, Name: "state_writes_queued", ConstLabels: labels,
+			Help: "Failed writes to the state store waiting for a retry."}, func() float64 { return float64(stats().Queued) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: namespace, Name: "state_degraded", ConstLabels: labels,
+			Help: "1 while the state store fails."}, func() float64 { return boolValue(stats().Degraded) }),
+	)
+}
+
 // EgressProxy publishes whether the egress proxy named label is in use
 // (1) or cooling down (0).
 func (m *Metrics) EgressProxy(label string, available func() bool) {

@@ -68,6 +68,9 @@ type Tracker struct {
 	Checkpoint func() Checkpoint
 	// Keys, when set, are the states of the native back door's API keys.
 	Keys func() []Key
+	// State, when set, is the state store's health. A degraded store
+	// does not make the gateway unready: answers never wait for it.
+	State func() State
 	// Check, when set, asks the back door whether it can answer without
 	// a model call (the agent CLI: binary, version, login).
 	Check func(context.Context) error
@@ -94,7 +97,19 @@ type Report struct {
 	// Checkpoint is Vercel's security checkpoint, when it is passed.
 	Checkpoint *Checkpoint `json:"checkpoint,omitempty"`
 	// Keys are the native back door's API keys, by fingerprint.
-	Keys []Key `json:"keys,omitempty"`
+	Keys  []Key  `json:"keys,omitempty"`
+	State *State `json:"state,omitempty"`
+}
+
+// State is the health of the state store (STATE_URL).
+type State struct {
+	Engine string `json:"engine"`
+	// Status is "ok", or "degraded" while the store fails; the writes
+	// that failed wait in a bounded queue for a retry.
+	Status       string `json:"status"`
+	Queued       int    `json:"queued_writes"`
+	FailedWrites uint64 `json:"failed_writes"`
+	LastError    string `json:"last_error,omitempty"`
 }
 
 // Backend is the answer of the back door's own check.
@@ -208,6 +223,10 @@ func (t *Tracker) Report(ctx context.Context) Report {
 	if t.Human != nil {
 		h := t.Human()
 		r.XIsHuman = &h
+	}
+	if t.State != nil {
+		s := t.State()
+		r.State = &s
 	}
 	if t.Check != nil {
 		r.Backend = &Backend{Ready: true}

@@ -122,3 +122,19 @@ func TestReportKeys(t *testing.T) {
 
 	assert.Nil(t, (&Tracker{}).Report(context.Background()).Keys, "no keys section without a native back door")
 }
+
+// TestReportState: a degraded state store shows in the report and leaves
+// the gateway ready: answers never wait for it.
+func TestReportState(t *testing.T) {
+	for _, st := range []State{
+		{Engine: "redis", Status: "ok"},
+		{Engine: "redis", Status: "degraded", Queued: 3, FailedWrites: 7, LastError: "connection refused"},
+	} {
+		tr := &Tracker{State: func() State { return st }}
+		r := tr.Report(context.Background())
+		require.NotNil(t, r.State)
+		assert.Equal(t, st, *r.State)
+		assert.True(t, r.Ready, r.Reasons)
+	}
+	assert.Nil(t, (&Tracker{}).Report(context.Background()).State)
+}

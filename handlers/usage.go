@@ -1,0 +1,210 @@
+package handlers
+
+import (
+	"crypto/subtle"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"cursor2api/models"
+	"cursor2api/services/usage"
+	"cursor2api/utils"
+)
+
+// Keys of the gin context the usage ledger reads.
+const (
+	keyAnswer = "answer" // the request asked for a model's answer
+	keyUsage  = "usage"  // its models.Usage, once finished
+	keyClient = "client" // the client key's usage.KeyID
+)
+
+// recordUsage adds every request that asked for an answer to the usage
+// ledger once it is answered: after its last byte, and with no I/O (the
+// ledger writes in batches).
+func (s *server) recordUsage(c *gin.Context) {
+	c.Next()
+	if !c.GetBool(keyAnswer) {
+		return
+	}
+	status := c.Writer.Status()
+	if v := c.GetInt(keyStatus); v != 0 {
+		status = v
+	}
+	counts := usage.Counts{Requests: 1}
+	if u, ok := c.Value(keyUsage).(models.Usage); ok {
+		counts.InputTokens, counts.OutputTokens, counts.CachedTokens = int64(u.InputTokens), int64(u.OutputTokens), int64(u.CacheReadTokens)
+	}
+	if status >= 400 || c.GetString(keyError) != "" {
+		counts.Errors = 1
+	}
+	s.Usage.Add(usage.Record{Time: time.Now(), KeyID: c.GetString(keyClient), Door: doorOf(c).name,
+		Model: s.modelLabel(c.GetString(keyModel)), Backend: s.Backend, Usage: counts})
+}
+
+// usageSink notes the usage a stream finishes with.
+type usageSink struct {
+	answerStream
+	c *gin.Context
+}
+
+func (u usageSink) Finish(reason models.FinishReason, us models.Usage) error {
+	u.c.Set(keyUsage, us)
+	return u.answerStream.Finish(reason, us)
+}
+
+// Limits of the usage endpoint's buckets, as OpenAI's Usage API has them.
+var bucketLimits = map[string]struct {
+	width      usage.Width
+	def, limit int
+}{
+	"1h": {usage.Hour, 24, 168},
+	"1d": {usage.Day, 7, 31},
+}
+
+// usageCompletions is GET /v1/organization/usage/completions, in the
+// shape of OpenAI's Usage API, for the holder of ADMIN_KEY.
+func (s *server) usageCompletions(c *gin.Context) {
+	bad := func(param, format string, args ...any) {
+		writeError(c, models.InvalidRequest(param, format, args...))
+	}
+	start, err := strconv.ParseInt(c.Query("start_time"), 10, 64)
+	if err != nil || start < 0 {
+		bad("start_time", "start_time is required: the start of the time range as a Unix time in seconds, e.g. start_time=%d", time.Now().Add(-24*time.Hour).Unix())
+		return
+	}
+	width := c.DefaultQuery("bucket_width", "1d")
+	bl, ok := bucketLimits[width]
+	if !ok {
+		bad("bucket_width", "bucket_width=%q: use 1h or 1d", utils.Clip(width, utils.QuoteLen))
+		return
+	}
+	limit := bl.def
+	if v := c.Query("limit"); v != "" {
+		if limit, err = strconv.Atoi(v); err != nil || limit < 1 || limit > bl.limit {
+			bad("limit", "limit=%q: use a number of buckets from 1 to %d for bucket_width=%s", utils.Clip(v, utils.QuoteLen), bl.limit, width)
+			return
+		}
+	}
+	from := time.Unix(start, 0).UTC()
+	if p := c.Query("page"); p != "" {
+		n, err := strconv.ParseInt(p, 10, 64)
+		if err != nil || n < start {
+			bad("page", "page=%q is not a next_page this endpoint gave", utils.Clip(p, utils.QuoteLen))
+			return
+		}
+		from = time.Unix(n, 0).UTC()
+	}
+	end := time.Now().UTC()
+	if v := c.Query("end_time"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= start {
+			bad("end_time", "end_time=%q: use a Unix time in seconds after start_time", utils.Clip(v, utils.QuoteLen))
+			return
+		}
+		end = time.Unix(n, 0).UTC()
+	}
+	q := usage.Query{Start: from, End: end, Width: bl.width}
+	for _, g := range c.QueryArray("group_by") {
+		for g := range strings.SplitSeq(g, ",") {
+			switch strings.TrimSpace(g) {
+			case "model":
+				q.ByModel = true
+			case "api_key_id":
+				q.ByKey = true
+			default:
+				bad("group_by", "group_by=%q: this gateway groups by model and api_key_id", utils.Clip(g, utils.QuoteLen))
+				return
+			}
+		}
+	}
+	more := false
+	if last := q.Start.Truncate(time.Hour).Add(time.Duration(limit) * time.Duration(bl.width)); last.Before(q.End) {
+		q.End, more = last, true
+	}
+	buckets, err := s.Usage.Query(c.Request.Context(), q)
+	if err != nil {
+		writeError(c, s.storeError(c, err))
+		return
+	}
+	page := usagePage{Object: "page", Data: make([]usageBucket, 0, len(buckets)), HasMore: more}
+	if more {
+		next := strconv.FormatInt(q.End.Unix(), 10)
+		page.NextPage = &next
+	}
+	for _, b := range buckets {
+		ub := usageBucket{Object: "bucket", StartTime: b.Start.Unix(), EndTime: b.End.Unix(), Results: make([]usageResult, 0, len(b.Groups))}
+		for _, g := range b.Groups {
+			r := usageResult{Object: "organization.usage.completions.result", Counts: g.Counts}
+			if q.ByModel {
+				r.Model = &g.Model
+			}
+			if q.ByKey {
+				id := g.KeyID
+				r.APIKeyID = &id
+			}
+			ub.Results = append(ub.Results, r)
+		}
+		page.Data = append(page.Data, ub)
+	}
+	c.JSON(http.StatusOK, page)
+}
+
+// The usage endpoint's wire types, as OpenAI's.
+type usagePage struct {
+	Object   string        `json:"object"`
+	Data     []usageBucket `json:"data"`
+	HasMore  bool          `json:"has_more"`
+	NextPage *string       `json:"next_page"`
+}
+
+type usageBucket struct {
+	Object    string        `json:"object"`
+	StartTime int64         `json:"start_time"`
+	EndTime   int64         `json:"end_time"`
+	Results   []usageResult `json:"results"`
+}
+
+type usageResult struct {
+	Object string `json:"object"`
+	usage.Counts
+	InputAudioTokens  int64   `json:"input_audio_tokens"`
+	OutputAudioTokens int64   `json:"output_audio_tokens"`
+	ProjectID         *string `json:"project_id"`
+	UserID            *string `json:"user_id"`
+	APIKeyID          *string `json:"api_key_id"`
+	Model             *string `json:"model"`
+	Batch             *bool   `json:"batch"`
+}
+
+// adminAuth requires ADMIN_KEY as a bearer token; with no ADMIN_KEY the
+// admin routes are off.
+func adminAuth(key string) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if key == "" {
+			abortWithError(c, &models.Error{Status: http.StatusNotFound, Kind: models.KindNotFound, Code: "not_found",
+				Message: "the usage endpoint is off: set ADMIN_KEY on the gateway and send it as Authorization: Bearer <ADMIN_KEY>"})
+			return
+		}
+		given, authErr := bearerToken(c.GetHeader("Authorization"))
+		if authErr != nil {
+			abortWithError(c, authErr)
+			return
+		}
+		if given == "" || subtle.ConstantTimeCompare([]byte(given), []byte(key)) != 1 {
+			abortWithError(c, &models.Error{Status: http.StatusUnauthorized, Kind: models.KindAuthentication, Code: "invalid_api_key",
+				Message: "the usage endpoint takes the gateway's ADMIN_KEY: send Authorization: Bearer <ADMIN_KEY>"})
+			return
+		}
+		c.Next()
+	}
+}
+
+// storeError is the answer when the state store fails; the log has why.
+func (s *server) storeError(c *gin.Context, err error) *models.Error {
+	s.Logger.Warn("state store failed", "request_id", c.GetString(keyRequestID), "error", utils.Clip(err.Error(), 300))
+	return &models.Error{Status: http.StatusServiceUnavailable, Kind: models.KindAPI, Code: "state_unavailable",
+		Message: "the gateway's state store (STATE_URL) did not answer; try again shortly (the gateway's log has the details)"}
+}

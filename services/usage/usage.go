@@ -1,0 +1,283 @@
+// Package usage is the gateway's ledger of who used what: one record per
+// hour, client key, door, model and back door, with requests, tokens and
+// errors, kept in the gateway's state store so that it survives a
+// restart and adds up across replicas. Recording a request costs a map
+// update; the ledger writes its counters to the store in batches, off
+// the path of any answer. Client keys are kept as a short hash, never in
+// full.
+package usage
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"cursor2api/services/state"
+)
+
+// DefaultRetention is how long records are kept (USAGE_RETENTION).
+const DefaultRetention = 90 * 24 * time.Hour
+
+// maxPending bounds the records waiting for a flush (distinct hours,
+// keys, doors, models and back doors); past it new ones are dropped and
+// counted.
+const maxPending = 10_000
+
+// table is the state table of the ledger: a key per hour, a counter per
+// record and metric.
+const table = "usage"
+
+// Record is one finished request.
+type Record struct {
+	Time time.Time
+	// KeyID is the client key's KeyID ("" with no API_KEY).
+	KeyID   string
+	Door    string
+	Model   string
+	Backend string
+	Usage   Counts
+}
+
+// Counts are what a record adds up.
+type Counts struct {
+	Requests     int64 `json:"num_model_requests"`
+	InputTokens  int64 `json:"input_tokens"`
+	OutputTokens int64 `json:"output_tokens"`
+	CachedTokens int64 `json:"input_cached_tokens"`
+	Errors       int64 `json:"num_errors"`
+}
+
+func (c *Counts) add(o Counts) {
+	c.Requests += o.Requests
+	c.InputTokens += o.InputTokens
+	c.OutputTokens += o.OutputTokens
+	c.CachedTokens += o.CachedTokens
+	c.Errors += o.Errors
+}
+
+// The metrics of a record, as counter names.
+var metrics = []struct {
+	name string
+	of   func(*Counts) *int64
+}{
+	{"requests", func(c *Counts) *int64 { return &c.Requests }},
+	{"input", func(c *Counts) *int64 { return &c.InputTokens }},
+	{"output", func(c *Counts) *int64 { return &c.OutputTokens }},
+	{"cached", func(c *Counts) *int64 { return &c.CachedTokens }},
+	{"errors", func(c *Counts) *int64 { return &c.Errors }},
+}
+
+// KeyID is the id a client key is kept under: the first 8 hex digits of
+// its SHA-256, enough to tell a team's keys apart and not to find them.
+func KeyID(key string) string {
+	if key == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(key))
+	return "key_" + hex.EncodeToString(sum[:4])
+}
+
+// dim is what a record is counted by.
+type dim struct {
+	hour                      int64 // unix seconds, on the hour
+	key, door, model, backend string
+}
+
+// sep joins a record's dimensions and metric into a counter name; it is
+// a control character no model name or door holds.
+const sep = "\x1f"
+
+func (d dim) field(metric string) string {
+	return strings.Join([]string{d.key, d.door, d.model, d.backend, metric}, sep)
+}
+
+func hourKey(hour int64) string { return time.Unix(hour, 0).UTC().Format("2006010215") }
+
+// Ledger gathers records and writes them to the state store.
+type Ledger struct {
+	q         *state.Queue
+	retention time.Duration
+	logger    *slog.Logger
+
+	mu      sync.Mutex
+	pending map[dim]Counts
+	dropped uint64
+}
+
+// New returns a ledger on q's store that keeps records for retention
+// (0: DefaultRetention).
+func New(q *state.Queue, retention time.Duration, logger *slog.Logger) *Ledger {
+	if retention <= 0 {
+		retention = DefaultRetention
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Ledger{q: q, retention: retention, logger: logger, pending: map[dim]Counts{}}
+}
+
+// Add notes a finished request; it is written at the next Flush.
+func (l *Ledger) Add(r Record) {
+	d := dim{hour: r.Time.Unix() / 3600 * 3600, key: r.KeyID, door: r.Door, model: r.Model, backend: r.Backend}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c, ok := l.pending[d]
+	if !ok && len(l.pending) >= maxPending {
+		l.dropped++
+		return
+	}
+	c.add(r.Usage)
+	l.pending[d] = c
+}
+
+// Dropped counts the records lost to a full batch.
+func (l *Ledger) Dropped() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.dropped
+}
+
+// Flush writes the records gathered since the last flush, one write per
+// hour. A write that fails is queued by the state queue for a retry.
+func (l *Ledger) Flush(ctx context.Context) {
+	l.mu.Lock()
+	batch := l.pending
+	l.pending = map[dim]Counts{}
+	l.mu.Unlock()
+	byHour := map[int64]map[string]int64{}
+	for d, c := range batch {
+		fields := byHour[d.hour]
+		if fields == nil {
+			fields = map[string]int64{}
+			byHour[d.hour] = fields
+		}
+		for _, m := range metrics {
+			if n := *m.of(&c); n != 0 {
+				fields[d.field(m.name)] += n
+			}
+		}
+	}
+	store := l.q.Store()
+	for hour, fields := range byHour {
+		// The hour's counters live until retention has passed since its end.
+		ttl := time.Until(time.Unix(hour, 0).Add(time.Hour + l.retention))
+		if ttl <= 0 {
+			continue
+		}
+		key := hourKey(hour)
+		_ = l.q.Write(ctx, "usage "+key, func(ctx context.Context) error { return store.Add(ctx, table, key, fields, ttl) })
+	}
+}
+
+// Run flushes every interval until ctx ends, then once more.
+func (l *Ledger) Run(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			l.Flush(context.WithoutCancel(ctx))
+			return
+		case <-t.C:
+			l.Flush(ctx)
+		}
+	}
+}
+
+// Width is a bucket's width: an hour or a day.
+type Width time.Duration
+
+// The widths of the usage endpoint's bucket_width.
+const (
+	Hour = Width(time.Hour)
+	Day  = Width(24 * time.Hour)
+)
+
+// Query asks for the records of [Start, End) in buckets of Width, grouped
+// by the model and/or the client key.
+type Query struct {
+	Start, End time.Time
+	Width      Width
+	ByModel    bool
+	ByKey      bool
+}
+
+// Group is the usage of one group of one bucket.
+type Group struct {
+	Model  string // set when grouped by model
+	KeyID  string // set when grouped by key
+	Counts Counts
+}
+
+// Bucket is the usage of one interval.
+type Bucket struct {
+	Start, End time.Time
+	Groups     []Group
+}
+
+// Query reads the records of q from the store. Buckets start at Start
+// (on the hour) and follow each other by Width; each holds its groups,
+// in a stable order.
+func (l *Ledger) Query(ctx context.Context, q Query) ([]Bucket, error) {
+	start := q.Start.Truncate(time.Hour)
+	var out []Bucket
+	for bs := start; bs.Before(q.End); bs = bs.Add(time.Duration(q.Width)) {
+		be := bs.Add(time.Duration(q.Width))
+		groups := map[Group]Counts{}
+		var order []Group
+		for h := bs; h.Before(be) && h.Before(q.End); h = h.Add(time.Hour) {
+			var fields map[string]int64
+			err := l.q.Read(ctx, func(ctx context.Context) error {
+				var err error
+				fields, err = l.q.Store().Counters(ctx, table, hourKey(h.Unix()))
+				return err
+			})
+			if err != nil {
+				return nil, err
+			}
+			for f, n := range fields {
+				parts := strings.Split(f, sep)
+				if len(parts) != 5 {
+					continue
+				}
+				g := Group{}
+				if q.ByKey {
+					g.KeyID = parts[0]
+				}
+				if q.ByModel {
+					g.Model = parts[2]
+				}
+				c, seen := groups[g]
+				if !seen {
+					order = append(order, g)
+				}
+				for _, m := range metrics {
+					if m.name == parts[4] {
+						*m.of(&c) += n
+					}
+				}
+				groups[g] = c
+			}
+		}
+		b := Bucket{Start: bs, End: be}
+		sortGroups(order)
+		for _, g := range order {
+			g.Counts = groups[g]
+			b.Groups = append(b.Groups, g)
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+func sortGroups(gs []Group) {
+	slices.SortFunc(gs, func(a, b Group) int {
+		return cmp.Or(strings.Compare(a.Model, b.Model), strings.Compare(a.KeyID, b.KeyID))
+	})
+}

@@ -1,0 +1,112 @@
+package usage
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"cursor2api/services/state"
+	"cursor2api/services/state/redistest"
+)
+
+func rec(at time.Time, key, model string, in, out, cached int64, failed bool) Record {
+	c := Counts{Requests: 1, InputTokens: in, OutputTokens: out, CachedTokens: cached}
+	if failed {
+		c.Errors = 1
+	}
+	return Record{Time: at, KeyID: key, Door: "openai", Model: model, Backend: "web", Usage: c}
+}
+
+func TestKeyID(t *testing.T) {
+	assert.Equal(t, "", KeyID(""))
+	id := KeyID("sk-team-alice")
+	assert.Regexp(t, `^key_[0-9a-f]{8}$`, id)
+	assert.Equal(t, id, KeyID("sk-team-alice"))
+	assert.NotEqual(t, id, KeyID("sk-team-bob"))
+	assert.NotContains(t, id, "alice")
+}
+
+func TestLedgerBucketsAndGroups(t *testing.T) {
+	stores := map[string]func(t *testing.T) state.Store{
+		"memory": func(t *testing.T) state.Store { return state.NewMemory(nil) },
+		"file": func(t *testing.T) state.Store {
+			s, err := state.Open(t.Context(), state.Options{Dir: t.TempDir()})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = s.Close() })
+			return s
+		},
+	}
+	for name, open := range stores {
+		t.Run(name, func(t *testing.T) {
+			l := New(state.NewQueue(open(t), 0, nil), 0, nil)
+			h0 := time.Now().UTC().Truncate(24 * time.Hour).Add(-24 * time.Hour) // yesterday 00:00
+			l.Add(rec(h0.Add(10*time.Minute), "key_a", "gpt-5", 100, 10, 40, false))
+			l.Add(rec(h0.Add(20*time.Minute), "key_a", "gpt-5", 50, 5, 0, true))
+			l.Add(rec(h0.Add(70*time.Minute), "key_b", "claude", 7, 3, 0, false))
+			l.Flush(t.Context())
+
+			hours, err := l.Query(t.Context(), Query{Start: h0, End: h0.Add(3 * time.Hour), Width: Hour, ByModel: true})
+			require.NoError(t, err)
+			require.Len(t, hours, 3)
+			assert.Equal(t, []Group{{Model: "gpt-5", Counts: Counts{Requests: 2, InputTokens: 150, OutputTokens: 15, CachedTokens: 40, Errors: 1}}}, hours[0].Groups)
+			assert.Equal(t, []Group{{Model: "claude", Counts: Counts{Requests: 1, InputTokens: 7, OutputTokens: 3}}}, hours[1].Groups)
+			assert.Empty(t, hours[2].Groups)
+			assert.Equal(t, h0.Add(time.Hour), hours[0].End)
+
+			days, err := l.Query(t.Context(), Query{Start: h0, End: h0.Add(48 * time.Hour), Width: Day, ByKey: true})
+			require.NoError(t, err)
+			require.Len(t, days, 2)
+			assert.Equal(t, []Group{
+				{KeyID: "key_a", Counts: Counts{Requests: 2, InputTokens: 150, OutputTokens: 15, CachedTokens: 40, Errors: 1}},
+				{KeyID: "key_b", Counts: Counts{Requests: 1, InputTokens: 7, OutputTokens: 3}},
+			}, days[0].Groups)
+
+			all, err := l.Query(t.Context(), Query{Start: h0, End: h0.Add(24 * time.Hour), Width: Day})
+			require.NoError(t, err)
+			assert.Equal(t, []Group{{Counts: Counts{Requests: 3, InputTokens: 157, OutputTokens: 18, CachedTokens: 40, Errors: 1}}}, all[0].Groups)
+		})
+	}
+}
+
+func TestLedgerDropsRecordsPastRetention(t *testing.T) {
+	l := New(state.NewQueue(state.NewMemory(nil), 0, nil), 48*time.Hour, nil)
+	old := time.Now().Add(-72 * time.Hour)
+	l.Add(rec(old, "", "m", 1, 1, 0, false))
+	l.Add(rec(time.Now(), "", "m", 2, 2, 0, false))
+	l.Flush(t.Context())
+	got, err := l.Query(t.Context(), Query{Start: old, End: time.Now().Add(time.Hour), Width: Day})
+	require.NoError(t, err)
+	var total Counts
+	for _, b := range got {
+		for _, g := range b.Groups {
+			total.add(g.Counts)
+		}
+	}
+	assert.Equal(t, Counts{Requests: 1, InputTokens: 2, OutputTokens: 2}, total)
+}
+
+// TestLedgerAddsUpAcrossReplicas: two ledgers on one Redis count into the
+// same records.
+func TestLedgerAddsUpAcrossReplicas(t *testing.T) {
+	srv := redistest.Start(t)
+	ledger := func() *Ledger {
+		s, err := state.Open(t.Context(), state.Options{URL: srv.URL()})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = s.Close() })
+		return New(state.NewQueue(s, 0, nil), 0, nil)
+	}
+	a, b := ledger(), ledger()
+	now := time.Now()
+	a.Add(rec(now, "key_a", "m", 10, 1, 0, false))
+	b.Add(rec(now, "key_a", "m", 20, 2, 0, false))
+	a.Flush(t.Context())
+	b.Flush(t.Context())
+	for _, l := range []*Ledger{a, b} {
+		got, err := l.Query(t.Context(), Query{Start: now.Truncate(time.Hour), End: now.Truncate(time.Hour).Add(time.Hour), Width: Hour, ByKey: true})
+		require.NoError(t, err)
+		require.Len(t, got, 1)
+		assert.Equal(t, []Group{{KeyID: "key_a", Counts: Counts{Requests: 2, InputTokens: 30, OutputTokens: 3}}}, got[0].Groups)
+	}
+}
