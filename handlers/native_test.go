@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -23,12 +24,20 @@ import (
 // Cursor's native backend.
 func newNativeStack(t *testing.T, script func(*agentv1.AgentRunRequest) nativetest.Script) (*stack, *nativetest.Server) {
 	t.Helper()
+	return newNativeStackEnv(t, nil, script)
+}
+
+// newNativeStackEnv is newNativeStack with env's settings on top.
+func newNativeStackEnv(t *testing.T, env map[string]string, script func(*agentv1.AgentRunRequest) nativetest.Script) (*stack, *nativetest.Server) {
+	t.Helper()
 	gin.SetMode(gin.TestMode)
 	up := nativetest.NewServer(t, nativetest.Options{Script: script})
-	cfg, err := config.FromMap(map[string]string{
+	settings := map[string]string{
 		"BACKEND": "cursor", "CURSOR_API_KEY": nativetest.DefaultAPIKey, "CURSOR_BACKEND_URL": up.URL,
 		"CURSOR_TRANSPORT": "http2", "LOG_LEVEL": "debug", "CURSOR_API_URL": "http://127.0.0.1:9/never",
-	})
+	}
+	maps.Copy(settings, env)
+	cfg, err := config.FromMap(settings)
 	require.NoError(t, err)
 	logs := &cursortest.LogBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
