@@ -7,6 +7,9 @@
 // first content byte (p50, p99), the mean total time and the requests per
 // second, with the ratios of gateway to direct; then the peak RSS of a
 // gateway process (this program re-run as one) holding 1,000 open streams.
+// The native back door (BACKEND=cursor, see native.go) is measured the
+// same way against services/native/nativetest's fake, and a gateway
+// process on it holds turns parked at their tool calls.
 //
 // Everything stays on loopback, and every loop has a fixed number of
 // requests. Run it with
