@@ -155,6 +155,7 @@ func TestClaudeCodeCLIReadsThenEditsNative(t *testing.T) {
 
 			runs := up.Runs()
 			require.NotEmpty(t, runs)
+			assert.Contains(t, runs[0].UserText(), "Make main.go say bye.", "the prompt is in the run's user message")
 			assert.Subset(t, declaredTools(runs[0]), []string{"Read", "Edit"}, "Claude Code's tools are declared as MCP tools")
 			results := checkSession(t, up, mode.resumed, 2, out)
 			assert.Equal(t, "cursor2api-Read", results[0].tool)
@@ -194,6 +195,7 @@ func TestCodexCLIReadsThenPatchesNative(t *testing.T) {
 
 			runs := up.Runs()
 			require.NotEmpty(t, runs)
+			assert.Equal(t, "Change greet.txt.", runs[0].UserText(), "the prompt is the run's user message")
 			assert.Subset(t, declaredTools(runs[0]), []string{"exec_command", "apply_patch"}, "Codex's tools are declared as MCP tools")
 			results := checkSession(t, up, mode.resumed, 2, out)
 			assert.Equal(t, "cursor2api-exec_command", results[0].tool)
