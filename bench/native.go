@@ -107,7 +107,9 @@ type nativeDirect struct {
 }
 
 func newNativeDirect(base string) (*nativeDirect, error) {
-	req, err := http.NewRequest(http.MethodPost, base+"/auth/exchange_user_api_key", strings.NewReader("{}"))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/auth/exchange_user_api_key", strings.NewReader("{}"))
 	if err != nil {
 		return nil, err
 	}
@@ -238,7 +240,7 @@ func measureParked(parked int, transport, heapProfile string) error {
 		return fmt.Errorf("reading the gateway's address: %w", err)
 	}
 	gwURL := strings.TrimSpace(line)
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 100, DisableCompression: true}}
+	client := &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 100, DisableCompression: true}}
 	defer client.CloseIdleConnections()
 	park := func(i int) error {
 		resp, err := client.Post(gwURL+"/v1/chat/completions", "application/json", bytes.NewReader(parkBody(i)))
