@@ -85,7 +85,8 @@ var importRules = map[string][]string{
 	// handshake step by step.
 	"services/doctor": with(wiring, "services"),
 	// The benchmark program runs its gateway through server, as main does.
-	"bench": with(wiring, "services", "services/cursortest", "handlers/server", "handlers/sse", "handlers/openai", "handlers/responses", "handlers/anthropic", "handlers", "services/state", "services/usage"),
+	"bench": with(wiring, "services", "services/cursortest", "handlers/server", "handlers/sse", "handlers/openai", "handlers/responses", "handlers/anthropic", "handlers",
+		"services/state", "services/usage", "services/native/nativetest", "services/native/agentv1", "services/native/agentv1/agentv1connect"),
 }
 
 func TestImportRules(t *testing.T) {

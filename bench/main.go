@@ -7,6 +7,9 @@
 // first content byte (p50, p99), the mean total time and the requests per
 // second, with the ratios of gateway to direct; then the peak RSS of a
 // gateway process (this program re-run as one) holding 1,000 open streams.
+// The native back door (BACKEND=cursor, see native.go) is measured the
+// same way against services/native/nativetest's fake, and a gateway
+// process on it holds turns parked at their tool calls.
 //
 // With -states it then compares the state engines (STATE_URL): the same
 // small answer through each door of a gateway on each engine, side by
@@ -128,16 +131,24 @@ func main() {
 	heapProfile := flag.String("heapprofile", "", "write a heap profile of the gateway process holding the open streams to this file")
 	only := flag.String("only", "", "run only the answers whose name starts with this")
 	states := flag.String("states", "", "then compare state engines: STATE_URLs separated by spaces (file: the embedded file in a temporary STATE_DIR), e.g. \"memory: file redis://127.0.0.1:6379/0\"")
+	nativeOn := flag.Bool("native", true, "measure the native back door too (with -role=gateway: the gateway's back door is the native one)")
+	parked := flag.Int("parked", 1000, "turns parked at tool calls for the native memory measure (0: skip)")
+	parkMax := flag.Int("park-max", 0, "internal: CURSOR_PARK_MAX of -role=gateway -native")
+	transport := flag.String("transport", "http2", "internal: CURSOR_TRANSPORT of -role=gateway -native")
 	flag.Parse()
 	gin.SetMode(gin.ReleaseMode)
 	if *role == "gateway" {
-		if err := runGatewayChild(*upstreamURL); err != nil {
+		env := gatewayEnv(*upstreamURL)
+		if *nativeOn {
+			env = nativeEnv(*upstreamURL, *transport, *parkMax)
+		}
+		if err := runGatewayChild(env); err != nil {
 			fmt.Fprintln(os.Stderr, "bench gateway:", err)
 			os.Exit(1)
 		}
 		return
 	}
-	if err := run(*scale, *streams, *cpuProfile, *heapProfile, *only); err != nil {
+	if err := run(*scale, *streams, *cpuProfile, *heapProfile, *only, *nativeOn, *parked); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -149,13 +160,13 @@ func main() {
 	}
 }
 
-func run(scale float64, streams int, cpuProfile, heapProfile, only string) error {
+func run(scale float64, streams int, cpuProfile, heapProfile, only string, nativeOn bool, parked int) error {
 	up, err := startFake()
 	if err != nil {
 		return err
 	}
 	defer up.Close()
-	gwURL, stopGateway, err := startGateway(up.url+"/api/chat", nil)
+	gwURL, stopGateway, err := startGatewayEnv(gatewayEnv(up.url + "/api/chat"))
 	if err != nil {
 		return err
 	}
@@ -201,12 +212,13 @@ func run(scale float64, streams int, cpuProfile, heapProfile, only string) error
 				if err != nil {
 					return fmt.Errorf("%s door, %s, concurrency %d: %w", dr.name, a.name, conc, err)
 				}
-				fmt.Printf("%-16s %-7s %5d %6d | %9s %9s %9s %9.1f | %9s %9s %9s %9.1f | %6.0f%% %6.0f%% %8s\n",
-					a.name, dr.name, conc, n,
-					ms(d.ttfb(50)), ms(d.ttfb(99)), ms(d.meanTotal()), d.rate(),
-					ms(g.ttfb(50)), ms(g.ttfb(99)), ms(g.meanTotal()), g.rate(),
-					100*g.rate()/d.rate(), 100*float64(d.meanTotal())/float64(g.meanTotal()), ms(g.ttfb(50)-d.ttfb(50)))
+				printRow(a.name, dr.name, conc, n, d, g)
 			}
+		}
+	}
+	if nativeOn && strings.HasPrefix("native", only) {
+		if err := runNative(client, scale, parked, heapProfile); err != nil {
+			return err
 		}
 	}
 	client.CloseIdleConnections()
@@ -219,6 +231,15 @@ func run(scale float64, streams int, cpuProfile, heapProfile, only string) error
 		}
 	}
 	return nil
+}
+
+// printRow prints one line of the table: direct d and through the door g.
+func printRow(answer, door string, conc, n int, d, g result) {
+	fmt.Printf("%-16s %-7s %5d %6d | %9s %9s %9s %9.1f | %9s %9s %9s %9.1f | %6.0f%% %6.0f%% %8s\n",
+		answer, door, conc, n,
+		ms(d.ttfb(50)), ms(d.ttfb(99)), ms(d.meanTotal()), d.rate(),
+		ms(g.ttfb(50)), ms(g.ttfb(99)), ms(g.meanTotal()), g.rate(),
+		100*g.rate()/d.rate(), 100*float64(d.meanTotal())/float64(g.meanTotal()), ms(g.ttfb(50)-d.ttfb(50)))
 }
 
 // upstreamBody is what the gateway sends upstream, near enough.
@@ -268,6 +289,11 @@ func ms(d time.Duration) string {
 
 // load sends n streamed requests from conc workers and times each.
 func load(client *http.Client, t target, conc, n int) (result, error) {
+	return loadFunc(conc, n, func() (time.Duration, time.Duration, error) { return once(client, t) })
+}
+
+// loadFunc runs once n times from conc workers and keeps its timings.
+func loadFunc(conc, n int, once func() (ttfb, total time.Duration, err error)) (result, error) {
 	var next atomic.Int64
 	var mu sync.Mutex
 	var res result
@@ -277,7 +303,7 @@ func load(client *http.Client, t target, conc, n int) (result, error) {
 	for range conc {
 		wg.Go(func() {
 			for next.Add(1) <= int64(n) {
-				ttfb, total, err := once(client, t)
+				ttfb, total, err := once()
 				mu.Lock()
 				if err != nil && firstErr == nil {
 					firstErr = err
@@ -395,12 +421,11 @@ func gatewayEnv(upstream string) map[string]string {
 		"MODELS": "claude-sonnet-4.6", "STATE_URL": "memory:"} // the fake accepts any model: nothing to learn
 }
 
-// startGateway serves the gateway on loopback as main does, through
-// server: the same handler, limits and shutdown. stop shuts it down.
-func startGateway(upstream string, env map[string]string) (url string, stop func(), err error) {
-	vars := gatewayEnv(upstream)
-	maps.Copy(vars, env)
-	cfg, err := config.FromMap(vars)
+// startGatewayEnv serves the gateway env configures on loopback as main
+// does, through server: the same handler, limits and shutdown. stop shuts
+// it down.
+func startGatewayEnv(env map[string]string) (url string, stop func(), err error) {
+	cfg, err := config.FromMap(env)
 	if err != nil {
 		return "", nil, err
 	}
@@ -424,18 +449,34 @@ func startGateway(upstream string, env map[string]string) (url string, stop func
 	return "http://" + ln.Addr().String(), stop, nil
 }
 
+// startGateway is startGatewayEnv on the fake web chat at upstream, with
+// env on top of the bench's settings.
+func startGateway(upstream string, env map[string]string) (url string, stop func(), err error) {
+	vars := gatewayEnv(upstream)
+	maps.Copy(vars, env)
+	return startGatewayEnv(vars)
+}
+
 // runGatewayChild is -role=gateway: a gateway alone in its process, whose
 // address goes to stdout; it ends when stdin closes.
-func runGatewayChild(upstream string) error {
-	url, stop, err := startGateway(upstream, nil)
+func runGatewayChild(env map[string]string) error {
+	url, stop, err := startGatewayEnv(env)
 	if err != nil {
 		return err
 	}
 	defer stop()
 	fmt.Println(url)
-	// "heap <file>" on stdin writes a heap profile (see -heapprofile).
+	// "heap <file>" on stdin writes a heap profile (see -heapprofile);
+	// "mem" prints the live heap after a GC and the goroutine count.
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
+		if sc.Text() == "mem" {
+			runtime.GC()
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			fmt.Println(ms.HeapAlloc, runtime.NumGoroutine())
+			continue
+		}
 		if file, ok := strings.CutPrefix(sc.Text(), "heap "); ok {
 			f, err := os.Create(file)
 			if err != nil {
@@ -462,7 +503,7 @@ func measureRSS(up *fake, dr door, streams int, heapProfile string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, exe, "-role=gateway", "-upstream="+up.url+"/api/chat/hold")
+	cmd := exec.CommandContext(ctx, exe, "-role=gateway", "-native=false", "-upstream="+up.url+"/api/chat/hold")
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return err

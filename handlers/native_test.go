@@ -26,6 +26,12 @@ func newNativeStack(t *testing.T, script func(*agentv1.AgentRunRequest) nativete
 	return newNativeStackWith(t, nativetest.Options{Script: script}, nil)
 }
 
+// newNativeStackEnv is newNativeStack with env's settings on top.
+func newNativeStackEnv(t *testing.T, env map[string]string, script func(*agentv1.AgentRunRequest) nativetest.Script) (*stack, *nativetest.Server) {
+	t.Helper()
+	return newNativeStackWith(t, nativetest.Options{Script: script}, env)
+}
+
 // newNativeStackWith runs the gateway on BACKEND=cursor, configured by env
 // on top of the defaults, against a fake configured by opts.
 func newNativeStackWith(t *testing.T, opts nativetest.Options, env map[string]string) (*stack, *nativetest.Server) {

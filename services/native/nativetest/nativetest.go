@@ -136,6 +136,14 @@ type token struct {
 // NewServer starts a fake backend, closed when the test ends.
 func NewServer(t testing.TB, opts Options) *Server {
 	t.Helper()
+	s := Start(opts)
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Start starts a fake backend outside a test (the benchmark program runs
+// one); the caller closes it.
+func Start(opts Options) *Server {
 	if len(opts.APIKeys) == 0 {
 		opts.APIKeys = []string{DefaultAPIKey}
 	}
@@ -178,7 +186,6 @@ func NewServer(t testing.TB, opts Options) *Server {
 	s.srv.Config.Protocols.SetUnencryptedHTTP2(true)
 	s.srv.Start()
 	s.URL = s.srv.URL
-	t.Cleanup(s.Close)
 	return s
 }
 
