@@ -21,6 +21,7 @@ import (
 	"cursor2api/handlers/responses"
 	"cursor2api/models"
 	"cursor2api/services/chat"
+	"cursor2api/services/cloud"
 	"cursor2api/services/metrics"
 	"cursor2api/services/readiness"
 	"cursor2api/utils"
@@ -60,6 +61,9 @@ type Options struct {
 	AllowedHosts    []string
 	AllowedOrigins  []string
 	BodyReadTimeout time.Duration
+	// Cloud, when not nil, serves Cursor Cloud Agents as the cloud models
+	// of the Responses door (CLOUD_AGENTS=on).
+	Cloud *cloud.Service
 	// Drain, when it ends, ends the answers still in flight with the
 	// door's error event (the server's drain time is up). Nil: never.
 	Drain context.Context
@@ -112,6 +116,7 @@ func New(opts Options) http.Handler {
 	rv1.POST("", s.createResponse)
 	rv1.GET("/:id", s.getResponse)
 	rv1.DELETE("/:id", s.deleteResponse)
+	rv1.POST("/:id/cancel", s.cancelResponse)
 	msgs := r.Group("/v1/messages", entry(useDoor(anthropicDoor))...)
 	msgs.POST("", s.messages)
 	msgs.POST("/count_tokens", s.countTokens)
@@ -135,8 +140,12 @@ func (s *server) health(c *gin.Context) {
 }
 
 func (s *server) listModels(c *gin.Context) {
+	names := s.Catalog.Names()
+	if s.Cloud != nil {
+		names = append(names[:len(names):len(names)], s.Cloud.ModelNames(c.Request.Context())...)
+	}
 	if doorOf(c) == anthropicDoor {
-		list := anthropic.ModelListOf(s.Catalog.Names(), s.started)
+		list := anthropic.ModelListOf(names, s.started)
 		for i := range list.Data {
 			// The upstream's own display name, when it gave one.
 			list.Data[i].DisplayName = s.Catalog.DisplayName(list.Data[i].ID)
@@ -144,5 +153,5 @@ func (s *server) listModels(c *gin.Context) {
 		c.JSON(http.StatusOK, list)
 		return
 	}
-	c.JSON(http.StatusOK, openai.ModelListOf(s.Catalog.Names(), s.started))
+	c.JSON(http.StatusOK, openai.ModelListOf(names, s.started))
 }

@@ -70,6 +70,7 @@ func newStack(t testing.TB, env map[string]string, reply func(int, cursortest.Re
 		MaxBodyBytes: cfg.MaxBodyBytes, PingInterval: cfg.PingInterval.Duration(), Version: "test-version", Logger: logger,
 		Responses: store, Metrics: gw.Metrics, Readiness: gw.Readiness,
 		AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins, BodyReadTimeout: cfg.BodyReadTimeout.Duration(),
+		Cloud: gw.Cloud,
 	})
 	srv := httptest.NewServer(handler)
 	t.Cleanup(func() {

@@ -62,7 +62,7 @@ func New(cfg *config.Config, logger *slog.Logger, opts Options) (*Server, error)
 		}),
 		Metrics: gw.Metrics, Readiness: gw.Readiness, TrustedProxies: cfg.TrustedProxies,
 		AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins, BodyReadTimeout: cfg.BodyReadTimeout.Duration(), Drain: drain,
-		XIsHuman: xIsHumanHealth(gw),
+		XIsHuman: xIsHumanHealth(gw), Cloud: gw.Cloud,
 	})
 	return &Server{cfg: cfg, logger: logger, version: opts.Version, gw: gw, handler: handler, endDrain: endDrain}, nil
 }
