@@ -30,6 +30,7 @@ func TestCloudAgents(t *testing.T) {
 		{map[string]string{"CLOUD_AGENTS": "on", "CURSOR_API_KEY": "k", "CLOUD_API_URL": "api.cursor.com"}, "CLOUD_API_URL"},
 		{map[string]string{"CLOUD_AGENTS": "on", "CURSOR_API_KEY": "k", "CLOUD_MAX_WAIT": "0"}, "CLOUD_MAX_WAIT"},
 		{map[string]string{"CLOUD_AGENTS": "on", "CURSOR_API_KEY": "k", "CLOUD_POLL_INTERVAL": "0.01"}, "CLOUD_POLL_INTERVAL"},
+		{map[string]string{"CLOUD_AGENTS": "on", "CURSOR_API_KEY": "k", "CLOUD_WEBHOOK_SECRET": "short"}, "CLOUD_WEBHOOK_SECRET is 5 characters"},
 	} {
 		_, err := FromMap(tc.env)
 		require.Error(t, err, tc.env)

@@ -167,6 +167,9 @@ type Config struct {
 	CloudMaxWait      Seconds `env:"CLOUD_MAX_WAIT" envDefault:"1800"`
 	CloudPollInterval Seconds `env:"CLOUD_POLL_INTERVAL" envDefault:"5"`
 	CloudIDSecret     string  `env:"CLOUD_ID_SECRET"`
+	// CloudWebhookSecret, when set, turns on POST /v1/cloud/webhook for
+	// Cursor's signed webhook deliveries.
+	CloudWebhookSecret string `env:"CLOUD_WEBHOOK_SECRET"`
 	// AliasesSet is true when MODEL_ALIASES was given rather than
 	// defaulted; the cursor backend then adds no aliases of its own.
 	AliasesSet bool `env:"-"`
@@ -418,6 +421,9 @@ func (c *Config) validate() error {
 		}
 		if c.CloudMaxWait.Duration() < time.Second {
 			bad("CLOUD_MAX_WAIT=%s: must be at least 1 second", c.CloudMaxWait.Duration())
+		}
+		if c.CloudWebhookSecret != "" && len(c.CloudWebhookSecret) < 32 {
+			bad("CLOUD_WEBHOOK_SECRET is %d characters: use at least 32 (the secret Cursor signs webhooks with)", len(c.CloudWebhookSecret))
 		}
 		if c.CloudPollInterval.Duration() < 100*time.Millisecond {
 			bad("CLOUD_POLL_INTERVAL=%s: must be at least 0.1 second", c.CloudPollInterval.Duration())

@@ -724,14 +724,23 @@ func (f *cloudFollower) watch(ctx context.Context) (*cloud.Run, error) {
 	t := time.NewTicker(s.Cloud.PollInterval)
 	defer t.Stop()
 	for {
+		// Waiting starts before the read, so that a delivery between the
+		// two is not missed.
+		var wake <-chan struct{}
+		stopWaiting := func() {}
+		if s.Cloud.Webhooks != nil {
+			wake, stopWaiting = s.Cloud.Webhooks.Wait(f.ref.AgentID)
+		}
 		run, err := s.Cloud.GetRun(ctx, f.ref.AgentID, f.ref.RunID)
 		if err != nil {
+			stopWaiting()
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
 			return nil, cloudGone(err, f.id)
 		}
 		if !run.Active() {
+			stopWaiting()
 			return &run, nil
 		}
 		if f.w != nil && s.PingInterval > 0 {
@@ -739,8 +748,70 @@ func (f *cloudFollower) watch(ctx context.Context) (*cloud.Run, error) {
 		}
 		select {
 		case <-t.C:
+		case <-wake:
+			// A webhook named the agent: read the run now.
 		case <-ctx.Done():
+			stopWaiting()
 			return nil, ctx.Err()
 		}
+		stopWaiting()
 	}
+}
+
+// maxWebhookBody bounds a webhook delivery.
+const maxWebhookBody = 64 << 10
+
+// cloudWebhook is POST /v1/cloud/webhook: a delivery of Cursor's, signed
+// with CLOUD_WEBHOOK_SECRET. A missing or bad signature is a 401, a
+// replayed delivery id a 409; a good delivery wakes the requests waiting
+// on its agent.
+func (s *server) cloudWebhook(c *gin.Context) {
+	body, err := io.ReadAll(io.LimitReader(c.Request.Body, maxWebhookBody+1))
+	if err != nil {
+		writeError(c, models.InvalidRequest("", "reading the webhook body: %v", err))
+		return
+	}
+	if len(body) > maxWebhookBody {
+		writeError(c, &models.Error{Status: http.StatusRequestEntityTooLarge, Kind: models.KindTooLarge, Message: "a webhook body is at most 64 KiB"})
+		return
+	}
+	wh := s.Cloud.Webhooks
+	sig := c.GetHeader("X-Webhook-Signature")
+	if sig == "" {
+		writeError(c, &models.Error{Status: http.StatusUnauthorized, Kind: models.KindAuthentication, Code: "webhook_unsigned", Message: "the webhook has no X-Webhook-Signature"})
+		return
+	}
+	if !wh.Verify(body, sig) {
+		writeError(c, &models.Error{Status: http.StatusUnauthorized, Kind: models.KindAuthentication, Code: "webhook_bad_signature", Message: "the webhook's X-Webhook-Signature does not match its body and CLOUD_WEBHOOK_SECRET"})
+		return
+	}
+	delivery := c.GetHeader("X-Webhook-ID")
+	if delivery == "" {
+		writeError(c, models.InvalidRequest("X-Webhook-ID", "the webhook has no X-Webhook-ID: without it a replay cannot be told apart"))
+		return
+	}
+	if !wh.FirstDelivery(delivery, time.Now()) {
+		writeError(c, &models.Error{Status: http.StatusConflict, Kind: models.KindInvalidRequest, Code: "webhook_replayed", Message: fmt.Sprintf("webhook delivery %q was received already", utils.Clip(delivery, utils.QuoteLen))})
+		return
+	}
+	var ev struct {
+		Event   string `json:"event"`
+		ID      string `json:"id"`
+		AgentID string `json:"agentId"`
+		Status  string `json:"status"`
+	}
+	if err := json.Unmarshal(body, &ev); err != nil {
+		writeError(c, models.InvalidRequest("", "the webhook body is not JSON: %v", err))
+		return
+	}
+	agent := ev.AgentID
+	if agent == "" {
+		agent = ev.ID
+	}
+	woken := 0
+	if agent != "" {
+		woken = wh.Wake(agent)
+	}
+	s.Logger.Info("cloud: webhook", "event", utils.Clip(ev.Event, 64), "agent_id", utils.Clip(agent, 64), "status", utils.Clip(ev.Status, 64), "woken", woken)
+	c.JSON(http.StatusOK, gin.H{"ok": true, "woken": woken})
 }

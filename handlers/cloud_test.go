@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"cursor2api/services/cloud"
 	"cursor2api/services/cloud/cloudtest"
 )
 
@@ -371,4 +372,97 @@ func TestCloudErrors(t *testing.T) {
 	apiErr, status = apiStatus(t, err)
 	assert.Equal(t, http.StatusBadRequest, status)
 	assert.Equal(t, "previous_response_id", apiErr.Param)
+}
+
+const webhookSecret = "0123456789abcdef0123456789abcdef-test"
+
+func postWebhook(t *testing.T, s *stack, body, sig, id string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, s.URL+"/v1/cloud/webhook", strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	if sig != "" {
+		req.Header.Set("X-Webhook-Signature", sig)
+	}
+	if id != "" {
+		req.Header.Set("X-Webhook-ID", id)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	return resp
+}
+
+func TestCloudWebhook(t *testing.T) {
+	// Streams fail and polls are a minute apart: only the webhook can end
+	// the wait early.
+	fake := cloudtest.NewServer(t, cloudtest.Options{StreamsFail: true, Script: func(string) cloudtest.Script {
+		// Long enough that the first poll sees it running.
+		return cloudtest.Script{Steps: []cloudtest.Step{{Text: "Fixed the bug.", Delay: 500 * time.Millisecond}}, Branch: "cursor/fix-bug"}
+	}})
+	s := newStack(t, cloudEnv(fake, "CLOUD_WEBHOOK_SECRET", webhookSecret, "CLOUD_POLL_INTERVAL", "60"), script(t))
+	signer := cloud.NewWebhooks(webhookSecret, time.Hour, 10)
+	c := cloudClient(s)
+	ctx := context.Background()
+
+	r, err := c.Responses.New(ctx, cloudParams("fix it slowly", true, nil))
+	require.NoError(t, err)
+	agentID := ""
+	type result struct {
+		evs []responses.ResponseStreamEventUnion
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		st := c.Responses.GetStreaming(ctx, r.ID, responses.ResponseGetParams{})
+		var evs []responses.ResponseStreamEventUnion
+		for st.Next() {
+			evs = append(evs, st.Current())
+		}
+		got <- result{evs, st.Err()}
+	}()
+	snap, err := c.Responses.Get(ctx, r.ID, responses.ResponseGetParams{})
+	require.NoError(t, err)
+	agentID = snap.Metadata["agent_id"]
+	// Wait for the run to end upstream, then deliver.
+	require.Eventually(t, func() bool {
+		st := fake.RunStatus(agentID, snap.Metadata["run_id"])
+		return st == "FINISHED"
+	}, 5*time.Second, 10*time.Millisecond)
+
+	body := `{"event":"statusChange","timestamp":"2026-11-26T12:00:00Z","id":"` + agentID + `","status":"FINISHED"}`
+	for name, tc := range map[string]struct {
+		sig, id string
+		status  int
+	}{
+		"missing signature": {"", "d-1", http.StatusUnauthorized},
+		"bad signature":     {signer.Sign([]byte(body + " ")), "d-1", http.StatusUnauthorized},
+		"not sha256":        {"md5=abc", "d-1", http.StatusUnauthorized},
+		"other secret":      {cloud.NewWebhooks(strings.Repeat("x", 32), time.Hour, 1).Sign([]byte(body)), "d-1", http.StatusUnauthorized},
+		"missing id":        {signer.Sign([]byte(body)), "", http.StatusBadRequest},
+	} {
+		assert.Equal(t, tc.status, postWebhook(t, s, body, tc.sig, tc.id).StatusCode, name)
+	}
+	select {
+	case <-got:
+		t.Fatal("the stream ended before a good delivery")
+	default:
+	}
+	assert.Equal(t, http.StatusOK, postWebhook(t, s, body, signer.Sign([]byte(body)), "d-1").StatusCode)
+	assert.Equal(t, http.StatusConflict, postWebhook(t, s, body, signer.Sign([]byte(body)), "d-1").StatusCode, "a replay")
+
+	select {
+	case res := <-got:
+		require.NoError(t, res.err)
+		require.NotEmpty(t, res.evs)
+		last := res.evs[len(res.evs)-1]
+		assert.Equal(t, "response.completed", last.Type)
+		assert.Contains(t, last.Response.OutputText(), "Fixed the bug.")
+	case <-time.After(5 * time.Second):
+		t.Fatal("the webhook did not wake the waiting stream")
+	}
+
+	// Without CLOUD_WEBHOOK_SECRET there is no such route.
+	off := newStack(t, cloudEnv(fake), script(t))
+	assert.Equal(t, http.StatusNotFound, postWebhook(t, off, body, signer.Sign([]byte(body)), "d-2").StatusCode)
 }

@@ -117,6 +117,10 @@ func New(opts Options) http.Handler {
 	rv1.GET("/:id", s.getResponse)
 	rv1.DELETE("/:id", s.deleteResponse)
 	rv1.POST("/:id/cancel", s.cancelResponse)
+	if opts.Cloud != nil && opts.Cloud.Webhooks != nil {
+		// Cursor signs its deliveries; it has no key of this gateway.
+		r.POST("/v1/cloud/webhook", useDoor(openaiDoor), s.cloudWebhook)
+	}
 	msgs := r.Group("/v1/messages", entry(useDoor(anthropicDoor))...)
 	msgs.POST("", s.messages)
 	msgs.POST("/count_tokens", s.countTokens)

@@ -74,7 +74,7 @@ func cloudService(cfg *config.Config, logger *slog.Logger) *cloud.Service {
 	// bounded by its request's context and CLOUD_MAX_WAIT.
 	client := cloud.NewClient(cfg.CloudAPIURL, cfg.CursorAPIKeys()[0], &http.Client{})
 	return cloud.New(cloud.Config{IDSecret: secret, MaxWait: cfg.CloudMaxWait.Duration(), PollInterval: cfg.CloudPollInterval.Duration(),
-		ModelsTTL: cfg.CursorModelsTTL.Duration(), Logger: logger}, client)
+		ModelsTTL: cfg.CursorModelsTTL.Duration(), WebhookSecret: cfg.CloudWebhookSecret, Logger: logger}, client)
 }
 
 // FromConfig builds the gateway the configuration describes.

@@ -168,3 +168,33 @@ func TestModelNames(t *testing.T) {
 	down := cloud.New(cloud.Config{}, cloud.NewClient(fake.URL, "wrong", nil))
 	assert.Equal(t, []string{"cursor-cloud"}, down.ModelNames(context.Background()))
 }
+
+func TestWebhooks(t *testing.T) {
+	w := cloud.NewWebhooks("0123456789abcdef0123456789abcdef", time.Minute, 2)
+	body := []byte(`{"id":"bc-1","status":"FINISHED"}`)
+	sig := w.Sign(body)
+	assert.True(t, w.Verify(body, sig))
+	for name, bad := range map[string]string{"empty": "", "no scheme": strings.TrimPrefix(sig, "sha256="), "not hex": "sha256=zz",
+		"other body": w.Sign([]byte("{}")), "truncated": sig[:len(sig)-2]} {
+		assert.False(t, w.Verify(body, bad), name)
+	}
+
+	now := time.Now()
+	assert.True(t, w.FirstDelivery("a", now))
+	assert.False(t, w.FirstDelivery("a", now), "a replay")
+	assert.True(t, w.FirstDelivery("a", now.Add(2*time.Minute)), "past the window")
+	assert.True(t, w.FirstDelivery("b", now.Add(2*time.Minute)))
+	assert.True(t, w.FirstDelivery("c", now.Add(2*time.Minute)), "over max, the oldest is forgotten")
+
+	ch, stop := w.Wait("bc-1")
+	_, stopOther := w.Wait("bc-2")
+	defer stopOther()
+	assert.Equal(t, 1, w.Wake("bc-1"))
+	select {
+	case <-ch:
+	default:
+		t.Fatal("not woken")
+	}
+	stop()
+	assert.Equal(t, 0, w.Wake("bc-1"))
+}

@@ -37,14 +37,20 @@ type Config struct {
 	PollInterval time.Duration
 	// ModelsTTL is how long the account's model list is kept.
 	ModelsTTL time.Duration
-	Logger    *slog.Logger
+	// WebhookSecret, when set, turns on webhook deliveries
+	// (CLOUD_WEBHOOK_SECRET).
+	WebhookSecret string
+	Logger        *slog.Logger
 }
 
 // Service is what the Responses door uses: the client, the id signer,
 // the bounds, and the account's models, cached.
 type Service struct {
 	*Client
-	IDs          *IDs
+	IDs *IDs
+	// Webhooks verifies deliveries and wakes waiting requests; nil
+	// without CLOUD_WEBHOOK_SECRET.
+	Webhooks     *Webhooks
 	MaxWait      time.Duration
 	PollInterval time.Duration
 	modelsTTL    time.Duration
@@ -69,8 +75,13 @@ func New(cfg Config, client *Client) *Service {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{Client: client, IDs: NewIDs(cfg.IDSecret), MaxWait: cfg.MaxWait, PollInterval: cfg.PollInterval,
+	s := &Service{Client: client, IDs: NewIDs(cfg.IDSecret), MaxWait: cfg.MaxWait, PollInterval: cfg.PollInterval,
 		modelsTTL: cfg.ModelsTTL, logger: cfg.Logger}
+	if cfg.WebhookSecret != "" {
+		// A day of delivery ids, at most 100 000 (a few MB).
+		s.Webhooks = NewWebhooks(cfg.WebhookSecret, 24*time.Hour, 100_000)
+	}
+	return s
 }
 
 // modelsTimeout bounds the model list's fetch within a /v1/models request.

@@ -95,6 +95,9 @@ type Options struct {
 	// DropStreamAfter, when positive, cuts each run's first stream after
 	// that many events, so that the client must resume by Last-Event-ID.
 	DropStreamAfter int
+	// StreamsFail makes every run stream answer 503, so that a client
+	// must poll.
+	StreamsFail bool
 }
 
 // Server is a running fake.
@@ -611,6 +614,10 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	if rn == nil {
 		writeError(w, http.StatusNotFound, "not_found", "run not found")
+		return
+	}
+	if s.opts.StreamsFail {
+		writeError(w, http.StatusServiceUnavailable, "unavailable", "streaming is down")
 		return
 	}
 	next := 0
