@@ -13,8 +13,11 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
 	"github.com/openai/openai-go/v3/shared"
+
+	wire "cursor2api/handlers/responses"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"cursor2api/services/cloud"
 	"cursor2api/services/cloud/cloudtest"
@@ -465,4 +468,72 @@ func TestCloudWebhook(t *testing.T) {
 	// Without CLOUD_WEBHOOK_SECRET there is no such route.
 	off := newStack(t, cloudEnv(fake), script(t))
 	assert.Equal(t, http.StatusNotFound, postWebhook(t, off, body, signer.Sign([]byte(body)), "d-2").StatusCode)
+}
+
+// TestCloudClientLeaves: a client that leaves a request without
+// background cancels its run, and nothing the request started outlives it.
+func TestCloudClientLeaves(t *testing.T) {
+	// Checked after the servers' cleanups (the first cleanup runs last).
+	before := goleak.IgnoreCurrent()
+	t.Cleanup(func() {
+		http.DefaultTransport.(*http.Transport).CloseIdleConnections()
+		goleak.VerifyNone(t, before)
+	})
+	fake := cloudtest.NewServer(t, cloudtest.Options{})
+	s := newStack(t, cloudEnv(fake), script(t))
+	c := cloudClient(s)
+	ctx, cancel := context.WithCancel(context.Background())
+	st := c.Responses.NewStreaming(ctx, cloudParams("a long task", false, nil))
+	var agentID string
+	for st.Next() {
+		ev := st.Current()
+		if ev.Type == "response.output_text.delta" {
+			break
+		}
+	}
+	cancel()
+	_ = st.Close()
+	creates := fake.CallsTo("POST /v1/agents")
+	require.Len(t, creates, 1)
+	require.Eventually(t, func() bool {
+		for _, call := range fake.Calls() {
+			if strings.HasSuffix(call.Path, "/cancel") {
+				agentID = strings.Split(call.Path, "/")[3]
+				return true
+			}
+		}
+		return false
+	}, 5*time.Second, 10*time.Millisecond, "the run is cancelled")
+	prompts := fake.Prompts(agentID)
+	assert.Equal(t, []string{"a long task"}, prompts)
+}
+
+func TestCloudPrompt(t *testing.T) {
+	for _, tc := range []struct {
+		name, input, instructions string
+		text                      string
+		images                    []cloud.Image
+		param                     string
+	}{
+		{name: "string", input: `"fix it"`, text: "fix it"},
+		{name: "instructions first", input: `"fix it"`, instructions: "Be brief.", text: "Be brief.\n\nfix it"},
+		{name: "messages and images", input: `[{"role":"user","content":[{"type":"input_text","text":"look"},{"type":"input_image","image_url":"data:image/png;base64,iVBOR"},{"type":"input_image","image_url":"https://example.com/a.png"}]}]`,
+			text: "look", images: []cloud.Image{{Data: "iVBOR", MimeType: "image/png"}, {URL: "https://example.com/a.png"}}},
+		{name: "bad image", input: `[{"role":"user","content":[{"type":"input_text","text":"x"},{"type":"input_image","image_url":"file:///etc/passwd"}]}]`, param: "input[0].content[1].image_url"},
+		{name: "tool output", input: `[{"type":"function_call_output","call_id":"c","output":"x"}]`, param: "input[0].type"},
+		{name: "empty", input: `"  "`, param: "input"},
+		{name: "not input", input: `42`, param: "input"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := cloudPrompt(&wire.Request{Input: json.RawMessage(tc.input), Instructions: tc.instructions})
+			if tc.param != "" {
+				require.NotNil(t, err)
+				assert.Equal(t, tc.param, err.Param)
+				return
+			}
+			require.Nil(t, err)
+			assert.Equal(t, tc.text, p.Text)
+			assert.Equal(t, tc.images, p.Images)
+		})
+	}
 }
