@@ -282,6 +282,7 @@ func (s *server) createCloudResponse(c *gin.Context, wire *responses.Request, mo
 		writeError(c, asError(f.err))
 		return
 	}
+	final.Background = wire.Background
 	c.PureJSON(http.StatusOK, final)
 }
 
@@ -480,6 +481,9 @@ func cloudSnapshot(id string, ref cloud.Ref, run cloud.Run, agent *cloud.Agent, 
 	}}
 	if agent != nil && agent.URL != "" {
 		r.Metadata["agent_url"] = agent.URL
+	}
+	if agent != nil && len(agent.Repos) > 0 {
+		r.Metadata["repository"] = agent.Repos[0].URL
 	}
 	if run.Git != nil {
 		for _, b := range run.Git.Branches {

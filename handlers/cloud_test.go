@@ -119,6 +119,7 @@ func TestCloudBackgroundPoll(t *testing.T) {
 	assert.Equal(t, "cursor/fix-bug", done.Metadata["branch"])
 	assert.Contains(t, done.Metadata["agent_url"], done.Metadata["agent_id"])
 	assert.Equal(t, "cursor-cloud/composer-2", string(done.Model))
+	assert.Equal(t, "https://github.com/acme/widgets", done.Metadata["repository"])
 
 	creates := fake.CallsTo("POST /v1/agents")
 	require.Len(t, creates, 1)
@@ -203,6 +204,7 @@ func TestCloudWaitsWithoutBackground(t *testing.T) {
 	r, err := c.Responses.New(context.Background(), cloudParams("fix the bug", false, nil))
 	require.NoError(t, err)
 	assert.Equal(t, responses.ResponseStatusCompleted, r.Status)
+	assert.False(t, r.Background)
 	assert.Contains(t, r.OutputText(), "Fixed the bug.")
 
 	// A run past CLOUD_MAX_WAIT is cancelled and the request says why.
