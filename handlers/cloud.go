@@ -701,7 +701,8 @@ func (f *cloudFollower) watch(ctx context.Context) (*cloud.Run, error) {
 			}
 			return nil
 		})
-		if final != nil || ctx.Err() != nil {
+		if final != nil || ctx.Err() != nil || err == nil {
+			// err nil: done came without a result; the run says how it ended.
 			break
 		}
 		var apiErr *models.Error

@@ -539,3 +539,18 @@ func TestCloudPrompt(t *testing.T) {
 		})
 	}
 }
+
+// TestCloudStreamWithoutResult: a stream that ends (done) without a result
+// event is finished from the run itself.
+func TestCloudStreamWithoutResult(t *testing.T) {
+	fake := cloudtest.NewServer(t, cloudtest.Options{OmitResult: true})
+	s := newStack(t, cloudEnv(fake), script(t))
+	c := cloudClient(s)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	evs := readCloudStream(t, c.Responses.NewStreaming(ctx, cloudParams("fix the bug", false, nil)))
+	require.NotEmpty(t, evs)
+	last := evs[len(evs)-1]
+	assert.Equal(t, "response.completed", last.Type)
+	assert.Equal(t, "https://github.com/acme/widgets/pull/7", last.Response.Metadata["pr_url"])
+}

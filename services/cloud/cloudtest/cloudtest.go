@@ -98,6 +98,8 @@ type Options struct {
 	// StreamsFail makes every run stream answer 503, so that a client
 	// must poll.
 	StreamsFail bool
+	// OmitResult ends run streams with done but no result event.
+	OmitResult bool
 }
 
 // Server is a running fake.
@@ -548,7 +550,9 @@ func (s *Server) play(a *agent, rn *run, sc Script) {
 // finishLocked sends a terminal run's last events.
 func (s *Server) finishLocked(rn *run) {
 	rn.emitLocked("status", map[string]string{"status": rn.Status})
-	rn.emitLocked("result", runJSON(rn))
+	if !s.opts.OmitResult {
+		rn.emitLocked("result", runJSON(rn))
+	}
 	rn.emitLocked("done", map[string]any{})
 }
 
