@@ -247,7 +247,8 @@ func (s *server) createCloudResponse(c *gin.Context, wire *responses.Request, mo
 			writeError(c, e)
 			return
 		}
-		ref = cloud.Ref{AgentID: prev.AgentID, RunID: run.ID, Model: wire.Model, Created: time.Now().Unix()}
+		ref = cloud.Ref{AgentID: prev.AgentID, RunID: run.ID, Model: wire.Model, Created: time.Now().Unix(),
+			PrevRunID: prev.RunID, PrevModel: prev.Model, PrevCreated: prev.Created}
 	} else {
 		agent, run, err := s.Cloud.CreateAgent(ctx, &l.create)
 		if err != nil {
@@ -265,12 +266,10 @@ func (s *server) createCloudResponse(c *gin.Context, wire *responses.Request, mo
 	s.Logger.Info("cloud: run started", "request_id", c.GetString(keyRequestID), "agent_id", ref.AgentID, "run_id", ref.RunID, "background", wire.Background)
 	if wire.Background && !wire.Stream {
 		run := cloud.Run{ID: ref.RunID, AgentID: ref.AgentID, Status: cloud.StatusCreating}
-		resp := cloudSnapshot(id, ref, run, nil, "")
-		resp.PreviousResponseID = optional(wire.PreviousResponseID)
-		c.PureJSON(http.StatusOK, resp)
+		c.PureJSON(http.StatusOK, s.cloudSnapshot(id, ref, run, nil, ""))
 		return
 	}
-	f := &cloudFollower{s: s, ref: ref, id: id, after: -1, foreground: !wire.Background, prev: wire.PreviousResponseID}
+	f := &cloudFollower{s: s, ref: ref, id: id, after: -1, foreground: !wire.Background}
 	if wire.Stream {
 		f.w = s.eventStream(c, nil)
 	}
@@ -284,13 +283,6 @@ func (s *server) createCloudResponse(c *gin.Context, wire *responses.Request, mo
 	}
 	final.Background = wire.Background
 	c.PureJSON(http.StatusOK, final)
-}
-
-func optional(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
 }
 
 // cloudID decodes the id of a cloud route or answers 404.
@@ -368,7 +360,7 @@ func (s *server) cloudNow(ctx context.Context, id string, ref cloud.Ref) (cloudR
 			agent = &a
 		}
 	}
-	return cloudSnapshot(id, ref, run, agent, ""), nil
+	return s.cloudSnapshot(id, ref, run, agent, ""), nil
 }
 
 // cloudGone turns the upstream's 404 for a run into the door's.
@@ -469,6 +461,17 @@ func cloudFinalText(run *cloud.Run, streamed string) string {
 	return text
 }
 
+// cloudSnapshot is cloudSnapshot with the previous response's id, which
+// the id's reference tells.
+func (s *server) cloudSnapshot(id string, ref cloud.Ref, run cloud.Run, agent *cloud.Agent, streamed string) cloudResponse {
+	r := cloudSnapshot(id, ref, run, agent, streamed)
+	if prev, ok := ref.Prev(); ok {
+		p := s.Cloud.IDs.Encode(prev)
+		r.PreviousResponseID = &p
+	}
+	return r
+}
+
 // cloudSnapshot is the response object of a run as it stands. streamed
 // is the text streamed so far (for a run still going).
 func cloudSnapshot(id string, ref cloud.Ref, run cloud.Run, agent *cloud.Agent, streamed string) cloudResponse {
@@ -531,7 +534,6 @@ type cloudFollower struct {
 	s     *server
 	ref   cloud.Ref
 	id    string
-	prev  string
 	w     *sse.Writer
 	after int // write only the events numbered above this
 	// foreground: the request owns the run; it cancels it when it leaves
@@ -554,8 +556,7 @@ func (f *cloudFollower) emit(ev responses.Event) error {
 }
 
 func (f *cloudFollower) snapshot(run cloud.Run, agent *cloud.Agent) *responses.Response {
-	r := cloudSnapshot(f.id, f.ref, run, agent, f.streamed.String())
-	r.PreviousResponseID = optional(f.prev)
+	r := f.s.cloudSnapshot(f.id, f.ref, run, agent, f.streamed.String())
 	return &r.Response
 }
 
@@ -622,8 +623,7 @@ func (f *cloudFollower) follow(ctx context.Context) *cloudResponse {
 	if a, err := s.Cloud.GetAgent(ctx, f.ref.AgentID); err == nil {
 		agent = &a
 	}
-	resp := cloudSnapshot(f.id, f.ref, *final, agent, f.streamed.String())
-	resp.PreviousResponseID = optional(f.prev)
+	resp := s.cloudSnapshot(f.id, f.ref, *final, agent, f.streamed.String())
 	// The message: the rest of the final text, then its end.
 	text := cloudFinalText(final, f.streamed.String())
 	if rest, ok := strings.CutPrefix(text, f.streamed.String()); ok {

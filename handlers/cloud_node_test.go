@@ -69,6 +69,7 @@ func TestCloudOpenAINode(t *testing.T) {
 	assert.Equal(t, "response.completed", events[len(events)-1].([]any)[1])
 	assert.Equal(t, "completed", lines["follow_up"]["status"])
 	assert.Equal(t, lines["done"]["metadata"].(map[string]any)["agent_id"], lines["follow_up"]["agent_id"], "the follow-up runs on the same agent")
+	assert.Equal(t, lines["created"]["id"], lines["follow_up"]["previous"])
 	assert.Equal(t, "cancelled", lines["cancelled"]["status"])
 	assert.EqualValues(t, 404, lines["forged"]["status"])
 }

@@ -261,6 +261,7 @@ func TestCloudFollowUp(t *testing.T) {
 	again := pollDone(t, c, second.ID)
 	assert.Equal(t, responses.ResponseStatusCompleted, again.Status)
 	assert.Equal(t, done.Metadata["agent_id"], again.Metadata["agent_id"], "the same agent")
+	assert.Equal(t, first.ID, again.PreviousResponseID, "GET tells the previous response too")
 	assert.NotEqual(t, done.Metadata["run_id"], again.Metadata["run_id"])
 	assert.Equal(t, []string{"fix the bug", "now add a test"}, fake.Prompts(done.Metadata["agent_id"]))
 

@@ -45,7 +45,7 @@ try {
 
   const follow = await client.responses.create({ model: "cursor-cloud", input: "now add a test", background: true, previous_response_id: created.id });
   const followDone = await poll(follow.id);
-  out({ type: "follow_up", status: followDone.status, agent_id: followDone.metadata.agent_id });
+  out({ type: "follow_up", status: followDone.status, agent_id: followDone.metadata.agent_id, previous: followDone.previous_response_id ?? null });
 
   const long = await client.responses.create({ model: "cursor-cloud", input: "a long task", background: true, metadata });
   const cancelled = await client.responses.cancel(long.id);

@@ -29,6 +29,17 @@ func TestIDs(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, ref, got)
 
+	follow := cloud.Ref{AgentID: "bc-1", RunID: "run-3", Model: "cursor-cloud", Created: 1700000100, PrevRunID: "run-2", PrevModel: ref.Model, PrevCreated: ref.Created}
+	fid := ids.Encode(follow)
+	got, ok = ids.Decode(fid)
+	require.True(t, ok)
+	assert.Equal(t, follow, got)
+	prev, ok := got.Prev()
+	require.True(t, ok)
+	assert.Equal(t, id, ids.Encode(prev), "the previous response's id, rebuilt")
+	_, ok = ref.Prev()
+	assert.False(t, ok)
+
 	_, ok = cloud.NewIDs("other secret").Decode(id)
 	assert.False(t, ok, "another deployment's id")
 	payload, mac, _ := strings.Cut(strings.TrimPrefix(id, cloud.IDPrefix), ".")

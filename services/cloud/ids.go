@@ -13,10 +13,23 @@ import (
 const IDPrefix = "resp_cloud_"
 
 // Ref is what a cloud response id says: the agent, the run, the model the
-// client asked for and when the response was created (Unix seconds).
+// client asked for and when the response was created (Unix seconds); for
+// a follow-up, also the run, model and time of the response it followed
+// (on the same agent), so that its previous_response_id can be told.
 type Ref struct {
 	AgentID, RunID, Model string
 	Created               int64
+
+	PrevRunID, PrevModel string
+	PrevCreated          int64
+}
+
+// Prev is the reference of the response r followed, if any.
+func (r Ref) Prev() (Ref, bool) {
+	if r.PrevRunID == "" {
+		return Ref{}, false
+	}
+	return Ref{AgentID: r.AgentID, RunID: r.PrevRunID, Model: r.PrevModel, Created: r.PrevCreated}, true
 }
 
 // IDs signs and reads cloud response ids. An id carries its agent and run
@@ -41,6 +54,9 @@ const macLen = 16
 // Encode returns the response id of r.
 func (k *IDs) Encode(r Ref) string {
 	payload := r.AgentID + "\x00" + r.RunID + "\x00" + r.Model + "\x00" + strconv.FormatInt(r.Created, 10)
+	if r.PrevRunID != "" {
+		payload += "\x00" + r.PrevRunID + "\x00" + r.PrevModel + "\x00" + strconv.FormatInt(r.PrevCreated, 10)
+	}
 	return IDPrefix + base64.RawURLEncoding.EncodeToString([]byte(payload)) + "." + base64.RawURLEncoding.EncodeToString(k.mac(payload))
 }
 
@@ -67,14 +83,21 @@ func (k *IDs) Decode(id string) (Ref, bool) {
 		return Ref{}, false
 	}
 	f := strings.Split(string(payload), "\x00")
-	if len(f) != 4 || f[0] == "" || f[1] == "" {
+	if (len(f) != 4 && len(f) != 7) || f[0] == "" || f[1] == "" {
 		return Ref{}, false
 	}
 	created, err := strconv.ParseInt(f[3], 10, 64)
 	if err != nil {
 		return Ref{}, false
 	}
-	return Ref{AgentID: f[0], RunID: f[1], Model: f[2], Created: created}, true
+	r := Ref{AgentID: f[0], RunID: f[1], Model: f[2], Created: created}
+	if len(f) == 7 {
+		if r.PrevCreated, err = strconv.ParseInt(f[6], 10, 64); err != nil || f[4] == "" {
+			return Ref{}, false
+		}
+		r.PrevRunID, r.PrevModel = f[4], f[5]
+	}
+	return r, true
 }
 
 // IsID reports whether id has the form of a cloud response id (signed or
