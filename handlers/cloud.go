@@ -231,13 +231,15 @@ func (s *server) createCloudResponse(c *gin.Context, wire *responses.Request, mo
 		return
 	}
 	var ref cloud.Ref
+	var run cloud.Run
+	var err error
 	if wire.PreviousResponseID != "" {
 		prev, ok := s.Cloud.IDs.Decode(wire.PreviousResponseID)
 		if !ok {
 			writeError(c, models.InvalidRequest("previous_response_id", "previous_response_id %q is not a cloud response of this gateway", utils.Clip(wire.PreviousResponseID, utils.QuoteLen)))
 			return
 		}
-		run, err := s.Cloud.CreateRun(ctx, prev.AgentID, l.prompt, l.create.Model)
+		run, err = s.Cloud.CreateRun(ctx, prev.AgentID, l.prompt, l.create.Model)
 		if err != nil {
 			e := asError(err)
 			if e.Status == http.StatusConflict {
@@ -250,7 +252,8 @@ func (s *server) createCloudResponse(c *gin.Context, wire *responses.Request, mo
 		ref = cloud.Ref{AgentID: prev.AgentID, RunID: run.ID, Model: wire.Model, Created: time.Now().Unix(),
 			PrevRunID: prev.RunID, PrevModel: prev.Model, PrevCreated: prev.Created}
 	} else {
-		agent, run, err := s.Cloud.CreateAgent(ctx, &l.create)
+		var agent cloud.Agent
+		agent, run, err = s.Cloud.CreateAgent(ctx, &l.create)
 		if err != nil {
 			e := asError(err)
 			if l.repo != "" && (e.Kind == models.KindPermission || e.Kind == models.KindNotFound) {
@@ -265,7 +268,8 @@ func (s *server) createCloudResponse(c *gin.Context, wire *responses.Request, mo
 	id := s.Cloud.IDs.Encode(ref)
 	s.Logger.Info("cloud: run started", "request_id", c.GetString(keyRequestID), "agent_id", ref.AgentID, "run_id", ref.RunID, "background", wire.Background)
 	if wire.Background && !wire.Stream {
-		run := cloud.Run{ID: ref.RunID, AgentID: ref.AgentID, Status: cloud.StatusCreating}
+		// The run as created: CREATING, which reads as queued.
+		run.ID, run.AgentID = ref.RunID, ref.AgentID
 		c.PureJSON(http.StatusOK, s.cloudSnapshot(id, ref, run, nil, ""))
 		return
 	}
