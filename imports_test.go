@@ -17,6 +17,7 @@ var wiring = []string{
 	"services/webchat", "services/vercel", "services/agentcli", "services/metrics", "services/readiness",
 	"services/native", "services/native/keys", "services/native/agentv1", "services/native/agentv1/agentv1connect",
 	"services/native/aiserverv1", "services/native/aiserverv1/aiserverv1connect",
+	"services/cloud",
 }
 
 // with returns rules and more, as a new slice.
@@ -58,6 +59,10 @@ var importRules = map[string][]string{
 	"services/state":           {"utils"},
 	"services/state/redistest": nil,
 	"services/usage":           {"utils", "services/state"},
+	// Cursor's Cloud Agents client (not a chat back door: the Responses
+	// door serves its runs directly), and its fake for tests.
+	"services/cloud":           {"models", "utils"},
+	"services/cloud/cloudtest": nil,
 	// Metrics and readiness see the back door only through its contract.
 	"services/metrics":   {"models", "services/upstream"},
 	"services/readiness": {"models", "utils", "services/upstream"},
@@ -70,7 +75,7 @@ var importRules = map[string][]string{
 	// error body.
 	"handlers/responses": {"models", "utils", "handlers/sse", "handlers/openai", "services/state"},
 	// The HTTP surface reaches back doors only through the core.
-	"handlers": {"models", "utils", "utils/toolproto", "services/upstream", "services/chat", "handlers/sse", "handlers/openai", "handlers/responses", "handlers/anthropic", "services/metrics", "services/readiness", "services/state", "services/usage"},
+	"handlers": {"models", "utils", "utils/toolproto", "services/upstream", "services/chat", "handlers/sse", "handlers/openai", "handlers/responses", "handlers/anthropic", "services/metrics", "services/readiness", "services/state", "services/usage", "services/cloud"},
 	// Runs the gateway a configuration describes, for main and bench:
 	// the one HTTP package that reads config (handlers itself never does).
 	"handlers/server": with(wiring, "services", "handlers/sse", "handlers/openai", "handlers/responses", "handlers/anthropic", "handlers", "services/state", "services/usage"),

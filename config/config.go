@@ -168,6 +168,20 @@ type Config struct {
 	CursorParkMax   int     `env:"CURSOR_PARK_MAX" envDefault:"256"`
 	CursorParkTTL   Seconds `env:"CURSOR_PARK_TTL" envDefault:"300"`
 	CursorParkBytes int64   `env:"CURSOR_PARK_BYTES" envDefault:"268435456"`
+	// Cursor Cloud Agents behind the Responses API (CLOUD_AGENTS=on, with
+	// CURSOR_API_KEY's first key): CloudAPIURL is the API, CloudMaxWait
+	// bounds a request that waits for its run, CloudPollInterval paces
+	// polling when a run's stream fails, and CloudIDSecret, when set,
+	// signs the response ids instead of API_KEY and CURSOR_API_KEY (set
+	// it alike on every replica).
+	CloudAgents       string  `env:"CLOUD_AGENTS" envDefault:"off"`
+	CloudAPIURL       string  `env:"CLOUD_API_URL" envDefault:"https://api.cursor.com"`
+	CloudMaxWait      Seconds `env:"CLOUD_MAX_WAIT" envDefault:"1800"`
+	CloudPollInterval Seconds `env:"CLOUD_POLL_INTERVAL" envDefault:"5"`
+	CloudIDSecret     string  `env:"CLOUD_ID_SECRET"`
+	// CloudWebhookSecret, when set, turns on POST /v1/cloud/webhook for
+	// Cursor's signed webhook deliveries.
+	CloudWebhookSecret string `env:"CLOUD_WEBHOOK_SECRET"`
 	// AliasesSet is true when MODEL_ALIASES was given rather than
 	// defaulted; the cursor backend then adds no aliases of its own.
 	AliasesSet bool `env:"-"`
@@ -423,6 +437,27 @@ func (c *Config) validate() error {
 		bad("BACKEND=%q: use web (Cursor's web chat), agent (the Cursor Agent CLI) or cursor (Cursor's agent API with CURSOR_API_KEY)", c.Backend)
 	}
 	errs = append(errs, c.validateCursor()...)
+	switch c.CloudAgents {
+	case "off", "":
+	case "on":
+		if len(c.CursorAPIKeys()) == 0 {
+			bad("CLOUD_AGENTS=on needs CURSOR_API_KEY (a Cursor API key from cursor.com/dashboard)")
+		}
+		if u, err := url.Parse(c.CloudAPIURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("CLOUD_API_URL=%q: must be an absolute http or https URL", c.CloudAPIURL)
+		}
+		if c.CloudMaxWait.Duration() < time.Second {
+			bad("CLOUD_MAX_WAIT=%s: must be at least 1 second", c.CloudMaxWait.Duration())
+		}
+		if c.CloudWebhookSecret != "" && len(c.CloudWebhookSecret) < 32 {
+			bad("CLOUD_WEBHOOK_SECRET is %d characters: use at least 32 (the secret Cursor signs webhooks with)", len(c.CloudWebhookSecret))
+		}
+		if c.CloudPollInterval.Duration() < 100*time.Millisecond {
+			bad("CLOUD_POLL_INTERVAL=%s: must be at least 0.1 second", c.CloudPollInterval.Duration())
+		}
+	default:
+		bad("CLOUD_AGENTS=%q: use on (serve Cursor Cloud Agents as the cursor-cloud models of /v1/responses) or off", c.CloudAgents)
+	}
 	if strings.TrimSpace(c.AgentBin) == "" {
 		bad("AGENT_BIN is empty: name the Cursor Agent CLI, e.g. agent or /home/me/.local/bin/agent")
 	}
@@ -541,6 +576,9 @@ func (c *Config) validateCursor() []error {
 	}
 	return errs
 }
+
+// CloudOn reports whether Cursor Cloud Agents are served.
+func (c *Config) CloudOn() bool { return c.CloudAgents == "on" }
 
 // CursorAPIKeys is CURSOR_API_KEY split into its comma-separated keys.
 func (c *Config) CursorAPIKeys() []string {

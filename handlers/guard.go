@@ -55,7 +55,10 @@ func guard(hosts, origins []string, timeout time.Duration) gin.HandlerFunc {
 				return
 			}
 		}
-		if r.ContentLength == 0 && len(r.TransferEncoding) == 0 {
+		// openai-go's GetStreaming sends {"stream":true} in the body of a
+		// GET with no Content-Type; a GET changes nothing, so its body
+		// needs no guard.
+		if (r.ContentLength == 0 && len(r.TransferEncoding) == 0) || (r.Method == http.MethodGet && r.Header.Get("Content-Type") == "") {
 			c.Next()
 			return
 		}

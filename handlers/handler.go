@@ -21,6 +21,7 @@ import (
 	"cursor2api/handlers/responses"
 	"cursor2api/models"
 	"cursor2api/services/chat"
+	"cursor2api/services/cloud"
 	"cursor2api/services/metrics"
 	"cursor2api/services/readiness"
 	"cursor2api/services/usage"
@@ -68,6 +69,9 @@ type Options struct {
 	AllowedHosts    []string
 	AllowedOrigins  []string
 	BodyReadTimeout time.Duration
+	// Cloud, when not nil, serves Cursor Cloud Agents as the cloud models
+	// of the Responses door (CLOUD_AGENTS=on).
+	Cloud *cloud.Service
 	// Drain, when it ends, ends the answers still in flight with the
 	// door's error event (the server's drain time is up). Nil: never.
 	Drain context.Context
@@ -126,6 +130,11 @@ func New(opts Options) http.Handler {
 	if opts.Usage != nil {
 		r.GET("/v1/organization/usage/completions", useDoor(openaiDoor), adminAuth(opts.AdminKey), s.usageCompletions)
 	}
+	rv1.POST("/:id/cancel", s.cancelResponse)
+	if opts.Cloud != nil && opts.Cloud.Webhooks != nil {
+		// Cursor signs its deliveries; it has no key of this gateway.
+		r.POST("/v1/cloud/webhook", useDoor(openaiDoor), s.cloudWebhook)
+	}
 	msgs := r.Group("/v1/messages", entry(useDoor(anthropicDoor))...)
 	msgs.POST("", s.messages)
 	msgs.POST("/count_tokens", s.countTokens)
@@ -149,8 +158,12 @@ func (s *server) health(c *gin.Context) {
 }
 
 func (s *server) listModels(c *gin.Context) {
+	names := s.Catalog.Names()
+	if s.Cloud != nil {
+		names = append(names[:len(names):len(names)], s.Cloud.ModelNames(c.Request.Context())...)
+	}
 	if doorOf(c) == anthropicDoor {
-		list := anthropic.ModelListOf(s.Catalog.Names(), s.started)
+		list := anthropic.ModelListOf(names, s.started)
 		for i := range list.Data {
 			// The upstream's own display name, when it gave one.
 			list.Data[i].DisplayName = s.Catalog.DisplayName(list.Data[i].ID)
@@ -158,5 +171,5 @@ func (s *server) listModels(c *gin.Context) {
 		c.JSON(http.StatusOK, list)
 		return
 	}
-	c.JSON(http.StatusOK, openai.ModelListOf(s.Catalog.Names(), s.started))
+	c.JSON(http.StatusOK, openai.ModelListOf(names, s.started))
 }

@@ -100,6 +100,7 @@ func newStack(t testing.TB, env map[string]string, reply func(int, cursortest.Re
 		Usage: ledger, AdminKey: cfg.AdminKey, Backend: cfg.Backend,
 		Responses: store.Store, Metrics: gw.Metrics, Readiness: gw.Readiness,
 		AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins, BodyReadTimeout: cfg.BodyReadTimeout.Duration(),
+		Cloud: gw.Cloud,
 	})
 	srv := httptest.NewServer(handler)
 	t.Cleanup(func() {

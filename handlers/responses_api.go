@@ -11,6 +11,7 @@ import (
 
 	"cursor2api/handlers/responses"
 	"cursor2api/models"
+	"cursor2api/services/cloud"
 	"cursor2api/utils"
 )
 
@@ -25,6 +26,16 @@ func (s *server) createResponse(c *gin.Context) {
 		return
 	}
 	c.Set(keyModel, wire.Model)
+	if s.Cloud != nil {
+		if model, ok := cloud.UpstreamModel(wire.Model); ok {
+			s.createCloudResponse(c, &wire, model)
+			return
+		}
+	}
+	if wire.Background {
+		writeError(c, models.InvalidRequest("background", "background: true is served for the cloud models only (cursor-cloud, with CLOUD_AGENTS=on); model %q answers in the request", utils.Clip(wire.Model, utils.QuoteLen)))
+		return
+	}
 	requestID := c.GetString(keyRequestID)
 	var history []json.RawMessage
 	if wire.PreviousResponseID != "" {
@@ -116,6 +127,10 @@ func (s *server) keepResponse(c *gin.Context, wire *responses.Request, dec *resp
 
 // getResponse is GET /v1/responses/{id}.
 func (s *server) getResponse(c *gin.Context) {
+	if cloud.IsID(c.Param("id")) {
+		s.getCloudResponse(c, c.Param("id"))
+		return
+	}
 	st, ok, err := s.Responses.Get(c.Request.Context(), c.Param("id"))
 	if err != nil {
 		writeError(c, s.storeError(c, err))

@@ -13,12 +13,14 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"strings"
 	"time"
 
 	"cursor2api/config"
 	"cursor2api/models"
 	"cursor2api/services/agentcli"
 	"cursor2api/services/chat"
+	"cursor2api/services/cloud"
 	"cursor2api/services/human"
 	"cursor2api/services/metrics"
 	"cursor2api/services/native"
@@ -54,9 +56,27 @@ type Gateway struct {
 	Readiness *readiness.Tracker
 	// Egress is the pool of PROXY_URL's proxies; nil without proxies.
 	Egress *webchat.EgressPool
+	// Cloud serves Cursor Cloud Agents (CLOUD_AGENTS=on); nil when off.
+	Cloud *cloud.Service
 	// Human is the x-is-human provider, for health reports and the xih
 	// command.
 	Human *human.Provider
+}
+
+// cloudService is the Cloud Agents service CLOUD_AGENTS=on asks for, on
+// CURSOR_API_KEY's first key. Its response ids are signed with
+// CLOUD_ID_SECRET, or else with a key derived from API_KEY and
+// CURSOR_API_KEY, so that every replica of one deployment reads them.
+func cloudService(cfg *config.Config, logger *slog.Logger) *cloud.Service {
+	secret := cfg.CloudIDSecret
+	if secret == "" {
+		secret = strings.Join(cfg.APIKeys, ",") + "\x00" + cfg.CursorAPIKey
+	}
+	// No total timeout: a run's stream lasts minutes; every call is
+	// bounded by its request's context and CLOUD_MAX_WAIT.
+	client := cloud.NewClient(cfg.CloudAPIURL, cfg.CursorAPIKeys()[0], &http.Client{})
+	return cloud.New(cloud.Config{IDSecret: secret, MaxWait: cfg.CloudMaxWait.Duration(), PollInterval: cfg.CloudPollInterval.Duration(),
+		ModelsTTL: cfg.CursorModelsTTL.Duration(), WebhookSecret: cfg.CloudWebhookSecret, Logger: logger}, client)
 }
 
 // FromConfig builds the gateway the configuration describes.
@@ -85,6 +105,9 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (*Gateway, error) {
 		return nil, err
 	}
 	gw.Aliases, gw.Metrics, gw.Readiness = aliases, m, ready
+	if cfg.CloudOn() {
+		gw.Cloud = cloudService(cfg, logger)
+	}
 	return gw, nil
 }
 

@@ -26,11 +26,14 @@ type Request struct {
 	Instructions string `json:"instructions"`
 	// Input is a string (one user message) or an array of items; it is
 	// kept raw so that the items can be stored as they came.
-	Input              json.RawMessage   `json:"input"`
-	Tools              []json.RawMessage `json:"tools"`
-	ToolChoice         json.RawMessage   `json:"tool_choice,omitempty"`
-	ParallelToolCalls  *bool             `json:"parallel_tool_calls,omitempty"`
-	Stream             bool              `json:"stream"`
+	Input             json.RawMessage   `json:"input"`
+	Tools             []json.RawMessage `json:"tools"`
+	ToolChoice        json.RawMessage   `json:"tool_choice,omitempty"`
+	ParallelToolCalls *bool             `json:"parallel_tool_calls,omitempty"`
+	Stream            bool              `json:"stream"`
+	// Background asks for the response to run on after the request
+	// returns (the cloud models only).
+	Background         bool              `json:"background,omitempty"`
 	Store              *bool             `json:"store,omitempty"`
 	PreviousResponseID string            `json:"previous_response_id,omitempty"`
 	Metadata           map[string]string `json:"metadata,omitempty"`

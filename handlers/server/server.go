@@ -95,7 +95,7 @@ func New(cfg *config.Config, logger *slog.Logger, opts Options) (*Server, error)
 		Usage: ledger, AdminKey: cfg.AdminKey, Backend: cfg.Backend,
 		Metrics: gw.Metrics, Readiness: gw.Readiness, TrustedProxies: cfg.TrustedProxies,
 		AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins, BodyReadTimeout: cfg.BodyReadTimeout.Duration(), Drain: drain,
-		XIsHuman: xIsHumanHealth(gw),
+		XIsHuman: xIsHumanHealth(gw), Cloud: gw.Cloud,
 	})
 	return &Server{cfg: cfg, logger: logger, version: opts.Version, gw: gw, handler: handler, endDrain: endDrain, state: q, ledger: ledger}, nil
 }
