@@ -43,14 +43,15 @@ var importRules = map[string][]string{
 	"handlers/sse":       {"utils"},
 	"handlers/openai":    {"models", "utils", "handlers/sse"},
 	"handlers/anthropic": {"models", "utils", "handlers/sse"},
+	"handlers/gemini":    {"models", "utils", "handlers/sse"},
 	// The Responses door shares the OpenAI door's content decoding and
 	// error body.
 	"handlers/responses": {"models", "utils", "handlers/sse", "handlers/openai"},
 	// The HTTP surface reaches back doors only through the core.
-	"handlers": {"models", "utils", "utils/toolproto", "services/upstream", "services/chat", "handlers/sse", "handlers/openai", "handlers/responses", "handlers/anthropic", "services/metrics", "services/readiness"},
+	"handlers": {"models", "utils", "utils/toolproto", "services/upstream", "services/chat", "handlers/sse", "handlers/openai", "handlers/responses", "handlers/anthropic", "handlers/gemini", "services/metrics", "services/readiness"},
 	// Runs the gateway a configuration describes, for main and bench:
 	// the one HTTP package that reads config (handlers itself never does).
-	"handlers/server": {"config", "models", "utils", "utils/toolproto", "services/upstream", "services/chat", "services/human", "services/webchat", "services/agentcli", "services/metrics", "services/readiness", "services", "handlers/sse", "handlers/openai", "handlers/responses", "handlers/anthropic", "handlers"},
+	"handlers/server": {"config", "models", "utils", "utils/toolproto", "services/upstream", "services/chat", "services/human", "services/webchat", "services/agentcli", "services/metrics", "services/readiness", "services", "handlers/sse", "handlers/openai", "handlers/responses", "handlers/anthropic", "handlers/gemini", "handlers"},
 	"":                nil, // main: anything
 	// The Docker smoke test's fake upstream command.
 	"scripts/fakeupstream": {"services/cursortest"},
@@ -62,7 +63,7 @@ var importRules = map[string][]string{
 	// handshake step by step.
 	"services/doctor": {"config", "models", "utils", "utils/toolproto", "services/upstream", "services/chat", "services/human", "services/webchat", "services/agentcli", "services/metrics", "services/readiness", "services"},
 	// The benchmark program runs its gateway through server, as main does.
-	"bench": {"config", "handlers/server", "models", "utils", "utils/toolproto", "services/upstream", "services/chat", "services/human", "services/webchat", "services/agentcli", "services/metrics", "services/readiness", "services/cursortest", "services", "handlers/sse", "handlers/openai", "handlers/responses", "handlers/anthropic", "handlers"},
+	"bench": {"config", "handlers/server", "models", "utils", "utils/toolproto", "services/upstream", "services/chat", "services/human", "services/webchat", "services/agentcli", "services/metrics", "services/readiness", "services/cursortest", "services", "handlers/sse", "handlers/openai", "handlers/responses", "handlers/anthropic", "handlers/gemini", "handlers"},
 }
 
 func TestImportRules(t *testing.T) {

@@ -115,9 +115,13 @@ func New(opts Options) http.Handler {
 	msgs := r.Group("/v1/messages", entry(useDoor(anthropicDoor))...)
 	msgs.POST("", s.messages)
 	msgs.POST("/count_tokens", s.countTokens)
+	gem := r.Group(geminiPrefix+"models", entry(useDoor(geminiDoor))...)
+	gem.GET("", s.geminiModels)
+	gem.GET("/:model", s.geminiModel)
+	gem.POST("/:model", s.geminiCall)
 	r.NoRoute(useDoorByRequest, func(c *gin.Context) {
 		writeError(c, &models.Error{Status: http.StatusNotFound, Kind: models.KindNotFound, Code: "not_found",
-			Message: fmt.Sprintf("no route %s %s: this gateway serves GET /v1/models, POST /v1/chat/completions, POST /v1/responses, POST /v1/messages and POST /v1/messages/count_tokens", utils.Clip(c.Request.Method, utils.QuoteLen), utils.Clip(c.Request.URL.Path, utils.QuoteLen))})
+			Message: fmt.Sprintf("no route %s %s: this gateway serves GET /v1/models, POST /v1/chat/completions, POST /v1/responses, POST /v1/messages, POST /v1/messages/count_tokens and the Gemini API under /v1beta/models", utils.Clip(c.Request.Method, utils.QuoteLen), utils.Clip(c.Request.URL.Path, utils.QuoteLen))})
 	})
 	r.NoMethod(useDoorByRequest, func(c *gin.Context) {
 		writeError(c, &models.Error{Status: http.StatusMethodNotAllowed, Kind: models.KindInvalidRequest, Code: "method_not_allowed",

@@ -22,11 +22,14 @@ func isAnthropic(c *gin.Context) bool {
 	return c.GetHeader("anthropic-version") != "" || strings.HasPrefix(c.Request.URL.Path, "/v1/messages")
 }
 
-// useDoorByRequest marks the request as the Anthropic door's when it
-// speaks the Anthropic API, else as the OpenAI door's, for routes that
+// useDoorByRequest marks the request as the Gemini door's under /v1beta/,
+// the Anthropic door's when it speaks the Anthropic API, else as the
+// OpenAI door's, for routes that
 // both share (GET /v1/models) and for unknown routes.
 func useDoorByRequest(c *gin.Context) {
-	if isAnthropic(c) {
+	if strings.HasPrefix(c.Request.URL.Path, geminiPrefix) {
+		c.Set(keyDoor, geminiDoor)
+	} else if isAnthropic(c) {
 		c.Set(keyDoor, anthropicDoor)
 	} else {
 		c.Set(keyDoor, openaiDoor)
