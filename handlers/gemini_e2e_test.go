@@ -444,3 +444,15 @@ func TestGeminiE2EErrors(t *testing.T) {
 		}
 	})
 }
+func TestGeminiE2EStopSequences(t *testing.T) {
+	turn := []string{"one, two, thr", "ee, fo", "ur, END", "-OF-LIST five, six"}
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			s := newStack(t, nil, script(t, turn))
+			resp, err := geminiAsk(t, s.gemini(t, "any"), m.streaming, "gemini-3-flash", geminiUser("Count"), &genai.GenerateContentConfig{StopSequences: []string{"END-OF-LIST", "never"}})
+			require.NoError(t, err)
+			assert.Equal(t, "one, two, three, four, ", resp.Text())
+			assert.Equal(t, genai.FinishReasonStop, resp.Candidates[0].FinishReason)
+		})
+	}
+}

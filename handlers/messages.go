@@ -65,7 +65,7 @@ func (s *server) messages(c *gin.Context) {
 	}
 	id := anthropic.NewMessageID()
 	if req.Stream {
-		w := anthropic.NewStreamWriter(s.eventStream(c, anthropic.Ping), id, asked, prepared.EstimatedInputTokens(), wire.StopSequences)
+		w := anthropic.NewStreamWriter(s.eventStream(c, anthropic.Ping), id, asked, prepared.EstimatedInputTokens())
 		s.stream(c, prepared, w)
 		return
 	}
@@ -73,7 +73,7 @@ func (s *server) messages(c *gin.Context) {
 	if !ok {
 		return
 	}
-	c.PureJSON(http.StatusOK, anthropic.FromAnswer(id, asked, ans, wire.StopSequences))
+	c.PureJSON(http.StatusOK, anthropic.FromAnswer(id, asked, ans))
 }
 
 // countTokens answers POST /v1/messages/count_tokens with an estimate of

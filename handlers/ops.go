@@ -82,6 +82,13 @@ func (o *observedStream) token() {
 	}
 }
 
+// StopSequence passes the stop sequence met on to a door that names it.
+func (o *observedStream) StopSequence(seq string) {
+	if r, ok := o.answerStream.(chat.StopSequenceSink); ok {
+		r.StopSequence(seq)
+	}
+}
+
 func (o *observedStream) Text(text string) error {
 	if strings.TrimSpace(text) != "" {
 		o.token()
