@@ -456,3 +456,31 @@ func TestGeminiE2EStopSequences(t *testing.T) {
 		})
 	}
 }
+
+// TestGeminiE2ECoreChecks: strict mode and the schema check hold through
+// this door: a turn without a call, or with a call against its schema
+// (read_file without its required path), is asked once more, and the
+// client sees only the good turn.
+func TestGeminiE2ECoreChecks(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		env   map[string]string
+		first []string
+	}{
+		{"strict", map[string]string{"KILO_TOOL_STRICT": "true"}, []string{"I would read it, but I won't."}},
+		{"schema", nil, []string{"TRIGGER\n<invoke name=\"read_file\">{\"file\":\"a\"}</invoke>"}},
+	} {
+		for _, m := range modes {
+			t.Run(tc.name+"/"+m.name, func(t *testing.T) {
+				s := newStack(t, tc.env, script(t, tc.first, []string{"TRIGGER\n<invoke name=\"read_file\">{\"path\":\"a\"}</invoke>"}))
+				resp, err := geminiAsk(t, s.gemini(t, "any"), m.streaming, "gemini-3-flash", geminiUser("Read a"), &genai.GenerateContentConfig{Tools: geminiTools})
+				require.NoError(t, err)
+				calls := resp.FunctionCalls()
+				require.Len(t, calls, 1)
+				assert.Equal(t, map[string]any{"path": "a"}, calls[0].Args)
+				assert.Empty(t, resp.Text())
+				require.Len(t, s.up.Requests(), 2, "asked once more")
+			})
+		}
+	}
+}

@@ -50,7 +50,8 @@ func TestGeminiWireText(t *testing.T) {
 	assert.Equal(t, ""+
 		`data: {"candidates":[{"content":{"parts":[{"text":"Hel"}],"role":"model"},"index":0}],"modelVersion":"gemini-3-flash","responseId":"ID"}`+"\n\n"+
 		`data: {"candidates":[{"content":{"parts":[{"text":"lo"}],"role":"model"},"index":0}],"modelVersion":"gemini-3-flash","responseId":"ID"}`+"\n\n"+
-		`data: {"candidates":[{"content":{"parts":[{"text":" <world>"}],"role":"model"},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":321,"candidatesTokenCount":45,"totalTokenCount":366},"modelVersion":"gemini-3-flash","responseId":"ID"}`+"\n\n",
+		`data: {"candidates":[{"content":{"parts":[{"text":" <world>"}],"role":"model"},"index":0}],"modelVersion":"gemini-3-flash","responseId":"ID"}`+"\n\n"+
+		`data: {"candidates":[{"content":{"parts":[],"role":"model"},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":321,"candidatesTokenCount":45,"totalTokenCount":366},"modelVersion":"gemini-3-flash","responseId":"ID"}`+"\n\n",
 		got)
 }
 
@@ -62,7 +63,8 @@ func TestGeminiWireToolCalls(t *testing.T) {
 	got = regexp.MustCompile(`"id":"call_[A-Za-z0-9]{24}"`).ReplaceAllString(got, `"id":"CALL"`)
 	assert.Equal(t, ""+
 		`data: {"candidates":[{"content":{"parts":[{"functionCall":{"id":"CALL","name":"read_file","args":{"path":"a.go"}}}],"role":"model"},"index":0}],"modelVersion":"gemini-3-flash","responseId":"ID"}`+"\n\n"+
-		`data: {"candidates":[{"content":{"parts":[{"functionCall":{"id":"CALL","name":"run_shell_command","args":{"command":"ls"}}}],"role":"model"},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":321,"candidatesTokenCount":45,"totalTokenCount":366},"modelVersion":"gemini-3-flash","responseId":"ID"}`+"\n\n",
+		`data: {"candidates":[{"content":{"parts":[{"functionCall":{"id":"CALL","name":"run_shell_command","args":{"command":"ls"}}}],"role":"model"},"index":0}],"modelVersion":"gemini-3-flash","responseId":"ID"}`+"\n\n"+
+		`data: {"candidates":[{"content":{"parts":[],"role":"model"},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":321,"candidatesTokenCount":45,"totalTokenCount":366},"modelVersion":"gemini-3-flash","responseId":"ID"}`+"\n\n",
 		got)
 }
 
@@ -73,7 +75,8 @@ func TestGeminiWireThoughts(t *testing.T) {
 	assert.Contains(t, got, `"parts":[{"text":"Hmm.","thought":true}]`)
 	got = geminiStream(t, s, "gemini-3-flash", strings.Replace(body, "%s", "false", 1))
 	assert.NotContains(t, got, `"thought"`, "not asked: not sent, whatever EXPOSE_THINKING says")
-	assert.Contains(t, got, `"parts":[{"text":"4"}],"role":"model"},"finishReason":"STOP"`)
+	assert.Contains(t, got, `"parts":[{"text":"4"}],"role":"model"},"index":0}`)
+	assert.Contains(t, got, `"parts":[],"role":"model"},"finishReason":"STOP"`)
 }
 
 // TestGeminiWireSlowUpstreamNoComment: a slow upstream gets no keepalive
@@ -84,7 +87,7 @@ func TestGeminiWireSlowUpstreamNoComment(t *testing.T) {
 	got := geminiStream(t, s, "gemini-3-flash", `{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`)
 	assert.NotContains(t, got, ":ping")
 	assert.NotContains(t, got, ": ping")
-	assert.Equal(t, 2, strings.Count(got, "data: "), got)
+	assert.Equal(t, 3, strings.Count(got, "data: "), "two parts and the finish: %s", got)
 }
 
 // TestGeminiWireStalledUpstream: a silent upstream writes nothing, so its

@@ -24,18 +24,18 @@ var NoPing = sse.NoPing
 // Nothing is written before the first event (see sse.Writer), so a failure
 // before it still gets a real HTTP status.
 //
-// Each part is held until the next one arrives, so that the last event
-// carries the last part together with the finishReason and the usage, as
-// Gemini's own streams end: a stream without a finishReason makes Gemini
-// CLI ask again. A turn that ends in function calls finishes with STOP.
-// A call goes out once it is complete, with its id, in one part.
+// Each part goes out as it comes, in an event of its own; the last event
+// has no part (a model content without parts, which Gemini CLI and the
+// SDKs take) and carries the finishReason and the usage: a stream without
+// a finishReason makes Gemini CLI ask again. A turn that ends in function
+// calls finishes with STOP. A call goes out once it is complete, with its
+// id, in one part.
 type StreamWriter struct {
 	*sse.Writer
 	id, model string
 	thoughts  bool
 
-	pending *ResponsePart // the last part, not yet sent
-	call    *pendingPart  // the call whose arguments are arriving
+	call *pendingPart // the call whose arguments are arriving
 }
 
 type pendingPart struct {
@@ -53,23 +53,9 @@ func NewStreamWriter(w *sse.Writer, id, model string, thoughts bool) *StreamWrit
 // NewResponseID returns a response id.
 func NewResponseID() string { return utils.RandomString(utils.Alphanumerics, 22) }
 
-// hold sends the part held so far and holds part in its place.
-func (s *StreamWriter) hold(part ResponsePart) error {
-	if err := s.flush(); err != nil {
-		return err
-	}
-	s.pending = &part
-	return nil
-}
-
-// flush sends the part held, in an event of its own.
-func (s *StreamWriter) flush() error {
-	if s.pending == nil {
-		return nil
-	}
-	part := *s.pending
-	s.pending = nil
-	return s.Event("", s.response([]ResponsePart{part}, "", nil))
+// part sends one part in an event of its own.
+func (s *StreamWriter) part(p ResponsePart) error {
+	return s.Event("", s.response([]ResponsePart{p}, "", nil))
 }
 
 func (s *StreamWriter) response(parts []ResponsePart, finish string, usage *UsageMetadata) Response {
@@ -84,7 +70,7 @@ func (s *StreamWriter) Text(text string) error {
 	if text == "" {
 		return nil
 	}
-	return s.hold(ResponsePart{Text: &text})
+	return s.part(ResponsePart{Text: &text})
 }
 
 // Reasoning sends a thought part, when the request asked for them.
@@ -92,7 +78,7 @@ func (s *StreamWriter) Reasoning(text string) error {
 	if text == "" || !s.thoughts {
 		return nil
 	}
-	return s.hold(ResponsePart{Text: &text, Thought: true})
+	return s.part(ResponsePart{Text: &text, Thought: true})
 }
 
 // ToolCallStart begins a call, which is sent when it ends complete.
@@ -121,23 +107,14 @@ func (s *StreamWriter) ToolCallEnd(complete bool) error {
 	if call == nil || !complete {
 		return nil
 	}
-	return s.hold(ResponsePart{FunctionCall: &FunctionCall{ID: call.id, Name: call.name, Args: args(call.args.String())}})
+	return s.part(ResponsePart{FunctionCall: &FunctionCall{ID: call.id, Name: call.name, Args: args(call.args.String())}})
 }
 
-// Finish sends the last event: the part held, the finish reason and the
-// usage.
+// Finish sends the last event: no part, the finish reason and the usage.
 func (s *StreamWriter) Finish(r models.FinishReason, usage models.Usage) error {
-	parts := []ResponsePart{}
-	if s.pending != nil {
-		parts = append(parts, *s.pending)
-		s.pending = nil
-	} else {
-		empty := ""
-		parts = append(parts, ResponsePart{Text: &empty})
-	}
 	s.Close()
 	u := usageOf(usage)
-	return s.Event("", s.response(parts, finishReason(r), &u))
+	return s.Event("", s.response([]ResponsePart{}, finishReason(r), &u))
 }
 
 // Error ends a stream that has already started with Google's error body

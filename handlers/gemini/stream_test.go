@@ -17,7 +17,7 @@ func TestStreamWriter(t *testing.T) {
 	require.NoError(t, w.Reasoning("hidden"))
 	assert.False(t, w.Started(), "a thought not asked for is not sent")
 	require.NoError(t, w.Text("a"))
-	assert.False(t, w.Started(), "the part is held for the next")
+	assert.True(t, w.Started(), "a part goes out as it comes")
 	require.NoError(t, w.ToolCallStart("call_1", "f"))
 	require.NoError(t, w.ToolCallArguments(`{"x":`))
 	require.NoError(t, w.ToolCallArguments(`1}`))
@@ -28,7 +28,8 @@ func TestStreamWriter(t *testing.T) {
 	require.NoError(t, w.Finish(models.FinishToolCalls, models.Usage{InputTokens: 10, OutputTokens: 5, ReasoningTokens: 2, CacheReadTokens: 4}))
 	assert.Equal(t, ""+
 		`data: {"candidates":[{"content":{"parts":[{"text":"a"}],"role":"model"},"index":0}],"modelVersion":"m","responseId":"R"}`+"\n\n"+
-		`data: {"candidates":[{"content":{"parts":[{"functionCall":{"id":"call_1","name":"f","args":{"x":1}}}],"role":"model"},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":10,"candidatesTokenCount":3,"thoughtsTokenCount":2,"cachedContentTokenCount":4,"totalTokenCount":15},"modelVersion":"m","responseId":"R"}`+"\n\n",
+		`data: {"candidates":[{"content":{"parts":[{"functionCall":{"id":"call_1","name":"f","args":{"x":1}}}],"role":"model"},"index":0}],"modelVersion":"m","responseId":"R"}`+"\n\n"+
+		`data: {"candidates":[{"content":{"parts":[],"role":"model"},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":10,"candidatesTokenCount":3,"thoughtsTokenCount":2,"cachedContentTokenCount":4,"totalTokenCount":15},"modelVersion":"m","responseId":"R"}`+"\n\n",
 		buf.String())
 	require.NoError(t, w.Error(&models.Error{Status: 500, Kind: models.KindAPI, Message: "late"}))
 	assert.NotContains(t, buf.String(), "late", "nothing follows the finish")
@@ -38,14 +39,14 @@ func TestStreamWriterEmptyAndError(t *testing.T) {
 	var buf bytes.Buffer
 	w := NewStreamWriter(sse.NewWriter(&buf, nil, nil, NoPing), "R", "m", true)
 	require.NoError(t, w.Finish(models.FinishLength, models.Usage{}))
-	assert.Contains(t, buf.String(), `"parts":[{"text":""}],"role":"model"},"finishReason":"MAX_TOKENS"`, "even an empty answer finishes")
+	assert.Contains(t, buf.String(), `"parts":[],"role":"model"},"finishReason":"MAX_TOKENS"`, "even an empty answer finishes")
 
 	buf.Reset()
 	w = NewStreamWriter(sse.NewWriter(&buf, nil, nil, NoPing), "R", "m", true)
 	require.NoError(t, w.Reasoning("think"))
 	require.NoError(t, w.Error(&models.Error{Status: 504, Kind: models.KindAPI, Message: "slow"}))
-	assert.Equal(t, `data: {"error":{"code":504,"message":"slow","status":"DEADLINE_EXCEEDED"}}`+"\n\n", buf.String(),
-		"the held thought is dropped with the failed answer")
+	assert.Equal(t, `data: {"candidates":[{"content":{"parts":[{"text":"think","thought":true}],"role":"model"},"index":0}],"modelVersion":"m","responseId":"R"}`+"\n\n"+
+		`data: {"error":{"code":504,"message":"slow","status":"DEADLINE_EXCEEDED"}}`+"\n\n", buf.String(), "Google's error body ends a started stream")
 	require.NoError(t, w.PingIfIdle(0))
 	assert.NotContains(t, buf.String(), "ping")
 }
