@@ -139,3 +139,28 @@ func TestGeminiWireCLIHistory(t *testing.T) {
 	assert.Contains(t, last, "package a")
 	assert.NotContains(t, last, "skip_thought_signature_validator")
 }
+
+// TestGeminiWireRoutes: countTokens takes a whole generateContentRequest
+// too; an unknown method or route under /v1beta answers in Google's shape.
+func TestGeminiWireRoutes(t *testing.T) {
+	s := newStack(t, nil, script(t, []string{"unused"}))
+	short := s.do(t, http.MethodPost, "/v1beta/models/gemini-3-flash:countTokens", `{"contents":[{"parts":[{"text":"hi"}]}]}`)
+	require.Equal(t, http.StatusOK, short.status, short.body)
+	whole := s.do(t, http.MethodPost, "/v1beta/models/gemini-3-flash:countTokens", `{"generateContentRequest":{"model":"models/gemini-3-flash",
+		"contents":[{"parts":[{"text":"hi"}]}],"systemInstruction":{"parts":[{"text":"You are a very careful assistant who reads everything twice."}]}}}`)
+	require.Equal(t, http.StatusOK, whole.status, whole.body)
+	assert.Greater(t, gjson.Get(whole.body, "totalTokens").Int(), gjson.Get(short.body, "totalTokens").Int()+5, "the system instruction counts")
+
+	for _, tc := range []struct{ method, path, want string }{
+		{http.MethodPost, "/v1beta/models/gemini-3-flash:embedContent", "embedContent"},
+		{http.MethodGet, "/v1beta/cachedContents", "/v1beta/cachedContents"},
+	} {
+		r := s.do(t, tc.method, tc.path, `{}`)
+		assert.Equal(t, http.StatusNotFound, r.status, r.body)
+		assert.Equal(t, "NOT_FOUND", gjson.Get(r.body, "error.status").String(), r.body)
+		assert.Contains(t, gjson.Get(r.body, "error.message").String(), tc.want)
+	}
+	r := s.do(t, http.MethodDelete, "/v1beta/models/gemini-3-flash", "")
+	assert.Equal(t, http.StatusMethodNotAllowed, r.status, r.body)
+	assert.Equal(t, "UNIMPLEMENTED", gjson.Get(r.body, "error.status").String(), r.body)
+}
