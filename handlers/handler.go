@@ -1,7 +1,8 @@
 // Package handlers is the HTTP surface of the gateway: routing, auth,
 // request ids, the access log, and the glue between HTTP and the core for
 // each front door. A door's handler reads the body, converts it with the
-// door's package (handlers/openai, handlers/anthropic), hands the neutral
+// door's package (handlers/openai, handlers/responses, handlers/anthropic,
+// handlers/gemini), hands the neutral
 // request to the core (services/chat) and lets the door's encoder write
 // the answer. Wire formats live in the door packages; protocol work lives
 // in the core.
