@@ -71,14 +71,15 @@ var importRules = map[string][]string{
 	"handlers/sse":       {"utils"},
 	"handlers/openai":    {"models", "utils", "handlers/sse"},
 	"handlers/anthropic": {"models", "utils", "handlers/sse"},
+	"handlers/gemini":    {"models", "utils", "handlers/sse"},
 	// The Responses door shares the OpenAI door's content decoding and
 	// error body.
 	"handlers/responses": {"models", "utils", "handlers/sse", "handlers/openai", "services/state"},
 	// The HTTP surface reaches back doors only through the core.
-	"handlers": {"models", "utils", "utils/toolproto", "services/upstream", "services/chat", "handlers/sse", "handlers/openai", "handlers/responses", "handlers/anthropic", "services/metrics", "services/readiness", "services/state", "services/usage", "services/cloud"},
+	"handlers": {"models", "utils", "utils/toolproto", "services/upstream", "services/chat", "handlers/sse", "handlers/openai", "handlers/responses", "handlers/anthropic", "handlers/gemini", "services/metrics", "services/readiness", "services/state", "services/usage", "services/cloud"},
 	// Runs the gateway a configuration describes, for main and bench:
 	// the one HTTP package that reads config (handlers itself never does).
-	"handlers/server": with(wiring, "services", "handlers/sse", "handlers/openai", "handlers/responses", "handlers/anthropic", "handlers", "services/state", "services/usage"),
+	"handlers/server": with(wiring, "services", "handlers/sse", "handlers/openai", "handlers/responses", "handlers/anthropic", "handlers/gemini", "handlers", "services/state", "services/usage"),
 	"":                nil, // main: anything
 	// The Docker smoke test's fake upstream command.
 	"scripts/fakeupstream": {"services/cursortest"},
@@ -90,7 +91,7 @@ var importRules = map[string][]string{
 	// handshake step by step.
 	"services/doctor": with(wiring, "services"),
 	// The benchmark program runs its gateway through server, as main does.
-	"bench": with(wiring, "services", "services/cursortest", "handlers/server", "handlers/sse", "handlers/openai", "handlers/responses", "handlers/anthropic", "handlers",
+	"bench": with(wiring, "services", "services/cursortest", "handlers/server", "handlers/sse", "handlers/openai", "handlers/responses", "handlers/anthropic", "handlers/gemini", "handlers",
 		"services/state", "services/usage", "services/native/nativetest", "services/native/agentv1", "services/native/agentv1/agentv1connect"),
 }
 

@@ -154,6 +154,7 @@ var agentDoors = []agentDoor{
 	{name: "openai", request: openAIRequest, ask: askOpenAI, stop: "stop", toolStop: "tool_calls"},
 	{name: "anthropic", request: anthropicRequest, ask: askAnthropic, stop: "end_turn", toolStop: "tool_use"},
 	{name: "responses", request: responsesRequest, ask: askResponses, stop: "completed:message", toolStop: "completed:function_call", asksReasoning: true},
+	{name: "gemini", request: geminiRequest, ask: askGemini, stop: "STOP", toolStop: "STOP", asksReasoning: true},
 }
 
 const weatherTool = `{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}}`

@@ -1,7 +1,8 @@
 // Package handlers is the HTTP surface of the gateway: routing, auth,
 // request ids, the access log, and the glue between HTTP and the core for
 // each front door. A door's handler reads the body, converts it with the
-// door's package (handlers/openai, handlers/anthropic), hands the neutral
+// door's package (handlers/openai, handlers/responses, handlers/anthropic,
+// handlers/gemini), hands the neutral
 // request to the core (services/chat) and lets the door's encoder write
 // the answer. Wire formats live in the door packages; protocol work lives
 // in the core.
@@ -138,9 +139,13 @@ func New(opts Options) http.Handler {
 	msgs := r.Group("/v1/messages", entry(useDoor(anthropicDoor))...)
 	msgs.POST("", s.messages)
 	msgs.POST("/count_tokens", s.countTokens)
+	gem := r.Group(geminiPrefix+"models", entry(useDoor(geminiDoor))...)
+	gem.GET("", s.geminiModels)
+	gem.GET("/:model", s.geminiModel)
+	gem.POST("/:model", s.geminiCall)
 	r.NoRoute(useDoorByRequest, func(c *gin.Context) {
 		writeError(c, &models.Error{Status: http.StatusNotFound, Kind: models.KindNotFound, Code: "not_found",
-			Message: fmt.Sprintf("no route %s %s: this gateway serves GET /v1/models, POST /v1/chat/completions, POST /v1/responses, POST /v1/messages and POST /v1/messages/count_tokens", utils.Clip(c.Request.Method, utils.QuoteLen), utils.Clip(c.Request.URL.Path, utils.QuoteLen))})
+			Message: fmt.Sprintf("no route %s %s: this gateway serves GET /v1/models, POST /v1/chat/completions, POST /v1/responses, POST /v1/messages, POST /v1/messages/count_tokens and the Gemini API under /v1beta/models", utils.Clip(c.Request.Method, utils.QuoteLen), utils.Clip(c.Request.URL.Path, utils.QuoteLen))})
 	})
 	r.NoMethod(useDoorByRequest, func(c *gin.Context) {
 		writeError(c, &models.Error{Status: http.StatusMethodNotAllowed, Kind: models.KindInvalidRequest, Code: "method_not_allowed",

@@ -22,11 +22,14 @@ func isAnthropic(c *gin.Context) bool {
 	return c.GetHeader("anthropic-version") != "" || strings.HasPrefix(c.Request.URL.Path, "/v1/messages")
 }
 
-// useDoorByRequest marks the request as the Anthropic door's when it
-// speaks the Anthropic API, else as the OpenAI door's, for routes that
+// useDoorByRequest marks the request as the Gemini door's under /v1beta/,
+// the Anthropic door's when it speaks the Anthropic API, else as the
+// OpenAI door's, for routes that
 // both share (GET /v1/models) and for unknown routes.
 func useDoorByRequest(c *gin.Context) {
-	if isAnthropic(c) {
+	if strings.HasPrefix(c.Request.URL.Path, geminiPrefix) {
+		c.Set(keyDoor, geminiDoor)
+	} else if isAnthropic(c) {
 		c.Set(keyDoor, anthropicDoor)
 	} else {
 		c.Set(keyDoor, openaiDoor)
@@ -62,7 +65,7 @@ func (s *server) messages(c *gin.Context) {
 	}
 	id := anthropic.NewMessageID()
 	if req.Stream {
-		w := anthropic.NewStreamWriter(s.eventStream(c, anthropic.Ping), id, asked, prepared.EstimatedInputTokens(), wire.StopSequences)
+		w := anthropic.NewStreamWriter(s.eventStream(c, anthropic.Ping), id, asked, prepared.EstimatedInputTokens())
 		s.stream(c, prepared, w)
 		return
 	}
@@ -70,7 +73,7 @@ func (s *server) messages(c *gin.Context) {
 	if !ok {
 		return
 	}
-	c.PureJSON(http.StatusOK, anthropic.FromAnswer(id, asked, ans, wire.StopSequences))
+	c.PureJSON(http.StatusOK, anthropic.FromAnswer(id, asked, ans))
 }
 
 // countTokens answers POST /v1/messages/count_tokens with an estimate of

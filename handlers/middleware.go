@@ -97,10 +97,22 @@ func auth(keys []string) gin.HandlerFunc {
 		if given == "" {
 			given = strings.TrimSpace(c.GetHeader("X-Api-Key"))
 		}
+		gemini := doorOf(c) == geminiDoor
+		if given == "" && gemini {
+			// Google's two places: Gemini CLI and the SDKs send the
+			// header, a URL can carry ?key= (never logged: the access log
+			// has the path only).
+			if given = strings.TrimSpace(c.GetHeader("X-Goog-Api-Key")); given == "" {
+				given = strings.TrimSpace(c.Query("key"))
+			}
+		}
 		if given == "" {
 			if authErr == nil {
-				authErr = &models.Error{Status: http.StatusUnauthorized, Kind: models.KindAuthentication, Code: "missing_api_key",
-					Message: "missing API key: send the header Authorization: Bearer <your API_KEY>, or x-api-key: <your API_KEY>"}
+				msg := "missing API key: send the header Authorization: Bearer <your API_KEY>, or x-api-key: <your API_KEY>"
+				if gemini {
+					msg = "missing API key: send the header x-goog-api-key: <your API_KEY> (GEMINI_API_KEY for Gemini CLI), or ?key=<your API_KEY>"
+				}
+				authErr = &models.Error{Status: http.StatusUnauthorized, Kind: models.KindAuthentication, Code: "missing_api_key", Message: msg}
 			}
 			abortWithError(c, authErr)
 			return

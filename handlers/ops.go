@@ -82,6 +82,18 @@ func (o *observedStream) token() {
 	}
 }
 
+// StopSequence passes the stop sequence met on to a door that names it.
+func (o *observedStream) StopSequence(seq string) { passStopSequence(o.answerStream, seq) }
+
+// passStopSequence tells w the stop sequence met when w is a door that
+// names it. Every wrapper of a door's stream forwards it so: embedding
+// alone hides an optional method.
+func passStopSequence(w answerStream, seq string) {
+	if r, ok := w.(chat.StopSequenceSink); ok {
+		r.StopSequence(seq)
+	}
+}
+
 func (o *observedStream) Text(text string) error {
 	if strings.TrimSpace(text) != "" {
 		o.token()

@@ -152,7 +152,7 @@ func TestPersonaNativeCallWithoutTools(t *testing.T) {
 // "length": never a silent truncation.
 func TestPersonaCutAnswerFinishesLength(t *testing.T) {
 	prose := longProse()
-	lengthOf := map[string]string{"openai": "length", "anthropic": "max_tokens", "responses": "incomplete:message"}
+	lengthOf := map[string]string{"openai": "length", "anthropic": "max_tokens", "responses": "incomplete:message", "gemini": "MAX_TOKENS"}
 	for _, door := range agentDoors {
 		for _, stream := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/stream=%v", door.name, stream), func(t *testing.T) {

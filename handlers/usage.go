@@ -50,6 +50,9 @@ type usageSink struct {
 	c *gin.Context
 }
 
+// StopSequence passes the stop sequence met on to a door that names it.
+func (u usageSink) StopSequence(seq string) { passStopSequence(u.answerStream, seq) }
+
 func (u usageSink) Finish(reason models.FinishReason, us models.Usage) error {
 	u.c.Set(keyUsage, us)
 	return u.answerStream.Finish(reason, us)

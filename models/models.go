@@ -140,6 +140,10 @@ type Request struct {
 	// gateway's estimate of tokens; 0: no bound. An answer cut there ends
 	// with FinishLength.
 	MaxOutputTokens int
+	// StopSequences end the answer's text before the first of them that
+	// the model writes; nothing of the answer after it is sent, and the
+	// answer ends with FinishStopSequence.
+	StopSequences []string
 	// Client identifies the calling application.
 	Client Client
 	// Session is the client's own id for the conversation, when it sends
@@ -185,9 +189,10 @@ func (u Usage) Add(v Usage) Usage {
 type FinishReason uint8
 
 const (
-	FinishStop      FinishReason = iota + 1 // the model finished its answer
-	FinishToolCalls                         // the answer ends with tool calls for the client to run
-	FinishLength                            // the answer was cut at the request's MaxOutputTokens
+	FinishStop         FinishReason = iota + 1 // the model finished its answer
+	FinishToolCalls                            // the answer ends with tool calls for the client to run
+	FinishLength                               // the answer was cut at the request's MaxOutputTokens
+	FinishStopSequence                         // the text reached one of the request's StopSequences
 )
 
 // ToolCall is a call in a complete answer.
@@ -204,6 +209,8 @@ type Answer struct {
 	ToolCalls []ToolCall
 	Usage     Usage
 	Finish    FinishReason
+	// StopSequence is the stop sequence met, with FinishStopSequence.
+	StopSequence string
 }
 
 // Turn is one text message of the conversation a back door sends upstream.

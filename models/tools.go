@@ -3,6 +3,7 @@ package models
 import (
 	"bytes"
 	"regexp"
+	"strings"
 )
 
 var toolNameRE = regexp.MustCompile(`^[A-Za-z0-9_.\-]{1,64}$`)
@@ -54,4 +55,29 @@ func OutputBound(param string, v *int) (int, error) {
 		return 0, InvalidRequest(param, "%s is %d: it must be at least 1", param, *v)
 	}
 	return *v, nil
+}
+
+// JSONObjectNote is the system instruction of a JSON mode without a
+// schema (OpenAI's json_object, Gemini's responseMimeType alone).
+const JSONObjectNote = "Answer with one JSON object only: no prose before or after it, no markdown code fence."
+
+// JSONSchemaNote is the system instruction of a JSON mode with a schema,
+// the same words whichever door asked: the upstream has no structured
+// output, so the schema becomes a constraint in the prompt. name and
+// description, when given, say what the value is.
+func JSONSchemaNote(schema []byte, name, description string) string {
+	var b strings.Builder
+	b.WriteString("Answer with one JSON value only: no prose before or after it, no markdown code fence. It must match this JSON Schema")
+	if name != "" {
+		b.WriteString(" (")
+		b.WriteString(name)
+		if description != "" {
+			b.WriteString(": ")
+			b.WriteString(description)
+		}
+		b.WriteString(")")
+	}
+	b.WriteString(":\n")
+	b.Write(schema)
+	return b.String()
 }

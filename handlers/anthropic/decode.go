@@ -20,7 +20,7 @@ func ToRequest(req *MessagesRequest) (*models.Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &models.Request{Model: req.Model, Stream: req.Stream, IncludeUsage: true, MaxOutputTokens: bound, Session: SessionOf(req.Metadata)}
+	out := &models.Request{Model: req.Model, Stream: req.Stream, IncludeUsage: true, MaxOutputTokens: bound, StopSequences: req.StopSequences, Session: SessionOf(req.Metadata)}
 	tools, err := toTools(req.Tools)
 	if err != nil {
 		return nil, err

@@ -30,8 +30,8 @@ const (
 // content_block_start, its deltas and content_block_stop, then
 // message_delta with the stop reason and usage, and message_stop. Nothing
 // is written before the first event (see sse.Writer), so a failure before
-// it still gets a real HTTP status. Stop sequences cut the visible text;
-// whatever the model writes after one is dropped.
+// it still gets a real HTTP status. Stop sequences are the core's: it cuts
+// the text and names the sequence met (StopSequence) before Finish.
 //
 // A tool call goes out once it is complete: its content_block_start, the
 // input_json_delta pieces as the core produced them, and its stop, in one
@@ -45,7 +45,7 @@ type StreamWriter struct {
 	*sse.Writer
 	id, model   string
 	inputTokens int
-	stop        *stopScanner
+	stopSeq     string // the stop sequence that ended the answer
 
 	started bool      // message_start is written
 	open    blockKind // the type of the open block
@@ -65,9 +65,14 @@ type pendingCall struct {
 
 // NewStreamWriter returns a writer for one response on w. inputTokens is
 // the estimate message_start reports; message_delta has the final count.
-func NewStreamWriter(w *sse.Writer, id, model string, inputTokens int, stopSequences []string) *StreamWriter {
-	return &StreamWriter{Writer: w, id: id, model: model, inputTokens: inputTokens, stop: newStopScanner(stopSequences)}
+func NewStreamWriter(w *sse.Writer, id, model string, inputTokens int) *StreamWriter {
+	return &StreamWriter{Writer: w, id: id, model: model, inputTokens: inputTokens}
 }
+
+// StopSequence takes the stop sequence that ended the answer, for
+// message_delta's stop_sequence (it makes the writer a
+// chat.StopSequenceSink).
+func (s *StreamWriter) StopSequence(seq string) { s.stopSeq = seq }
 
 // NewMessageID returns a message id.
 func NewMessageID() string { return "msg_" + utils.RandomString(utils.Alphanumerics, 24) }
@@ -149,13 +154,8 @@ func (s *StreamWriter) delta(kind, field, value string) error {
 	return s.EventJSON("content_block_delta", b)
 }
 
-// Text writes a text_delta, opening a text block if need be, up to the
-// first stop sequence.
+// Text writes a text_delta, opening a text block if need be.
 func (s *StreamWriter) Text(text string) error {
-	return s.text(s.stop.feed(text))
-}
-
-func (s *StreamWriter) text(text string) error {
 	if text == "" {
 		return nil
 	}
@@ -165,17 +165,10 @@ func (s *StreamWriter) text(text string) error {
 	return s.delta("text_delta", "text", text)
 }
 
-// flushText writes the text held back for a possible stop sequence:
-// another kind of block follows, so nothing continues it.
-func (s *StreamWriter) flushText() error { return s.text(s.stop.flush()) }
-
 // Reasoning writes a thinking_delta, opening a thinking block if need be.
 func (s *StreamWriter) Reasoning(text string) error {
-	if text == "" || s.stop.found != "" {
+	if text == "" {
 		return nil
-	}
-	if err := s.flushText(); err != nil {
-		return err
 	}
 	if err := s.openBlock(blockThinking, map[string]any{"type": "thinking", "thinking": "", "signature": ""}); err != nil {
 		return err
@@ -185,15 +178,8 @@ func (s *StreamWriter) Reasoning(text string) error {
 
 // ToolCallStart begins a call, which is sent when it ends complete.
 func (s *StreamWriter) ToolCallStart(id, name string) error {
-	if s.stop.found != "" {
-		return nil
-	}
 	if s.call != nil {
 		return errors.New("a tool call started before the previous one ended")
-	}
-	// No text continues what was held back for a stop sequence.
-	if err := s.flushText(); err != nil {
-		return err
 	}
 	s.call = &pendingCall{id: id, name: name}
 	return nil
@@ -201,7 +187,7 @@ func (s *StreamWriter) ToolCallStart(id, name string) error {
 
 // ToolCallArguments takes the next piece of the call's input.
 func (s *StreamWriter) ToolCallArguments(fragment string) error {
-	if fragment == "" || s.stop.found != "" {
+	if fragment == "" {
 		return nil
 	}
 	if s.call == nil {
@@ -234,9 +220,6 @@ func (s *StreamWriter) ToolCallEnd(complete bool) error {
 
 // Finish closes the open block and writes message_delta and message_stop.
 func (s *StreamWriter) Finish(r models.FinishReason, usage models.Usage) error {
-	if err := s.flushText(); err != nil {
-		return err
-	}
 	if err := s.start(); err != nil {
 		return err
 	}
@@ -246,7 +229,7 @@ func (s *StreamWriter) Finish(r models.FinishReason, usage models.Usage) error {
 	if r == models.FinishToolCalls && s.calls == 0 {
 		r = models.FinishStop // every call was dropped
 	}
-	reason, seq := stopReason(r, s.stop.found)
+	reason, seq := stopReason(r, s.stopSeq)
 	if err := s.Event("message_delta", map[string]any{
 		"type":  "message_delta",
 		"delta": map[string]any{"stop_reason": reason, "stop_sequence": seq},
@@ -267,12 +250,11 @@ func (s *StreamWriter) Error(e *models.Error) error {
 	return s.Event("error", ErrorBodyOf(e))
 }
 
-// stopReason names why the message ended; a stop sequence met wins.
+// stopReason names why the message ended, with the stop sequence met.
 func stopReason(r models.FinishReason, stopSeq string) (string, *string) {
-	if stopSeq != "" {
-		return "stop_sequence", &stopSeq
-	}
 	switch r {
+	case models.FinishStopSequence:
+		return "stop_sequence", &stopSeq
 	case models.FinishToolCalls:
 		return "tool_use", nil
 	case models.FinishLength:
@@ -308,26 +290,19 @@ func deltaUsageOf(u models.Usage) DeltaUsage {
 }
 
 // FromAnswer builds a non-streaming message: thinking (when shown), text,
-// then the tool calls, cut at the first stop sequence, after which nothing
-// of the answer is kept.
-func FromAnswer(id, model string, ans *models.Answer, stopSequences []string) Response {
-	text, found := CutAtStop(ans.Text, stopSequences)
+// then the tool calls (the core has cut the answer at a stop sequence).
+func FromAnswer(id, model string, ans *models.Answer) Response {
 	content := []ResponseBlock{}
 	if ans.Thinking != "" {
 		content = append(content, ThinkingBlock(ans.Thinking, signature()))
 	}
-	if text != "" {
-		content = append(content, TextBlock(text))
+	if ans.Text != "" {
+		content = append(content, TextBlock(ans.Text))
 	}
-	finish := ans.Finish
-	if found == "" {
-		for _, c := range ans.ToolCalls {
-			content = append(content, ToolUseBlock(ToolUseID(c.ID), c.Name, json.RawMessage(c.Arguments)))
-		}
-	} else {
-		finish = models.FinishStop
+	for _, c := range ans.ToolCalls {
+		content = append(content, ToolUseBlock(ToolUseID(c.ID), c.Name, json.RawMessage(c.Arguments)))
 	}
-	reason, seq := stopReason(finish, found)
+	reason, seq := stopReason(ans.Finish, ans.StopSequence)
 	return Response{
 		ID: id, Type: "message", Role: "assistant", Model: model, Content: content,
 		StopReason: &reason, StopSequence: seq,

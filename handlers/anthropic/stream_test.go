@@ -13,40 +13,6 @@ import (
 	"cursor2api/models"
 )
 
-func TestStopScanner(t *testing.T) {
-	cases := []struct {
-		name   string
-		stops  []string
-		pieces []string
-		out    string
-		found  string
-	}{
-		{"none", nil, []string{"a", "b"}, "ab", ""},
-		{"whole", []string{"STOP"}, []string{"abSTOPcd"}, "ab", "STOP"},
-		{"split", []string{"STOP"}, []string{"abS", "T", "OPcd", "ef"}, "ab", "STOP"},
-		{"false start", []string{"STOP"}, []string{"abST", "x STO", "P"}, "abSTx ", "STOP"},
-		{"held then flushed", []string{"STOP"}, []string{"abST"}, "abST", ""},
-		{"earliest wins", []string{"cd", "b"}, []string{"abcd"}, "a", "b"},
-		{"unicode", []string{"✓"}, []string{"ok ✓ done"}, "ok ", "✓"},
-		{"empty ignored", []string{""}, []string{"ab"}, "ab", ""},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			s := newStopScanner(tc.stops)
-			var out strings.Builder
-			for _, p := range tc.pieces {
-				out.WriteString(s.feed(p))
-			}
-			out.WriteString(s.flush())
-			assert.Equal(t, tc.out, out.String())
-			assert.Equal(t, tc.found, s.found)
-			whole, found := CutAtStop(strings.Join(tc.pieces, ""), tc.stops)
-			assert.Equal(t, tc.out, whole, "CutAtStop agrees")
-			assert.Equal(t, tc.found, found)
-		})
-	}
-}
-
 // events returns the names and data lines of a written stream.
 func events(body string) []string {
 	var out []string
@@ -59,7 +25,7 @@ func events(body string) []string {
 func TestStreamWriterLazyStartAndPing(t *testing.T) {
 	var buf bytes.Buffer
 	started := false
-	w := NewStreamWriter(sse.NewWriter(&buf, nil, func() { started = true }, Ping), "msg_1", "m", 7, nil)
+	w := NewStreamWriter(sse.NewWriter(&buf, nil, func() { started = true }, Ping), "msg_1", "m", 7)
 	assert.False(t, w.Started())
 	require.NoError(t, w.PingIfIdle(0))
 	assert.True(t, started)
@@ -68,7 +34,7 @@ func TestStreamWriterLazyStartAndPing(t *testing.T) {
 
 func TestStreamWriter(t *testing.T) {
 	var buf bytes.Buffer
-	w := NewStreamWriter(sse.NewWriter(&buf, nil, nil, Ping), "msg_1", "claude-x", 7, []string{"##"})
+	w := NewStreamWriter(sse.NewWriter(&buf, nil, nil, Ping), "msg_1", "claude-x", 7)
 	require.NoError(t, w.Reasoning("think"))
 	require.NoError(t, w.Text("Hi #"))
 	require.NoError(t, w.ToolCallStart("call_abc", "read"))
@@ -78,7 +44,7 @@ func TestStreamWriter(t *testing.T) {
 	require.NoError(t, w.Finish(models.FinishToolCalls, models.Usage{InputTokens: 10, OutputTokens: 3}))
 	require.NoError(t, w.Error(&models.Error{Kind: models.KindAPI, Message: "late"}), "nothing after the end")
 	got := events(buf.String())
-	require.Len(t, got, 15, "%q", got)
+	require.Len(t, got, 14, "%q", got)
 	assert.Equal(t, []string{
 		`message_start {"message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-x","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":7,"output_tokens":1,"cache_creation_input_tokens":0,"cache_read_input_tokens":0}},"type":"message_start"}`,
 		`content_block_start {"content_block":{"signature":"","thinking":"","type":"thinking"},"index":0,"type":"content_block_start"}`,
@@ -88,9 +54,7 @@ func TestStreamWriter(t *testing.T) {
 	assert.Equal(t, []string{
 		`content_block_stop {"index":0,"type":"content_block_stop"}`,
 		`content_block_start {"content_block":{"text":"","type":"text"},"index":1,"type":"content_block_start"}`,
-		`content_block_delta {"delta":{"text":"Hi ","type":"text_delta"},"index":1,"type":"content_block_delta"}`,
-		// The "#" held back for the stop sequence "##" goes out before the call.
-		`content_block_delta {"delta":{"text":"#","type":"text_delta"},"index":1,"type":"content_block_delta"}`,
+		`content_block_delta {"delta":{"text":"Hi #","type":"text_delta"},"index":1,"type":"content_block_delta"}`,
 		`content_block_stop {"index":1,"type":"content_block_stop"}`,
 		`content_block_start {"content_block":{"id":"toolu_abc","input":{},"name":"read","type":"tool_use"},"index":2,"type":"content_block_start"}`,
 		`content_block_delta {"delta":{"partial_json":"{\"p\":","type":"input_json_delta"},"index":2,"type":"content_block_delta"}`,
@@ -101,27 +65,22 @@ func TestStreamWriter(t *testing.T) {
 	}, got[4:])
 }
 
-func TestStreamWriterStopSequenceDropsTheRest(t *testing.T) {
+// TestStreamWriterStopSequence: the core cuts the text and names the
+// sequence met (chat.StopSequenceSink); the door says so.
+func TestStreamWriterStopSequence(t *testing.T) {
 	var buf bytes.Buffer
-	w := NewStreamWriter(sse.NewWriter(&buf, nil, nil, Ping), "msg_1", "m", 1, []string{"STOP"})
-	require.NoError(t, w.Text("done STO"))
-	require.NoError(t, w.Text("P and more"))
-	require.NoError(t, w.ToolCallStart("call_1", "read"))
-	require.NoError(t, w.ToolCallArguments(`{}`))
-	require.NoError(t, w.ToolCallEnd(true))
-	require.NoError(t, w.Reasoning("late"))
-	require.NoError(t, w.Finish(models.FinishToolCalls, models.Usage{}))
+	w := NewStreamWriter(sse.NewWriter(&buf, nil, nil, Ping), "msg_1", "m", 1)
+	require.NoError(t, w.Text("done "))
+	w.StopSequence("STOP")
+	require.NoError(t, w.Finish(models.FinishStopSequence, models.Usage{}))
 	body := buf.String()
 	assert.Contains(t, body, `"text":"done "`)
-	assert.NotContains(t, body, "more")
-	assert.NotContains(t, body, "tool_use")
-	assert.NotContains(t, body, "late")
 	assert.Contains(t, body, `"stop_reason":"stop_sequence","stop_sequence":"STOP"`)
 }
 
 func TestStreamWriterErrorAfterStart(t *testing.T) {
 	var buf bytes.Buffer
-	w := NewStreamWriter(sse.NewWriter(&buf, nil, nil, Ping), "msg_1", "m", 1, nil)
+	w := NewStreamWriter(sse.NewWriter(&buf, nil, nil, Ping), "msg_1", "m", 1)
 	require.NoError(t, w.Text("partial"))
 	require.NoError(t, w.Error(&models.Error{Kind: models.KindOverloaded, Message: "busy"}))
 	got := events(buf.String())
@@ -132,7 +91,7 @@ func TestStreamWriterErrorAfterStart(t *testing.T) {
 func TestFromAnswer(t *testing.T) {
 	ans := &models.Answer{Text: "Looking.", Thinking: "plan", Finish: models.FinishToolCalls, Usage: models.Usage{InputTokens: 5, OutputTokens: 2},
 		ToolCalls: []models.ToolCall{{ID: "call_x1", Name: "read", Arguments: `{"p":1}`}}}
-	r := FromAnswer("msg_1", "m", ans, nil)
+	r := FromAnswer("msg_1", "m", ans)
 	assert.Equal(t, "tool_use", *r.StopReason)
 	assert.Nil(t, r.StopSequence)
 	require.Len(t, r.Content, 3)
@@ -141,13 +100,13 @@ func TestFromAnswer(t *testing.T) {
 	assert.Equal(t, ToolUseBlock("toolu_x1", "read", []byte(`{"p":1}`)), r.Content[2])
 	assert.Equal(t, Usage{InputTokens: 5, OutputTokens: 2}, r.Usage)
 
-	r = FromAnswer("msg_1", "m", ans, []string{"king"})
+	r = FromAnswer("msg_1", "m", &models.Answer{Text: "Loo", Finish: models.FinishStopSequence, StopSequence: "king"})
 	assert.Equal(t, "stop_sequence", *r.StopReason)
 	assert.Equal(t, "king", *r.StopSequence)
-	require.Len(t, r.Content, 2, "the calls after the stop sequence are dropped")
-	assert.Equal(t, TextBlock("Loo"), r.Content[1])
+	require.Len(t, r.Content, 1)
+	assert.Equal(t, TextBlock("Loo"), r.Content[0])
 
-	r = FromAnswer("msg_1", "m", &models.Answer{Finish: models.FinishStop}, nil)
+	r = FromAnswer("msg_1", "m", &models.Answer{Finish: models.FinishStop})
 	assert.Equal(t, "end_turn", *r.StopReason)
 	assert.NotNil(t, r.Content)
 	assert.Empty(t, r.Content)
@@ -155,7 +114,7 @@ func TestFromAnswer(t *testing.T) {
 
 func TestStreamWriterDropsAnIncompleteCall(t *testing.T) {
 	var buf bytes.Buffer
-	w := NewStreamWriter(sse.NewWriter(&buf, nil, nil, Ping), "msg_1", "m", 1, nil)
+	w := NewStreamWriter(sse.NewWriter(&buf, nil, nil, Ping), "msg_1", "m", 1)
 	require.NoError(t, w.Text("Writing."))
 	require.NoError(t, w.ToolCallStart("call_1", "write"))
 	require.NoError(t, w.ToolCallArguments(`{"path": "a/b`))
@@ -192,7 +151,7 @@ func TestDeltaMatchesEncodingJSON(t *testing.T) {
 		for _, text := range texts {
 			for _, index := range []int{0, 7, 12345} {
 				var fast, slow bytes.Buffer
-				w := NewStreamWriter(sse.NewWriter(&fast, nil, nil, nil), "msg_x", "m", 1, nil)
+				w := NewStreamWriter(sse.NewWriter(&fast, nil, nil, nil), "msg_x", "m", 1)
 				w.index = index
 				require.NoError(t, w.delta(kind[0], kind[1], text))
 				require.NoError(t, w.delta(kind[0], kind[1], text), "the reused buffer")
@@ -207,7 +166,7 @@ func TestDeltaMatchesEncodingJSON(t *testing.T) {
 }
 
 func BenchmarkTextDelta(b *testing.B) {
-	w := NewStreamWriter(sse.NewWriter(io.Discard, nil, nil, nil), "msg_x", "claude-sonnet-4.6", 10, nil)
+	w := NewStreamWriter(sse.NewWriter(io.Discard, nil, nil, nil), "msg_x", "claude-sonnet-4.6", 10)
 	require.NoError(b, w.Text("open"))
 	text := strings.Repeat("abcdefgh", 32)
 	b.SetBytes(int64(len(text)))

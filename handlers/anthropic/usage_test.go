@@ -40,7 +40,7 @@ func TestUsageRendering(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer
-			w := NewStreamWriter(sse.NewWriter(&buf, nil, nil, Ping), "msg_1", "m", 7, nil)
+			w := NewStreamWriter(sse.NewWriter(&buf, nil, nil, Ping), "msg_1", "m", 7)
 			require.NoError(t, w.Text("hi"))
 			require.NoError(t, w.Finish(models.FinishStop, tc.usage))
 			got := map[string]gjson.Result{}
@@ -52,7 +52,7 @@ func TestUsageRendering(t *testing.T) {
 				got["message_start"].Get("message.usage").Raw, "message_start has the estimate")
 			assert.Equal(t, tc.delta, got["message_delta"].Get("usage").Raw, "message_delta")
 
-			whole, err := json.Marshal(FromAnswer("msg_1", "m", &models.Answer{Text: "hi", Finish: models.FinishStop, Usage: tc.usage}, nil))
+			whole, err := json.Marshal(FromAnswer("msg_1", "m", &models.Answer{Text: "hi", Finish: models.FinishStop, Usage: tc.usage}))
 			require.NoError(t, err)
 			assert.Equal(t, tc.whole, gjson.GetBytes(whole, "usage").Raw, "whole")
 		})

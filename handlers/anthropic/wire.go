@@ -2,8 +2,8 @@
 // /v1/messages), the API Claude Code and the Anthropic SDKs speak: its wire
 // types, the pure conversion of a request into the core's models.Request
 // (ToRequest), the encoders of the core's answer as a message, streamed as
-// named server-sent events (StreamWriter) or whole (FromAnswer), stop
-// sequences, the error body, the model list and the token count of
+// named server-sent events (StreamWriter) or whole (FromAnswer), the
+// error body, the model list and the token count of
 // count_tokens. The HTTP glue lives in package handlers.
 //
 // Request types decode leniently: fields the gateway does not use

@@ -39,6 +39,9 @@ func ToRequest(req *ChatRequest) (*models.Request, error) {
 	if out.MaxOutputTokens, err = maxOutputTokens(req); err != nil {
 		return nil, err
 	}
+	if out.StopSequences, err = stopSequences(req.Stop); err != nil {
+		return nil, err
+	}
 	for i, m := range req.Messages {
 		msg, err := toMessage(m)
 		if err != nil {
@@ -56,6 +59,24 @@ func maxOutputTokens(req *ChatRequest) (int, error) {
 		return models.OutputBound("max_completion_tokens", req.MaxCompletionTokens)
 	}
 	return models.OutputBound("max_tokens", req.MaxTokens)
+}
+
+// stopSequences reads stop: absent or null, a string, or an array of
+// strings.
+func stopSequences(raw json.RawMessage) ([]string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return nil, nil
+	}
+	var one string
+	if json.Unmarshal(raw, &one) == nil {
+		return []string{one}, nil
+	}
+	var many []string
+	if json.Unmarshal(raw, &many) == nil {
+		return many, nil
+	}
+	return nil, models.InvalidRequest("stop", "stop must be a string or an array of strings")
 }
 
 // toMessage converts one message of the history; its error means an

@@ -30,6 +30,9 @@ type ChatRequest struct {
 	// MaxCompletionTokens, or the older MaxTokens, bounds the answer.
 	MaxCompletionTokens *int `json:"max_completion_tokens,omitempty"`
 	MaxTokens           *int `json:"max_tokens,omitempty"`
+	// Stop is a string or an array of up to four strings: the answer's
+	// text ends before the first of them.
+	Stop json.RawMessage `json:"stop,omitempty"`
 	// PromptCacheKey is the client's key of the conversation, kept raw so
 	// that a value of another type is ignored rather than refused.
 	PromptCacheKey json.RawMessage `json:"prompt_cache_key,omitempty"`

@@ -303,24 +303,13 @@ func formatNote(t *TextConfig) (string, error) {
 	case "", "text":
 		return "", nil
 	case "json_object":
-		return "Answer with one JSON object only: no prose before or after it, no markdown code fence.", nil
+		return models.JSONObjectNote, nil
 	case "json_schema":
 		schema := bytes.TrimSpace(f.Schema)
 		if len(schema) == 0 || schema[0] != '{' {
 			return "", models.InvalidRequest("text.format.schema", "text.format.schema must be a JSON Schema object")
 		}
-		var b strings.Builder
-		b.WriteString("Answer with one JSON value only: no prose before or after it, no markdown code fence. It must match this JSON Schema")
-		if f.Name != "" {
-			fmt.Fprintf(&b, " (%s", f.Name)
-			if f.Description != "" {
-				fmt.Fprintf(&b, ": %s", f.Description)
-			}
-			b.WriteString(")")
-		}
-		b.WriteString(":\n")
-		b.Write(schema)
-		return b.String(), nil
+		return models.JSONSchemaNote(schema, f.Name, f.Description), nil
 	}
 	return "", models.InvalidRequest("text.format.type", "text.format.type %q is not supported: use \"text\", \"json_object\" or \"json_schema\"", utils.Clip(t.Format.Type, utils.QuoteLen))
 }

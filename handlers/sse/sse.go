@@ -21,6 +21,10 @@ import (
 // DefaultPing is a comment line, which every SSE client ignores.
 var DefaultPing = []byte(": ping\n\n")
 
+// NoPing, as the ping of NewWriter, turns the keepalive off: for a door
+// whose clients accept nothing but data events (Gemini's).
+var NoPing = []byte{}
+
 // Writer writes the events of one response.
 type Writer struct {
 	w     io.Writer
@@ -40,7 +44,7 @@ type Writer struct {
 // NewWriter returns a Writer on w. flush, if not nil, is called after
 // every event so that it reaches the client at once; start, if not nil,
 // runs just before the first byte. ping is what PingIfIdle writes (nil
-// for DefaultPing).
+// for DefaultPing, empty for none).
 func NewWriter(w io.Writer, flush, start func(), ping []byte) *Writer {
 	if ping == nil {
 		ping = DefaultPing
@@ -147,7 +151,7 @@ func (s *Writer) PingIfIdle(idle time.Duration) error {
 	defer s.mu.Unlock()
 	// A tenth of slack, so that a ticker of period idle whose ticks jitter
 	// still pings on every tick of a silent stream.
-	if s.closed || time.Since(s.lastWrite) < idle-idle/10 {
+	if s.closed || len(s.ping) == 0 || time.Since(s.lastWrite) < idle-idle/10 {
 		return nil
 	}
 	return s.write(s.ping)

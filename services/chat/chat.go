@@ -126,6 +126,8 @@ type Prepared struct {
 	SingleCall bool
 	// MaxOutputTokens bounds text and reasoning (estimated tokens); 0: none.
 	MaxOutputTokens int
+	// StopSequences cut the answer's text (see stopSink).
+	StopSequences []string
 	// checker validates call arguments against the tools' schemas.
 	checker *ArgumentChecker
 	// LoopStop, when set, is the answer to give without asking the
@@ -155,7 +157,7 @@ func (s *Service) Prepare(req *models.Request, requestID string) (*Prepared, err
 		MaxInputLength: s.settings.MaxInputLength,
 	}
 	p := &Prepared{
-		RequestID: requestID, Model: model, Thinking: opts.Thinking, SingleCall: req.SingleCall, MaxOutputTokens: req.MaxOutputTokens,
+		RequestID: requestID, Model: model, Thinking: opts.Thinking, SingleCall: req.SingleCall, MaxOutputTokens: req.MaxOutputTokens, StopSequences: req.StopSequences,
 		ShowThinking: s.settings.ExposeThinking || req.ShowThinking, checker: NewArgumentChecker(req.Tools), Session: req.Session,
 	}
 	_, native := s.dialect.(nativeDialect)
@@ -290,7 +292,11 @@ func (s *Service) Stream(ctx context.Context, p *Prepared, sink Sink) error {
 		}
 		return out.Finish(models.FinishStop, loopUsage(p))
 	}
-	usage, cut, err := s.run(ctx, p, out, p.RequireCall, false)
+	var top Sink = out
+	if len(p.StopSequences) > 0 {
+		top = newStopSink(out, sink, p.StopSequences)
+	}
+	usage, cut, err := s.run(ctx, p, top, p.RequireCall, false)
 	if err != nil {
 		return err
 	}
@@ -299,7 +305,7 @@ func (s *Service) Stream(ctx context.Context, p *Prepared, sink Sink) error {
 	if cut {
 		reason = models.FinishLength
 	}
-	return out.Finish(reason, usage)
+	return top.Finish(reason, usage)
 }
 
 // Complete collects the whole answer. Nothing is sent before the turn is
@@ -311,13 +317,19 @@ func (s *Service) Complete(ctx context.Context, p *Prepared) (*models.Answer, er
 		return &models.Answer{Text: p.LoopStop, Usage: loopUsage(p), Finish: models.FinishStop}, nil
 	}
 	ans := &answerSink{}
-	usage, cut, err := s.run(ctx, p, ans, true, true)
+	stop := newStopSink(ans, nil, p.StopSequences)
+	usage, cut, err := s.run(ctx, p, stop, true, true)
 	if err != nil {
+		return nil, err
+	}
+	if err := stop.end(); err != nil {
 		return nil, err
 	}
 	out := &models.Answer{Text: ans.text.String(), ToolCalls: ans.calls, Usage: usage, Finish: models.FinishStop}
 	s.observer().ToolCalls(len(out.ToolCalls))
 	switch {
+	case stop.stopped():
+		out.Finish, out.StopSequence = models.FinishStopSequence, stop.scan.found
 	case cut:
 		out.Finish = models.FinishLength
 	case len(out.ToolCalls) > 0:

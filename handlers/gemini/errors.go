@@ -1,0 +1,61 @@
+package gemini
+
+import (
+	"net/http"
+	"strings"
+
+	"cursor2api/models"
+)
+
+// ErrorBody is Google's error body, the answer of a failed request and
+// the data of the event that ends a stream that fails after its start.
+type ErrorBody struct {
+	Error ErrorObject `json:"error"`
+}
+
+// ErrorObject is Google's error object: the HTTP status as a number, the
+// message, and the canonical status name.
+type ErrorObject struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+	Status  string `json:"status"`
+}
+
+// statusName names an error as Google's canonical codes do.
+func statusName(e *models.Error) string {
+	switch e.Kind {
+	case models.KindAuthentication:
+		return "UNAUTHENTICATED"
+	case models.KindPermission:
+		return "PERMISSION_DENIED"
+	case models.KindNotFound:
+		return "NOT_FOUND"
+	case models.KindRateLimit:
+		return "RESOURCE_EXHAUSTED"
+	case models.KindOverloaded:
+		return "UNAVAILABLE"
+	case models.KindAPI:
+		switch e.Status {
+		case http.StatusServiceUnavailable, http.StatusBadGateway:
+			return "UNAVAILABLE"
+		case http.StatusGatewayTimeout:
+			return "DEADLINE_EXCEEDED"
+		}
+		return "INTERNAL"
+	}
+	if e.Status == http.StatusMethodNotAllowed {
+		return "UNIMPLEMENTED"
+	}
+	return "INVALID_ARGUMENT"
+}
+
+// ErrorBodyOf renders a neutral error as Google's error body. The field
+// at fault, which the object has no place for, leads the message unless
+// the message already names it.
+func ErrorBodyOf(e *models.Error) ErrorBody {
+	msg := e.Message
+	if e.Param != "" && !strings.Contains(msg, e.Param) {
+		msg = e.Param + ": " + msg
+	}
+	return ErrorBody{Error: ErrorObject{Code: e.Status, Message: msg, Status: statusName(e)}}
+}

@@ -1,0 +1,177 @@
+package gemini
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"cursor2api/handlers/sse"
+	"cursor2api/models"
+	"cursor2api/utils"
+)
+
+// NoPing is the keepalive of a Gemini stream: none. Both Gemini readers
+// that matter take only "data: <json>" events: Gemini CLI fails on an SSE
+// comment ("Incomplete JSON segment"), and the Go SDK fails on a comment,
+// an event: line or [DONE]. A data event that says nothing would reach the
+// caller as an answer of its own, so a silent upstream means a silent
+// stream.
+var NoPing = sse.NoPing
+
+// StreamWriter encodes the core's answer (it is a chat.Sink) as a stream
+// of GenerateContentResponse events, each a bare "data:" line, the form
+// every Gemini client reads (no event names, no comments, no [DONE]).
+// Nothing is written before the first event (see sse.Writer), so a failure
+// before it still gets a real HTTP status.
+//
+// Each part goes out as it comes, in an event of its own; the last event
+// has no part (a model content without parts, which Gemini CLI and the
+// SDKs take) and carries the finishReason and the usage: a stream without
+// a finishReason makes Gemini CLI ask again. A turn that ends in function
+// calls finishes with STOP. A call goes out once it is complete, with its
+// id, in one part.
+type StreamWriter struct {
+	*sse.Writer
+	id, model string
+	thoughts  bool
+
+	call *pendingPart // the call whose arguments are arriving
+}
+
+type pendingPart struct {
+	id, name string
+	args     strings.Builder
+}
+
+// NewStreamWriter returns a writer for one response on w. thoughts says
+// whether the request asked to see thought parts (includeThoughts, or a
+// -thinking model); without it reasoning is not sent.
+func NewStreamWriter(w *sse.Writer, id, model string, thoughts bool) *StreamWriter {
+	return &StreamWriter{Writer: w, id: id, model: model, thoughts: thoughts}
+}
+
+// NewResponseID returns a response id.
+func NewResponseID() string { return utils.RandomString(utils.Alphanumerics, 22) }
+
+// part sends one part in an event of its own.
+func (s *StreamWriter) part(p ResponsePart) error {
+	return s.Event("", s.response([]ResponsePart{p}, "", nil))
+}
+
+func (s *StreamWriter) response(parts []ResponsePart, finish string, usage *UsageMetadata) Response {
+	return Response{
+		Candidates:    []Candidate{{Content: ResponseContent{Parts: parts, Role: "model"}, FinishReason: finish}},
+		UsageMetadata: usage, ModelVersion: s.model, ResponseID: s.id,
+	}
+}
+
+// Text sends a text part.
+func (s *StreamWriter) Text(text string) error {
+	if text == "" {
+		return nil
+	}
+	return s.part(ResponsePart{Text: &text})
+}
+
+// Reasoning sends a thought part, when the request asked for them.
+func (s *StreamWriter) Reasoning(text string) error {
+	if text == "" || !s.thoughts {
+		return nil
+	}
+	return s.part(ResponsePart{Text: &text, Thought: true})
+}
+
+// ToolCallStart begins a call, which is sent when it ends complete.
+func (s *StreamWriter) ToolCallStart(id, name string) error {
+	if s.call != nil {
+		return errors.New("a tool call started before the previous one ended")
+	}
+	s.call = &pendingPart{id: id, name: name}
+	return nil
+}
+
+// ToolCallArguments takes the next piece of the call's arguments.
+func (s *StreamWriter) ToolCallArguments(fragment string) error {
+	if s.call == nil {
+		return errors.New("tool-call arguments outside a tool call")
+	}
+	s.call.args.WriteString(fragment)
+	return nil
+}
+
+// ToolCallEnd sends a complete call as a functionCall part; an incomplete
+// one is dropped (the core's note in the text says why).
+func (s *StreamWriter) ToolCallEnd(complete bool) error {
+	call := s.call
+	s.call = nil
+	if call == nil || !complete {
+		return nil
+	}
+	return s.part(ResponsePart{FunctionCall: &FunctionCall{ID: call.id, Name: call.name, Args: args(call.args.String())}})
+}
+
+// Finish sends the last event: no part, the finish reason and the usage.
+func (s *StreamWriter) Finish(r models.FinishReason, usage models.Usage) error {
+	s.Close()
+	u := usageOf(usage)
+	return s.Event("", s.response([]ResponsePart{}, finishReason(r), &u))
+}
+
+// Error ends a stream that has already started with Google's error body
+// as its last event, which the SDKs raise as the API's error.
+func (s *StreamWriter) Error(e *models.Error) error {
+	if s.Closed() {
+		return nil
+	}
+	s.Close()
+	return s.Event("", ErrorBodyOf(e))
+}
+
+// args is a call's arguments as JSON ({} when it has none).
+func args(a string) json.RawMessage {
+	if strings.TrimSpace(a) == "" {
+		return json.RawMessage("{}")
+	}
+	return json.RawMessage(a)
+}
+
+// finishReason names why the answer ended; a turn of calls, or one cut at
+// a stop sequence, ends with STOP as Gemini's do.
+func finishReason(r models.FinishReason) string {
+	if r == models.FinishLength {
+		return FinishMaxTokens
+	}
+	return FinishStop
+}
+
+// usageOf renders the core's usage in Gemini's convention.
+func usageOf(u models.Usage) UsageMetadata {
+	thoughts := min(u.ReasoningTokens, u.OutputTokens)
+	candidates := u.OutputTokens - thoughts
+	return UsageMetadata{
+		PromptTokenCount: u.InputTokens, CandidatesTokenCount: candidates, ThoughtsTokenCount: thoughts,
+		CachedContentTokenCount: u.CacheReadTokens, TotalTokenCount: u.InputTokens + candidates + thoughts,
+	}
+}
+
+// FromAnswer builds a whole answer: thoughts (when asked for), text, then
+// the calls.
+func FromAnswer(id, model string, ans *models.Answer, thoughts bool) Response {
+	parts := []ResponsePart{}
+	if thoughts && ans.Thinking != "" {
+		t := ans.Thinking
+		parts = append(parts, ResponsePart{Text: &t, Thought: true})
+	}
+	if ans.Text != "" || len(ans.ToolCalls) == 0 {
+		t := ans.Text
+		parts = append(parts, ResponsePart{Text: &t})
+	}
+	for _, c := range ans.ToolCalls {
+		parts = append(parts, ResponsePart{FunctionCall: &FunctionCall{ID: c.ID, Name: c.Name, Args: args(c.Arguments)}})
+	}
+	u := usageOf(ans.Usage)
+	return Response{
+		Candidates:    []Candidate{{Content: ResponseContent{Parts: parts, Role: "model"}, FinishReason: finishReason(ans.Finish)}},
+		UsageMetadata: &u, ModelVersion: model, ResponseID: id,
+	}
+}

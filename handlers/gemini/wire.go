@@ -1,0 +1,212 @@
+// Package gemini is the Gemini API front door (POST
+// /v1beta/models/{model}:generateContent and :streamGenerateContent), the
+// API Gemini CLI and Google's GenAI SDKs speak: its wire types, the pure
+// conversion of a request into the core's models.Request (ToRequest), the
+// encoders of the core's answer as a GenerateContentResponse, streamed as
+// bare data events (StreamWriter) or whole (FromAnswer), the error body
+// ({"error":{"code","message","status"}}), and the model list. The HTTP
+// glue lives in package handlers.
+//
+// Request types decode leniently: fields the gateway does not use
+// (safetySettings, cachedContent, thoughtSignature, temperature, topP,
+// topK, ...) are simply not declared, so unknown extras never fail a
+// request.
+package gemini
+
+import (
+	"bytes"
+	"encoding/json"
+)
+
+// GenerateContentRequest is the body of :generateContent,
+// :streamGenerateContent and (as its contents, or whole under
+// generateContentRequest) :countTokens.
+type GenerateContentRequest struct {
+	Contents          []Content         `json:"contents"`
+	SystemInstruction *Content          `json:"systemInstruction,omitempty"`
+	Tools             []Tool            `json:"tools,omitempty"`
+	ToolConfig        *ToolConfig       `json:"toolConfig,omitempty"`
+	GenerationConfig  *GenerationConfig `json:"generationConfig,omitempty"`
+}
+
+// CountTokensRequest is the body of :countTokens: contents alone, or a
+// whole generateContentRequest.
+type CountTokensRequest struct {
+	GenerateContentRequest
+	Whole *GenerateContentRequest `json:"generateContentRequest,omitempty"`
+}
+
+// Content is one turn: a role (user or model; function, the older name of
+// a turn of results, is read as user) and its parts.
+type Content struct {
+	Role  string `json:"role,omitempty"`
+	Parts []Part `json:"parts"`
+}
+
+// UnmarshalJSON also accepts a bare string, which some clients send as
+// systemInstruction.
+func (c *Content) UnmarshalJSON(data []byte) error {
+	data = bytes.TrimSpace(data)
+	if len(data) > 0 && data[0] == '"' {
+		var s string
+		if err := json.Unmarshal(data, &s); err != nil {
+			return err
+		}
+		*c = Content{Parts: []Part{{Text: &s}}}
+		return nil
+	}
+	type plain Content
+	return json.Unmarshal(data, (*plain)(c))
+}
+
+// Part is one part of a turn. Which field is set says what it is: text
+// (with Thought, reasoning), inlineData or fileData (media the upstream
+// cannot take), functionCall or functionResponse. thoughtSignature, which
+// clients echo on a call, is accepted and ignored.
+type Part struct {
+	Text             *string           `json:"text,omitempty"`
+	Thought          bool              `json:"thought,omitempty"`
+	InlineData       *Blob             `json:"inlineData,omitempty"`
+	FileData         *Blob             `json:"fileData,omitempty"`
+	FunctionCall     *FunctionCall     `json:"functionCall,omitempty"`
+	FunctionResponse *FunctionResponse `json:"functionResponse,omitempty"`
+}
+
+// Blob is the media type of inline or file data; the data itself is never
+// read.
+type Blob struct {
+	MIMEType string `json:"mimeType,omitempty"`
+}
+
+// FunctionCall is a call the model made.
+type FunctionCall struct {
+	ID   string          `json:"id,omitempty"`
+	Name string          `json:"name"`
+	Args json.RawMessage `json:"args,omitempty"`
+}
+
+// FunctionResponse is the result of a call, sent by the client.
+type FunctionResponse struct {
+	ID       string          `json:"id,omitempty"`
+	Name     string          `json:"name"`
+	Response json.RawMessage `json:"response,omitempty"`
+}
+
+// Tool is one entry of tools. Only function declarations are served;
+// googleSearch, codeExecution and the other built-in tools run on
+// Google's side.
+type Tool struct {
+	FunctionDeclarations []FunctionDeclaration `json:"functionDeclarations,omitempty"`
+	// Other holds the names of built-in tools the entry asks for.
+	Other []string `json:"-"`
+}
+
+// UnmarshalJSON reads functionDeclarations and notes any other key.
+func (t *Tool) UnmarshalJSON(data []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return err
+	}
+	*t = Tool{}
+	for k, v := range raw {
+		if k == "functionDeclarations" {
+			if err := json.Unmarshal(v, &t.FunctionDeclarations); err != nil {
+				return err
+			}
+			continue
+		}
+		t.Other = append(t.Other, k)
+	}
+	return nil
+}
+
+// FunctionDeclaration declares a function: its parameters as an OpenAPI
+// subset (Parameters) or as JSON Schema (ParametersJSONSchema).
+type FunctionDeclaration struct {
+	Name                 string          `json:"name"`
+	Description          string          `json:"description,omitempty"`
+	Parameters           json.RawMessage `json:"parameters,omitempty"`
+	ParametersJSONSchema json.RawMessage `json:"parametersJsonSchema,omitempty"`
+}
+
+// ToolConfig is toolConfig.
+type ToolConfig struct {
+	FunctionCallingConfig *FunctionCallingConfig `json:"functionCallingConfig,omitempty"`
+}
+
+// FunctionCallingConfig is the tool choice: mode AUTO, ANY, NONE (or
+// VALIDATED, read as AUTO), and for ANY the functions allowed.
+type FunctionCallingConfig struct {
+	Mode                 string   `json:"mode,omitempty"`
+	AllowedFunctionNames []string `json:"allowedFunctionNames,omitempty"`
+}
+
+// GenerationConfig is generationConfig; temperature, topP, topK and the
+// rest are accepted and ignored.
+type GenerationConfig struct {
+	MaxOutputTokens    *int            `json:"maxOutputTokens,omitempty"`
+	StopSequences      []string        `json:"stopSequences,omitempty"`
+	ResponseMIMEType   string          `json:"responseMimeType,omitempty"`
+	ResponseSchema     json.RawMessage `json:"responseSchema,omitempty"`
+	ResponseJSONSchema json.RawMessage `json:"responseJsonSchema,omitempty"`
+	ThinkingConfig     *ThinkingConfig `json:"thinkingConfig,omitempty"`
+}
+
+// ThinkingConfig is generationConfig.thinkingConfig.
+type ThinkingConfig struct {
+	IncludeThoughts bool   `json:"includeThoughts,omitempty"`
+	ThinkingBudget  *int   `json:"thinkingBudget,omitempty"`
+	ThinkingLevel   string `json:"thinkingLevel,omitempty"`
+}
+
+// Response is a GenerateContentResponse: the whole answer, or one event
+// of a stream.
+type Response struct {
+	Candidates    []Candidate    `json:"candidates"`
+	UsageMetadata *UsageMetadata `json:"usageMetadata,omitempty"`
+	ModelVersion  string         `json:"modelVersion,omitempty"`
+	ResponseID    string         `json:"responseId,omitempty"`
+}
+
+// Candidate is the one candidate of an answer.
+type Candidate struct {
+	Content      ResponseContent `json:"content"`
+	FinishReason string          `json:"finishReason,omitempty"`
+	Index        int             `json:"index"`
+}
+
+// ResponseContent is the model's turn in an answer.
+type ResponseContent struct {
+	Parts []ResponsePart `json:"parts"`
+	Role  string         `json:"role"`
+}
+
+// ResponsePart is a part of an answer: text (a thought when Thought is
+// set) or a function call.
+type ResponsePart struct {
+	Text         *string       `json:"text,omitempty"`
+	Thought      bool          `json:"thought,omitempty"`
+	FunctionCall *FunctionCall `json:"functionCall,omitempty"`
+}
+
+// UsageMetadata is the token accounting of an answer. In Gemini's
+// convention candidatesTokenCount leaves the thoughts out, and the total
+// adds all three.
+type UsageMetadata struct {
+	PromptTokenCount        int `json:"promptTokenCount"`
+	CandidatesTokenCount    int `json:"candidatesTokenCount"`
+	ThoughtsTokenCount      int `json:"thoughtsTokenCount,omitempty"`
+	CachedContentTokenCount int `json:"cachedContentTokenCount,omitempty"`
+	TotalTokenCount         int `json:"totalTokenCount"`
+}
+
+// TokenCount is the response of :countTokens.
+type TokenCount struct {
+	TotalTokens int `json:"totalTokens"`
+}
+
+// Finish reasons.
+const (
+	FinishStop      = "STOP"
+	FinishMaxTokens = "MAX_TOKENS"
+)
