@@ -196,12 +196,23 @@ type ToolCall struct {
 	Arguments string // a JSON object
 }
 
+// ToolRun is a call the gateway ran itself (an MCP tool) while
+// answering, with its result.
+type ToolRun struct {
+	ID, Name  string
+	Arguments string // a JSON object
+	Output    string
+	IsError   bool
+}
+
 // Answer is a complete, non-streamed answer.
 type Answer struct {
 	Text string
 	// Thinking is the reasoning to show, when it is shown.
 	Thinking  string
 	ToolCalls []ToolCall
+	// ToolRuns are the calls the gateway ran before the answer, in order.
+	ToolRuns []ToolRun
 	Usage     Usage
 	Finish    FinishReason
 }

@@ -57,6 +57,12 @@ type Settings struct {
 	// Observer, when not nil, is told of tool calls, held turns, retries
 	// and bad calls (metrics).
 	Observer Observer
+	// Runner, when not nil, runs tools on the gateway's side (MCP), offered
+	// as RunnerMode says, for at most MaxRounds rounds of calls an answer
+	// (0: 10).
+	Runner     ToolRunner
+	RunnerMode RunnerMode
+	MaxRounds  int
 }
 
 // StrictMode says when a tool call is required.
@@ -131,6 +137,8 @@ type Prepared struct {
 	// LoopStop, when set, is the answer to give without asking the
 	// upstream: the history shows the agent repeating a tool call.
 	LoopStop string
+	// runner runs the gateway's own tools; nil when none are offered.
+	runner *runner
 }
 
 // Prepare checks the request against the catalog and builds the upstream
@@ -147,8 +155,9 @@ func (s *Service) Prepare(req *models.Request, requestID string) (*Prepared, err
 			Message: fmt.Sprintf("the model %q does not exist; available models: %s", utils.Clip(req.Model, utils.QuoteLen), strings.Join(s.settings.Catalog.Names(), ", ")),
 		}
 	}
+	tools, run := s.offerRunner(req)
 	opts := toolproto.PromptOptions{
-		Tools:          req.Tools,
+		Tools:          tools,
 		Choice:         req.Choice,
 		Thinking:       model.Thinking || req.Thinking,
 		SingleCall:     req.SingleCall,
@@ -156,17 +165,17 @@ func (s *Service) Prepare(req *models.Request, requestID string) (*Prepared, err
 	}
 	p := &Prepared{
 		RequestID: requestID, Model: model, Thinking: opts.Thinking, SingleCall: req.SingleCall, MaxOutputTokens: req.MaxOutputTokens,
-		ShowThinking: s.settings.ExposeThinking || req.ShowThinking, checker: NewArgumentChecker(req.Tools), Session: req.Session,
+		ShowThinking: s.settings.ExposeThinking || req.ShowThinking, checker: NewArgumentChecker(tools), Session: req.Session,
 	}
 	_, native := s.dialect.(nativeDialect)
 	if opts.ToolsActive() {
 		if native {
-			p.Tools, p.Choice = req.Tools, req.Choice
+			p.Tools, p.Choice = tools, req.Choice
 		} else {
 			opts.Trigger = toolproto.NewTrigger()
 			p.Trigger = opts.Trigger
 		}
-		for _, t := range req.Tools {
+		for _, t := range tools {
 			p.ToolNames = append(p.ToolNames, t.Name)
 			if t.RawInput != "" {
 				if p.RawBodies == nil {
@@ -176,7 +185,9 @@ func (s *Service) Prepare(req *models.Request, requestID string) (*Prepared, err
 			}
 		}
 		mode := req.Choice.Mode
-		p.RequireCall = mode == models.ChoiceRequired || mode == models.ChoiceFunction || s.strict(req, requestID)
+		// Only the client's own tools make a call required: the gateway's
+		// are the model's to use or not.
+		p.RequireCall = len(req.Tools) > 0 && (mode == models.ChoiceRequired || mode == models.ChoiceFunction || s.strict(req, requestID))
 		if mode == models.ChoiceFunction {
 			p.ToolNames = []string{req.Choice.Name}
 		}
@@ -193,6 +204,10 @@ func (s *Service) Prepare(req *models.Request, requestID string) (*Prepared, err
 		}
 	}
 	p.LoopStop = DetectToolLoop(req.Messages, s.settings.ToolLoopMaxRepeat)
+	if run != nil && opts.ToolsActive() {
+		run.history, run.opts, run.native = req.Messages, opts, native
+		p.runner = run
+	}
 	return p, nil
 }
 
@@ -290,7 +305,8 @@ func (s *Service) Stream(ctx context.Context, p *Prepared, sink Sink) error {
 		}
 		return out.Finish(models.FinishStop, loopUsage(p))
 	}
-	usage, cut, err := s.run(ctx, p, out, p.RequireCall, false)
+	show, _ := sink.(RunSink)
+	usage, cut, err := s.rounds(ctx, p, out, show, p.RequireCall, false)
 	if err != nil {
 		return err
 	}
@@ -311,11 +327,11 @@ func (s *Service) Complete(ctx context.Context, p *Prepared) (*models.Answer, er
 		return &models.Answer{Text: p.LoopStop, Usage: loopUsage(p), Finish: models.FinishStop}, nil
 	}
 	ans := &answerSink{}
-	usage, cut, err := s.run(ctx, p, ans, true, true)
+	usage, cut, err := s.rounds(ctx, p, ans, ans, true, true)
 	if err != nil {
 		return nil, err
 	}
-	out := &models.Answer{Text: ans.text.String(), ToolCalls: ans.calls, Usage: usage, Finish: models.FinishStop}
+	out := &models.Answer{Text: ans.text.String(), ToolCalls: ans.calls, ToolRuns: ans.runs, Usage: usage, Finish: models.FinishStop}
 	s.observer().ToolCalls(len(out.ToolCalls))
 	switch {
 	case cut:
