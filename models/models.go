@@ -213,8 +213,8 @@ type Answer struct {
 	ToolCalls []ToolCall
 	// ToolRuns are the calls the gateway ran before the answer, in order.
 	ToolRuns []ToolRun
-	Usage     Usage
-	Finish    FinishReason
+	Usage    Usage
+	Finish   FinishReason
 }
 
 // Turn is one text message of the conversation a back door sends upstream.
