@@ -16,7 +16,7 @@ var wiring = []string{
 	"config", "models", "utils", "utils/toolproto", "services/upstream", "services/chat", "services/human",
 	"services/webchat", "services/vercel", "services/agentcli", "services/metrics", "services/readiness",
 	"services/native", "services/native/keys", "services/native/agentv1", "services/native/agentv1/agentv1connect",
-	"services/native/aiserverv1", "services/native/aiserverv1/aiserverv1connect",
+	"services/native/aiserverv1", "services/native/aiserverv1/aiserverv1connect", "services/mcp",
 }
 
 // with returns rules and more, as a new slice.
@@ -53,6 +53,10 @@ var importRules = map[string][]string{
 	"services/native": {"models", "utils", "services/upstream", "services/native/keys", "services/native/agentv1", "services/native/agentv1/agentv1connect", "services/native/aiserverv1", "services/native/aiserverv1/aiserverv1connect"},
 	// The native back door's pool of Cursor API keys: no wire format.
 	"services/native/keys": {"models", "utils"},
+	// The MCP bridge implements chat.ToolRunner without importing the
+	// core; its test server is the official SDK's.
+	"services/mcp":         {"models"},
+	"services/mcp/mcptest": nil,
 	// Metrics and readiness see the back door only through its contract.
 	"services/metrics":   {"models", "services/upstream"},
 	"services/readiness": {"models", "utils", "services/upstream"},

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -70,10 +71,13 @@ func newStack(t testing.TB, env map[string]string, reply func(int, cursortest.Re
 		MaxBodyBytes: cfg.MaxBodyBytes, PingInterval: cfg.PingInterval.Duration(), Version: "test-version", Logger: logger,
 		Responses: store, Metrics: gw.Metrics, Readiness: gw.Readiness,
 		AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins, BodyReadTimeout: cfg.BodyReadTimeout.Duration(),
+		Tools: gw.MCPTools(),
 	})
 	srv := httptest.NewServer(handler)
+	gw.StartMCP(context.Background())
 	t.Cleanup(func() {
 		srv.Close() // waits for the handlers, so the log is complete
+		gw.StopMCP()
 		if t.Failed() {
 			t.Logf("gateway log:\n%s", logs.String())
 		}

@@ -20,6 +20,7 @@ import (
 	"cursor2api/services/agentcli"
 	"cursor2api/services/chat"
 	"cursor2api/services/human"
+	"cursor2api/services/mcp"
 	"cursor2api/services/metrics"
 	"cursor2api/services/native"
 	"cursor2api/services/readiness"
@@ -55,6 +56,8 @@ type Gateway struct {
 	// Human is the x-is-human provider, for health reports and the xih
 	// command.
 	Human *human.Provider
+	// MCP is the bridge to MCP_SERVERS; nil without them.
+	MCP *mcp.Bridge
 }
 
 // FromConfig builds the gateway the configuration describes.
@@ -83,6 +86,9 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (*Gateway, error) {
 		return nil, err
 	}
 	gw.Aliases, gw.Metrics, gw.Readiness = aliases, m, ready
+	if err := withMCP(cfg, gw, m, ready, logger); err != nil {
+		return nil, err
+	}
 	return gw, nil
 }
 

@@ -225,3 +225,11 @@ func (r *runnerSink) ToolCallEnd(complete bool) error {
 	}
 	return r.Sink.ToolCallEnd(complete)
 }
+
+// WithRunner returns a copy of s that offers runner's tools as mode says,
+// for at most maxRounds rounds of calls an answer.
+func (s *Service) WithRunner(runner ToolRunner, mode RunnerMode, maxRounds int) *Service {
+	c := *s
+	c.settings.Runner, c.settings.RunnerMode, c.settings.MaxRounds = runner, mode, maxRounds
+	return &c
+}

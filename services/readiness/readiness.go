@@ -66,6 +66,9 @@ type Tracker struct {
 	Models func() Models
 	// Checkpoint, when set, is Vercel's security checkpoint state.
 	Checkpoint func() Checkpoint
+	// MCP, when set, reports the MCP servers (a JSON-able value). A server
+	// that is down leaves the gateway ready: its tools are just absent.
+	MCP func() any
 	// Check, when set, asks the back door whether it can answer without
 	// a model call (the agent CLI: binary, version, login).
 	Check func(context.Context) error
@@ -91,6 +94,8 @@ type Report struct {
 	Egress   []Proxy       `json:"egress,omitempty"`
 	// Checkpoint is Vercel's security checkpoint, when it is passed.
 	Checkpoint *Checkpoint `json:"checkpoint,omitempty"`
+	// MCP are the configured MCP servers: state and tool count.
+	MCP any `json:"mcp_servers,omitempty"`
 }
 
 // Backend is the answer of the back door's own check.
@@ -227,6 +232,9 @@ func (t *Tracker) Report(ctx context.Context) Report {
 	if t.Checkpoint != nil {
 		c := t.Checkpoint()
 		r.Checkpoint = &c
+	}
+	if t.MCP != nil {
+		r.MCP = t.MCP()
 	}
 	r.Ready = len(r.Reasons) == 0
 	return r

@@ -1,0 +1,68 @@
+package services
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"cursor2api/config"
+	"cursor2api/services/chat"
+	"cursor2api/services/mcp"
+	"cursor2api/services/metrics"
+	"cursor2api/services/readiness"
+)
+
+// withMCP connects the gateway to MCP_SERVERS: the core offers and runs
+// their tools, /ready shows them, the metrics count their calls. The
+// servers connect when Serve starts the bridge.
+func withMCP(cfg *config.Config, gw *Gateway, m *metrics.Metrics, ready *readiness.Tracker, logger *slog.Logger) error {
+	servers, err := mcp.ParseConfig(cfg.MCPServers)
+	if err != nil {
+		return fmt.Errorf("configuration: %w", err)
+	}
+	if len(servers) == 0 || cfg.MCPTools == "off" {
+		return nil
+	}
+	if err := mcp.CheckGlobs(cfg.MCPAllowedTools); err != nil {
+		return fmt.Errorf("configuration: %w", err)
+	}
+	bridge := mcp.New(mcp.Options{
+		Servers:        servers,
+		Allowed:        cfg.MCPAllowedTools,
+		CallTimeout:    cfg.MCPCallTimeout.Duration(),
+		MaxResultBytes: cfg.MCPMaxResultBytes,
+		Logger:         logger,
+		Observe:        m.MCPCall,
+	})
+	mode := chat.RunnerAlways
+	if cfg.MCPTools == "when-no-client-tools" {
+		mode = chat.RunnerWhenNoClientTools
+	}
+	gw.Chat = gw.Chat.WithRunner(bridge, mode, cfg.MCPMaxRounds)
+	gw.MCP = bridge
+	ready.MCP = func() any { return bridge.States() }
+	return nil
+}
+
+// StartMCP connects the MCP servers in the background until ctx ends or
+// StopMCP; nothing without MCP_SERVERS.
+func (gw *Gateway) StartMCP(ctx context.Context) {
+	if gw.MCP != nil {
+		gw.MCP.Start(ctx)
+	}
+}
+
+// StopMCP disconnects the MCP servers and ends their processes.
+func (gw *Gateway) StopMCP() {
+	if gw.MCP != nil {
+		gw.MCP.Close()
+	}
+}
+
+// MCPTools lists the MCP tools for GET /v1/tools; nil without MCP.
+func (gw *Gateway) MCPTools() func() any {
+	if gw.MCP == nil {
+		return nil
+	}
+	return func() any { return gw.MCP.Catalog() }
+}
