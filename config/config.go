@@ -110,6 +110,9 @@ type Config struct {
 	TurnEndingTools []string `env:"TURN_ENDING_TOOLS" envDefault:"attempt_completion" envSeparator:","`
 	StreamArgsAfter int      `env:"STREAM_ARGS_AFTER" envDefault:"2048"`
 	ToolLoopMax     int      `env:"TOOL_LOOP_MAX_REPEAT" envDefault:"2"`
+	ExposeThinking  bool     `env:"EXPOSE_THINKING" envDefault:"false"`
+	// RefusalPatterns replace the built-in refusal patterns when set.
+	RefusalPatterns []string `env:"REFUSAL_PATTERNS" envSeparator:";;"`
 
 	// MCP: servers whose tools the gateway runs itself (services/mcp).
 	// MCPServers is a JSON file's path or inline JSON ({"mcpServers": ...}).
@@ -119,9 +122,6 @@ type Config struct {
 	MCPMaxRounds      int      `env:"MCP_MAX_ROUNDS" envDefault:"10"`
 	MCPCallTimeout    Seconds  `env:"MCP_CALL_TIMEOUT" envDefault:"60"`
 	MCPMaxResultBytes int      `env:"MCP_MAX_RESULT_BYTES" envDefault:"100000"`
-	ExposeThinking  bool     `env:"EXPOSE_THINKING" envDefault:"false"`
-	// RefusalPatterns replace the built-in refusal patterns when set.
-	RefusalPatterns []string `env:"REFUSAL_PATTERNS" envSeparator:";;"`
 
 	// ResponsesStoreMax, ResponsesStoreBytes and ResponsesStoreTTL bound
 	// the in-memory store of responses that previous_response_id continues.
