@@ -1,7 +1,9 @@
 package handlers
 
 import (
+	"context"
 	"encoding/json"
+	"io"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -310,4 +312,24 @@ func TestMCPChildEndsWithGateway(t *testing.T) {
 		require.NotZero(t, pid, "the server's pid reached the model: %s", last)
 	})
 	assert.False(t, mcptest.Alive(pid), "the stdio server ended with the gateway")
+}
+
+func TestMCPClientDisconnectCancelsCall(t *testing.T) {
+	s := mcpStack(t, map[string]string{"MCP_CALL_TIMEOUT": "30"}, script(t, []string{mcpInvoke("mcp__local__hang", `{}`)}, []string{"never"}))
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL+"/v1/chat/completions",
+		strings.NewReader(`{"model":"claude-sonnet-4.6","stream":true,"messages":[{"role":"user","content":"wait"}]}`))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	time.AfterFunc(500*time.Millisecond, cancel)
+	start := time.Now()
+	if resp, err := s.Client().Do(req); err == nil {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	require.Eventually(t, func() bool {
+		return strings.Contains(s.do(t, http.MethodGet, "/metrics", "").body, `cursor2api_mcp_calls_total{outcome="cancelled",server="local",tool="hang"} 1`)
+	}, 10*time.Second, 20*time.Millisecond, "the running call is cancelled")
+	assert.Less(t, time.Since(start), 10*time.Second)
+	assert.Len(t, s.up.Requests(), 1, "no round after the client left")
 }
