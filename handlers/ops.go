@@ -8,6 +8,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"cursor2api/models"
 	"cursor2api/services/chat"
 )
 
@@ -97,4 +98,20 @@ func (o *observedStream) Reasoning(text string) error {
 func (o *observedStream) ToolCallStart(id, name string) error {
 	o.token()
 	return o.answerStream.ToolCallStart(id, name)
+}
+
+// ToolRunStart and ToolRunEnd pass the gateway's runs on to a door that
+// shows them (chat.RunSink).
+func (o *observedStream) ToolRunStart(run models.ToolRun) error {
+	if r, ok := o.answerStream.(chat.RunSink); ok {
+		return r.ToolRunStart(run)
+	}
+	return nil
+}
+
+func (o *observedStream) ToolRunEnd(run models.ToolRun) error {
+	if r, ok := o.answerStream.(chat.RunSink); ok {
+		return r.ToolRunEnd(run)
+	}
+	return nil
 }

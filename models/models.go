@@ -205,6 +205,17 @@ type ToolRun struct {
 	IsError   bool
 }
 
+// Label returns the server and tool of a run named by the gateway's MCP
+// convention, mcp__<server>__<tool>; else "" and the name.
+func (r ToolRun) Label() (server, tool string) {
+	if rest, ok := strings.CutPrefix(r.Name, "mcp__"); ok {
+		if server, tool, ok = strings.Cut(rest, "__"); ok && server != "" && tool != "" {
+			return server, tool
+		}
+	}
+	return "", r.Name
+}
+
 // Answer is a complete, non-streamed answer.
 type Answer struct {
 	Text string

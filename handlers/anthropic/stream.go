@@ -316,6 +316,9 @@ func FromAnswer(id, model string, ans *models.Answer, stopSequences []string) Re
 	if ans.Thinking != "" {
 		content = append(content, ThinkingBlock(ans.Thinking, signature()))
 	}
+	for _, run := range ans.ToolRuns {
+		content = append(content, MCPToolUseBlock(run), MCPToolResultBlock(run))
+	}
 	if text != "" {
 		content = append(content, TextBlock(text))
 	}

@@ -94,6 +94,8 @@ type Block struct {
 	Thinking  string          `json:"thinking,omitempty"`
 	Signature string          `json:"signature,omitempty"`
 	Data      string          `json:"data,omitempty"`
+	// ServerName is an mcp_tool_use block's MCP server.
+	ServerName string `json:"server_name,omitempty"`
 }
 
 // Tool is one entry of tools: a custom tool (Type absent or "custom") with

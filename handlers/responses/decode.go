@@ -397,6 +397,13 @@ func (c *conversation) add(raw json.RawMessage, field string, i int) error {
 			return models.InvalidRequest(path+".call_id", "%s.call_id is required: it names the call this output answers", path)
 		}
 		c.push(models.Message{Role: models.RoleTool, ToolCallID: it.CallID, Blocks: blocks(it.Output)})
+	case ItemMCPCall:
+		if it.Name == "" || it.ServerLabel == "" {
+			return models.InvalidRequest(path, "%s: an mcp_call needs a name and a server_label", path)
+		}
+		call, result := mcpHistory(it)
+		c.assistant(call)
+		c.push(result)
 	case "reasoning":
 		// Earlier reasoning is hidden history: its summary, when there is
 		// one, stays thinking; encrypted content means nothing here.
