@@ -122,6 +122,8 @@ type Config struct {
 	MCPMaxRounds      int      `env:"MCP_MAX_ROUNDS" envDefault:"10"`
 	MCPCallTimeout    Seconds  `env:"MCP_CALL_TIMEOUT" envDefault:"60"`
 	MCPMaxResultBytes int      `env:"MCP_MAX_RESULT_BYTES" envDefault:"100000"`
+	// MCPRemoteHosts are the hosts a request's own MCP servers may be on.
+	MCPRemoteHosts []string `env:"MCP_REMOTE_HOSTS" envSeparator:","`
 
 	// ResponsesStoreMax, ResponsesStoreBytes and ResponsesStoreTTL bound
 	// the in-memory store of responses that previous_response_id continues.

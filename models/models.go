@@ -147,6 +147,10 @@ type Request struct {
 	// prompt_cache_key): a back door with several accounts keeps the
 	// conversation on one by it.
 	Session string
+	// MCPServers are MCP servers the request names for itself (the
+	// Responses mcp tool, Anthropic's mcp_servers): the gateway connects
+	// to them for this request, when MCP_REMOTE_HOSTS allows.
+	MCPServers []MCPServer
 }
 
 // Client is what the calling application says of itself in its HTTP
@@ -194,6 +198,18 @@ const (
 type ToolCall struct {
 	ID, Name  string
 	Arguments string // a JSON object
+}
+
+// MCPServer is an MCP server a request names, reached over HTTP.
+type MCPServer struct {
+	// Label names the server in its tools' names (mcp__<label>__<tool>).
+	Label   string
+	URL     string
+	Headers map[string]string
+	// AllowedTools are the tool names to offer; nil: every tool.
+	AllowedTools []string
+	// Param is the request's field that names the server, for errors.
+	Param string
 }
 
 // ToolRun is a call the gateway ran itself (an MCP tool) while

@@ -2,10 +2,14 @@ package services
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"sync"
 
 	"cursor2api/config"
+	"cursor2api/models"
 	"cursor2api/services/chat"
 	"cursor2api/services/mcp"
 	"cursor2api/services/metrics"
@@ -16,6 +20,15 @@ import (
 // their tools, /ready shows them, the metrics count their calls. The
 // servers connect when Serve starts the bridge.
 func withMCP(cfg *config.Config, gw *Gateway, m *metrics.Metrics, ready *readiness.Tracker, logger *slog.Logger) error {
+	callOptions := mcp.Options{
+		CallTimeout:    cfg.MCPCallTimeout.Duration(),
+		MaxResultBytes: cfg.MCPMaxResultBytes,
+		Logger:         logger,
+		Observe:        m.MCPCall,
+	}
+	if len(cfg.MCPRemoteHosts) > 0 {
+		gw.Chat = gw.Chat.WithRemote(remoteRunners{&mcp.Remote{Hosts: cfg.MCPRemoteHosts, Options: callOptions}})
+	}
 	servers, err := mcp.ParseConfig(cfg.MCPServers)
 	if err != nil {
 		return fmt.Errorf("configuration: %w", err)
@@ -26,14 +39,9 @@ func withMCP(cfg *config.Config, gw *Gateway, m *metrics.Metrics, ready *readine
 	if err := mcp.CheckGlobs(cfg.MCPAllowedTools); err != nil {
 		return fmt.Errorf("configuration: %w", err)
 	}
-	bridge := mcp.New(mcp.Options{
-		Servers:        servers,
-		Allowed:        cfg.MCPAllowedTools,
-		CallTimeout:    cfg.MCPCallTimeout.Duration(),
-		MaxResultBytes: cfg.MCPMaxResultBytes,
-		Logger:         logger,
-		Observe:        m.MCPCall,
-	})
+	opts := callOptions
+	opts.Servers, opts.Allowed = servers, cfg.MCPAllowedTools
+	bridge := mcp.New(opts)
 	mode := chat.RunnerAlways
 	if cfg.MCPTools == "when-no-client-tools" {
 		mode = chat.RunnerWhenNoClientTools
@@ -65,4 +73,23 @@ func (gw *Gateway) MCPTools() func() any {
 		return nil
 	}
 	return func() any { return gw.MCP.Catalog() }
+}
+
+// remoteRunners connect to a request's own MCP servers (chat.RemoteRunners).
+type remoteRunners struct{ remote *mcp.Remote }
+
+func (r remoteRunners) Connect(ctx context.Context, servers []models.MCPServer) (chat.ToolRunner, func(), error) {
+	b, err := r.remote.Dial(ctx, servers)
+	if err != nil {
+		var re *mcp.RemoteError
+		if !errors.As(err, &re) {
+			return nil, nil, err
+		}
+		if re.Refused {
+			return nil, nil, models.InvalidRequest(re.Param, "%s", re.Message)
+		}
+		return nil, nil, &models.Error{Status: http.StatusFailedDependency, Kind: models.KindInvalidRequest, Code: "mcp_server_unreachable", Param: re.Param, Message: re.Message}
+	}
+	var once sync.Once
+	return b, func() { once.Do(b.Close) }, nil
 }

@@ -26,6 +26,9 @@ func ToRequest(req *MessagesRequest) (*models.Request, error) {
 		return nil, err
 	}
 	out.Tools = tools
+	if out.MCPServers, err = mcpServers(req.MCPServers); err != nil {
+		return nil, err
+	}
 	if out.Choice, out.SingleCall, err = toToolChoice(req.ToolChoice, tools); err != nil {
 		return nil, err
 	}

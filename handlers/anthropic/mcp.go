@@ -2,6 +2,7 @@ package anthropic
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 
 	"cursor2api/models"
@@ -103,6 +104,46 @@ func assistantMessages(i int, c Content) ([]models.Message, error) {
 			return nil, err
 		}
 		out = append(out, msg)
+	}
+	return out, nil
+}
+
+// MCPServerParam is an entry of mcp_servers (the MCP connector).
+type MCPServerParam struct {
+	Type               string `json:"type"`
+	URL                string `json:"url"`
+	Name               string `json:"name"`
+	AuthorizationToken string `json:"authorization_token,omitempty"`
+	ToolConfiguration  *struct {
+		Enabled      *bool    `json:"enabled,omitempty"`
+		AllowedTools []string `json:"allowed_tools,omitempty"`
+	} `json:"tool_configuration,omitempty"`
+}
+
+// mcpServers reads mcp_servers.
+func mcpServers(params []MCPServerParam) ([]models.MCPServer, error) {
+	var out []models.MCPServer
+	for i, p := range params {
+		path := fmt.Sprintf("mcp_servers.%d", i)
+		if p.Type != "" && p.Type != "url" {
+			return nil, models.InvalidRequest(path+".type", "%s.type must be \"url\"", path)
+		}
+		if p.Name == "" || p.URL == "" {
+			return nil, models.InvalidRequest(path, "%s: an MCP server needs a name and a url", path)
+		}
+		s := models.MCPServer{Label: p.Name, URL: p.URL, Param: path + ".url"}
+		if p.AuthorizationToken != "" {
+			s.Headers = map[string]string{"Authorization": "Bearer " + p.AuthorizationToken}
+		}
+		if c := p.ToolConfiguration; c != nil {
+			if c.Enabled != nil && !*c.Enabled {
+				continue
+			}
+			if c.AllowedTools != nil {
+				s.AllowedTools = append([]string{}, c.AllowedTools...)
+			}
+		}
+		out = append(out, s)
 	}
 	return out, nil
 }

@@ -1,6 +1,7 @@
 package responses
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 
@@ -136,4 +137,41 @@ func mcpHistory(it InputItem) (call models.Block, result models.Message) {
 		result.Blocks = []models.Block{{Kind: models.BlockText, Text: text}}
 	}
 	return call, result
+}
+
+// mcpServer reads an mcp tool: a server for this request. Approval is not
+// supported: require_approval must be "never" (or absent).
+func mcpServer(t Tool, path string) (models.MCPServer, error) {
+	if t.ConnectorID != "" && t.ServerURL == "" {
+		return models.MCPServer{}, models.InvalidRequest(path+".connector_id", "%s: connectors are OpenAI's; give the server's server_url instead", path)
+	}
+	if t.ServerLabel == "" || t.ServerURL == "" {
+		return models.MCPServer{}, models.InvalidRequest(path, "%s: an mcp tool needs a server_label and a server_url", path)
+	}
+	if a := bytes.TrimSpace(t.RequireApproval); len(a) > 0 && string(a) != "null" && string(a) != `"never"` {
+		var all struct {
+			Never struct {
+				ToolNames []string `json:"tool_names"`
+			} `json:"never"`
+			Always *json.RawMessage `json:"always"`
+		}
+		if json.Unmarshal(a, &all) != nil || all.Always != nil || all.Never.ToolNames != nil {
+			return models.MCPServer{}, models.InvalidRequest(path+".require_approval", "%s.require_approval: the gateway cannot ask for approval; set it to \"never\"", path)
+		}
+	}
+	server := models.MCPServer{Label: t.ServerLabel, URL: t.ServerURL, Headers: t.Headers, Param: path + ".server_url"}
+	if a := bytes.TrimSpace(t.AllowedTools); len(a) > 0 && string(a) != "null" {
+		var names []string
+		if err := json.Unmarshal(a, &names); err != nil {
+			var filter struct {
+				ToolNames []string `json:"tool_names"`
+			}
+			if err := json.Unmarshal(a, &filter); err != nil {
+				return models.MCPServer{}, models.InvalidRequest(path+".allowed_tools", "%s.allowed_tools must be a list of tool names or {\"tool_names\": [...]}", path)
+			}
+			names = filter.ToolNames
+		}
+		server.AllowedTools = append([]string{}, names...)
+	}
+	return server, nil
 }

@@ -82,6 +82,13 @@ type Tool struct {
 	Format *CustomFormat `json:"format,omitempty"`
 	// Tools are the members of a namespace.
 	Tools []Tool `json:"tools,omitempty"`
+	// The fields of an mcp tool: a server for this request.
+	ServerLabel     string            `json:"server_label,omitempty"`
+	ServerURL       string            `json:"server_url,omitempty"`
+	ConnectorID     string            `json:"connector_id,omitempty"`
+	Headers         map[string]string `json:"headers,omitempty"`
+	AllowedTools    json.RawMessage   `json:"allowed_tools,omitempty"`
+	RequireApproval json.RawMessage   `json:"require_approval,omitempty"`
 }
 
 // CustomFormat is the input format of a custom tool: {"type":"text"}, or

@@ -63,6 +63,9 @@ type Settings struct {
 	Runner     ToolRunner
 	RunnerMode RunnerMode
 	MaxRounds  int
+	// Remote, when not nil, connects to the MCP servers a request names
+	// (PrepareContext); nil refuses them.
+	Remote RemoteRunners
 }
 
 // StrictMode says when a tool call is required.

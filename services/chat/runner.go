@@ -2,6 +2,7 @@ package chat
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -231,5 +232,77 @@ func (r *runnerSink) ToolCallEnd(complete bool) error {
 func (s *Service) WithRunner(runner ToolRunner, mode RunnerMode, maxRounds int) *Service {
 	c := *s
 	c.settings.Runner, c.settings.RunnerMode, c.settings.MaxRounds = runner, mode, maxRounds
+	return &c
+}
+
+// RemoteRunners connect to the MCP servers a request names for itself.
+type RemoteRunners interface {
+	// Connect connects to servers for one request. It returns a
+	// *models.Error for a server the gateway may not or could not
+	// reach; close ends the connections.
+	Connect(ctx context.Context, servers []models.MCPServer) (runner ToolRunner, close func(), err error)
+}
+
+// PrepareContext is Prepare for a request that may name MCP servers of
+// its own: it connects to them first (bounded by ctx), offers their tools
+// with the gateway's, and closes them when ctx ends.
+func (s *Service) PrepareContext(ctx context.Context, req *models.Request, requestID string) (*Prepared, error) {
+	if len(req.MCPServers) == 0 {
+		return s.Prepare(req, requestID)
+	}
+	if s.settings.Remote == nil {
+		return nil, models.InvalidRequest(req.MCPServers[0].Param, "this gateway connects to no MCP server a request names: its operator allows hosts with MCP_REMOTE_HOSTS")
+	}
+	remote, closeRemote, err := s.settings.Remote.Connect(ctx, req.MCPServers)
+	if err != nil {
+		return nil, err
+	}
+	stop := context.AfterFunc(ctx, closeRemote)
+	svc := *s
+	svc.settings.Runner = remote
+	if _, own := s.offerRunner(req); own != nil {
+		svc.settings.Runner = runners{s.settings.Runner, remote}
+	}
+	// The request asked for its servers: they are offered whatever
+	// MCP_TOOLS says of the configured ones.
+	svc.settings.RunnerMode = RunnerAlways
+	p, err := svc.Prepare(req, requestID)
+	if err != nil {
+		if stop() {
+			closeRemote()
+		}
+		return nil, err
+	}
+	return p, nil
+}
+
+// runners are several ToolRunners as one: a call goes to the one that
+// offers its tool.
+type runners []ToolRunner
+
+func (rs runners) Tools() []models.Tool {
+	var out []models.Tool
+	for _, r := range rs {
+		out = append(out, r.Tools()...)
+	}
+	return out
+}
+
+func (rs runners) Run(ctx context.Context, name, arguments string) (string, bool) {
+	for _, r := range rs {
+		for _, t := range r.Tools() {
+			if t.Name == name {
+				return r.Run(ctx, name, arguments)
+			}
+		}
+	}
+	return fmt.Sprintf("no tool %q is connected now", name), true
+}
+
+// WithRemote returns a copy of s that connects to the MCP servers a
+// request names through remote.
+func (s *Service) WithRemote(remote RemoteRunners) *Service {
+	c := *s
+	c.settings.Remote = remote
 	return &c
 }

@@ -146,6 +146,16 @@ func (b *Bridge) Close() {
 	}
 	b.mu.Unlock()
 	b.wg.Wait()
+	// The sessions Dial opened, which no keep loop owns.
+	for _, s := range b.servers {
+		if cs, _, _ := s.current(); cs != nil {
+			cs.Close()
+			s.set(StateDown, "closed", nil, nil)
+		}
+		if s.cfg.client != nil {
+			s.cfg.client.CloseIdleConnections()
+		}
+	}
 }
 
 // keep connects s, waits for its session to end, and connects it again
@@ -333,19 +343,28 @@ func expandAll(args []string) []string {
 
 // httpClient is the bridge's client with the server's headers added.
 func (b *Bridge) httpClient(s *server) *http.Client {
-	if len(s.cfg.Headers) == 0 {
-		return b.opts.HTTPClient
+	base := b.opts.HTTPClient
+	if s.cfg.client != nil {
+		base = s.cfg.client
 	}
-	c := *b.opts.HTTPClient
-	base := c.Transport
-	if base == nil {
-		base = http.DefaultTransport
+	if len(s.cfg.Headers) == 0 {
+		return base
+	}
+	c := *base
+	rt := c.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
 	}
 	h := make(http.Header, len(s.cfg.Headers))
 	for k, v := range s.cfg.Headers {
-		h.Set(k, os.ExpandEnv(v))
+		if s.cfg.client == nil {
+			// Only the operator's configuration reads the environment: a
+			// request's headers must not reveal it.
+			v = os.ExpandEnv(v)
+		}
+		h.Set(k, v)
 	}
-	c.Transport = headerTransport{base: base, header: h}
+	c.Transport = headerTransport{base: rt, header: h}
 	return &c
 }
 

@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path"
 	"regexp"
@@ -32,6 +33,10 @@ type ServerConfig struct {
 	Type string `json:"type"`
 	// Disabled leaves the server out (opencode's and Cursor's files have it).
 	Disabled bool `json:"disabled"`
+
+	// client, when set, reaches this server (a request's server, pinned
+	// to the address its host was checked at).
+	client *http.Client
 }
 
 // stdio reports whether the server is a child process.
