@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"time"
 
 	"cursor2api/config"
 	"cursor2api/models"
@@ -27,7 +28,11 @@ func withMCP(cfg *config.Config, gw *Gateway, m *metrics.Metrics, ready *readine
 		Observe:        m.MCPCall,
 	}
 	if len(cfg.MCPRemoteHosts) > 0 {
-		gw.Chat = gw.Chat.WithRemote(remoteRunners{&mcp.Remote{Hosts: cfg.MCPRemoteHosts, Options: callOptions}})
+		remote := callOptions
+		// A request labels its servers as it likes: one label for all of
+		// them keeps the metrics' series bounded.
+		remote.Observe = func(_, tool, outcome string, took time.Duration) { m.MCPCall("(request)", tool, outcome, took) }
+		gw.Chat = gw.Chat.WithRemote(remoteRunners{&mcp.Remote{Hosts: cfg.MCPRemoteHosts, Options: remote}})
 	}
 	servers, err := mcp.ParseConfig(cfg.MCPServers)
 	if err != nil {
