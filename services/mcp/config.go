@@ -95,17 +95,6 @@ func ParseConfig(value string) (map[string]ServerConfig, error) {
 	return out, nil
 }
 
-// ParseToolsMode checks MCP_TOOLS.
-func ParseToolsMode(s string) (string, error) {
-	switch s {
-	case "", "always":
-		return "always", nil
-	case "when-no-client-tools", "off":
-		return s, nil
-	}
-	return "", fmt.Errorf("MCP_TOOLS: %q is not always, when-no-client-tools or off", s)
-}
-
 // CheckGlobs checks MCP_ALLOWED_TOOLS' patterns.
 func CheckGlobs(globs []string) error {
 	for _, g := range globs {
