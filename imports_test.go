@@ -17,7 +17,7 @@ var wiring = []string{
 	"services/webchat", "services/vercel", "services/agentcli", "services/metrics", "services/readiness",
 	"services/native", "services/native/keys", "services/native/agentv1", "services/native/agentv1/agentv1connect",
 	"services/native/aiserverv1", "services/native/aiserverv1/aiserverv1connect",
-	"services/cloud",
+	"services/cloud", "services/mcp",
 }
 
 // with returns rules and more, as a new slice.
@@ -63,6 +63,10 @@ var importRules = map[string][]string{
 	// door serves its runs directly), and its fake for tests.
 	"services/cloud":           {"models", "utils"},
 	"services/cloud/cloudtest": nil,
+	// The MCP bridge implements chat.ToolRunner without importing the
+	// core; its test server is the official SDK's.
+	"services/mcp":         {"models"},
+	"services/mcp/mcptest": nil,
 	// Metrics and readiness see the back door only through its contract.
 	"services/metrics":   {"models", "services/upstream"},
 	"services/readiness": {"models", "utils", "services/upstream"},

@@ -114,6 +114,17 @@ type Config struct {
 	// RefusalPatterns replace the built-in refusal patterns when set.
 	RefusalPatterns []string `env:"REFUSAL_PATTERNS" envSeparator:";;"`
 
+	// MCP: servers whose tools the gateway runs itself (services/mcp).
+	// MCPServers is a JSON file's path or inline JSON ({"mcpServers": ...}).
+	MCPServers        string   `env:"MCP_SERVERS"`
+	MCPTools          string   `env:"MCP_TOOLS" envDefault:"always"`
+	MCPAllowedTools   []string `env:"MCP_ALLOWED_TOOLS" envSeparator:","`
+	MCPMaxRounds      int      `env:"MCP_MAX_ROUNDS" envDefault:"10"`
+	MCPCallTimeout    Seconds  `env:"MCP_CALL_TIMEOUT" envDefault:"60"`
+	MCPMaxResultBytes int      `env:"MCP_MAX_RESULT_BYTES" envDefault:"100000"`
+	// MCPRemoteHosts are the hosts a request's own MCP servers may be on.
+	MCPRemoteHosts []string `env:"MCP_REMOTE_HOSTS" envSeparator:","`
+
 	// ResponsesStoreMax, ResponsesStoreBytes and ResponsesStoreTTL bound
 	// the in-memory store of responses that previous_response_id continues.
 	ResponsesStoreMax   int     `env:"RESPONSES_STORE_MAX" envDefault:"1000"`
@@ -481,6 +492,20 @@ func (c *Config) validate() error {
 	}
 	if c.MaxToolCallBytes < 1024 {
 		bad("MAX_TOOL_CALL_BYTES=%d: must be at least 1024", c.MaxToolCallBytes)
+	}
+	switch c.MCPTools {
+	case "always", "when-no-client-tools", "off":
+	default:
+		bad("MCP_TOOLS=%q: must be always, when-no-client-tools or off", c.MCPTools)
+	}
+	if c.MCPMaxRounds < 1 {
+		bad("MCP_MAX_ROUNDS=%d: must be at least 1", c.MCPMaxRounds)
+	}
+	if c.MCPCallTimeout.Duration() <= 0 {
+		bad("MCP_CALL_TIMEOUT=%s: must be a positive number of seconds", c.MCPCallTimeout.Duration())
+	}
+	if c.MCPMaxResultBytes < 256 {
+		bad("MCP_MAX_RESULT_BYTES=%d: must be at least 256", c.MCPMaxResultBytes)
 	}
 	for _, p := range c.RefusalPatterns {
 		if _, err := regexp.Compile(p); err != nil {

@@ -76,6 +76,9 @@ type Options struct {
 	// Drain, when it ends, ends the answers still in flight with the
 	// door's error event (the server's drain time is up). Nil: never.
 	Drain context.Context
+	// Tools, when set, lists the tools the gateway runs itself (MCP) for
+	// GET /v1/tools, as a JSON-able list.
+	Tools func() any
 }
 
 // server holds what the handlers share; it is built once and read-only.
@@ -124,6 +127,7 @@ func New(opts Options) http.Handler {
 	r.GET("/v1/models", append(entry(useDoorByRequest), s.listModels)...)
 	v1 := r.Group("/v1", entry(useDoor(openaiDoor))...)
 	v1.POST("/chat/completions", s.chatCompletions)
+	v1.GET("/tools", s.listTools)
 	rv1 := r.Group("/v1/responses", entry(useDoor(responsesDoor))...)
 	rv1.POST("", s.createResponse)
 	rv1.GET("/:id", s.getResponse)

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -101,10 +102,13 @@ func newStack(t testing.TB, env map[string]string, reply func(int, cursortest.Re
 		Responses: store.Store, Metrics: gw.Metrics, Readiness: gw.Readiness,
 		AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins, BodyReadTimeout: cfg.BodyReadTimeout.Duration(),
 		Cloud: gw.Cloud,
+		Tools: gw.MCPTools(),
 	})
 	srv := httptest.NewServer(handler)
+	gw.StartMCP(context.Background())
 	t.Cleanup(func() {
 		srv.Close() // waits for the handlers, so the log is complete
+		gw.StopMCP()
 		if t.Failed() {
 			t.Logf("gateway log:\n%s", logs.String())
 		}

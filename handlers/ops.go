@@ -8,6 +8,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"cursor2api/models"
 	"cursor2api/services/chat"
 )
 
@@ -59,7 +60,7 @@ func (s *server) observeStream(c *gin.Context, w answerStream) (answerStream, fu
 	if s.Metrics == nil {
 		return w, func() {}
 	}
-	o := &observedStream{answerStream: w, start: time.Now(), first: func(d time.Duration) {
+	o := &observedStream{wrappedStream: wrappedStream{w}, start: time.Now(), first: func(d time.Duration) {
 		s.Metrics.FirstToken(doorOf(c).name, s.modelLabel(c.GetString(keyModel)), d)
 	}}
 	return o, s.Metrics.StreamStarted()
@@ -67,7 +68,7 @@ func (s *server) observeStream(c *gin.Context, w answerStream) (answerStream, fu
 
 // observedStream notes the first token a stream sends.
 type observedStream struct {
-	answerStream
+	wrappedStream
 	start time.Time
 	first func(time.Duration)
 	seen  bool
@@ -82,16 +83,38 @@ func (o *observedStream) token() {
 	}
 }
 
-// StopSequence passes the stop sequence met on to a door that names it.
-func (o *observedStream) StopSequence(seq string) { passStopSequence(o.answerStream, seq) }
+// wrappedStream is what a wrapper of a door's stream (metrics, usage)
+// embeds: it passes on the core's optional sink methods, which embedding
+// the answerStream interface alone would hide from the core, to a door
+// that implements them, and does nothing for one that does not.
+type wrappedStream struct{ answerStream }
 
-// passStopSequence tells w the stop sequence met when w is a door that
-// names it. Every wrapper of a door's stream forwards it so: embedding
-// alone hides an optional method.
-func passStopSequence(w answerStream, seq string) {
-	if r, ok := w.(chat.StopSequenceSink); ok {
+var (
+	_ chat.StopSequenceSink = wrappedStream{}
+	_ chat.RunSink          = wrappedStream{}
+)
+
+// StopSequence passes the stop sequence met on to a door that names it.
+func (w wrappedStream) StopSequence(seq string) {
+	if r, ok := w.answerStream.(chat.StopSequenceSink); ok {
 		r.StopSequence(seq)
 	}
+}
+
+// ToolRunStart and ToolRunEnd pass the gateway's runs on to a door that
+// shows them (chat.RunSink).
+func (w wrappedStream) ToolRunStart(run models.ToolRun) error {
+	if r, ok := w.answerStream.(chat.RunSink); ok {
+		return r.ToolRunStart(run)
+	}
+	return nil
+}
+
+func (w wrappedStream) ToolRunEnd(run models.ToolRun) error {
+	if r, ok := w.answerStream.(chat.RunSink); ok {
+		return r.ToolRunEnd(run)
+	}
+	return nil
 }
 
 func (o *observedStream) Text(text string) error {

@@ -35,7 +35,7 @@ func (s *server) prepare(c *gin.Context, req *models.Request) (*chat.Prepared, b
 		s.Logger.Debug("model alias", "request_id", c.GetString(keyRequestID), "asked", utils.Clip(req.Model, utils.QuoteLen), "model", public)
 		req.Model = public
 	}
-	p, err := s.Chat.Prepare(req, c.GetString(keyRequestID))
+	p, err := s.Chat.PrepareContext(c.Request.Context(), req, c.GetString(keyRequestID))
 	if err != nil {
 		writeError(c, asError(err))
 		return nil, false
@@ -63,7 +63,7 @@ func (s *server) stream(c *gin.Context, p *chat.Prepared, w answerStream) {
 	ctx, stop := s.answerContext(c)
 	defer stop()
 	if s.Usage != nil {
-		w = usageSink{answerStream: w, c: c}
+		w = usageSink{wrappedStream: wrappedStream{w}, c: c}
 	}
 	w, done := s.observeStream(c, w)
 	defer done()

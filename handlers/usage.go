@@ -46,12 +46,9 @@ func (s *server) recordUsage(c *gin.Context) {
 
 // usageSink notes the usage a stream finishes with.
 type usageSink struct {
-	answerStream
+	wrappedStream
 	c *gin.Context
 }
-
-// StopSequence passes the stop sequence met on to a door that names it.
-func (u usageSink) StopSequence(seq string) { passStopSequence(u.answerStream, seq) }
 
 func (u usageSink) Finish(reason models.FinishReason, us models.Usage) error {
 	u.c.Set(keyUsage, us)

@@ -151,6 +151,10 @@ type Request struct {
 	// prompt_cache_key): a back door with several accounts keeps the
 	// conversation on one by it.
 	Session string
+	// MCPServers are MCP servers the request names for itself (the
+	// Responses mcp tool, Anthropic's mcp_servers): the gateway connects
+	// to them for this request, when MCP_REMOTE_HOSTS allows.
+	MCPServers []MCPServer
 }
 
 // Client is what the calling application says of itself in its HTTP
@@ -201,14 +205,48 @@ type ToolCall struct {
 	Arguments string // a JSON object
 }
 
+// MCPServer is an MCP server a request names, reached over HTTP.
+type MCPServer struct {
+	// Label names the server in its tools' names (mcp__<label>__<tool>).
+	Label   string
+	URL     string
+	Headers map[string]string
+	// AllowedTools are the tool names to offer; nil: every tool.
+	AllowedTools []string
+	// Param is the request's field that names the server, for errors.
+	Param string
+}
+
+// ToolRun is a call the gateway ran itself (an MCP tool) while
+// answering, with its result.
+type ToolRun struct {
+	ID, Name  string
+	Arguments string // a JSON object
+	Output    string
+	IsError   bool
+}
+
+// Label returns the server and tool of a run named by the gateway's MCP
+// convention, mcp__<server>__<tool>; else "" and the name.
+func (r ToolRun) Label() (server, tool string) {
+	if rest, ok := strings.CutPrefix(r.Name, "mcp__"); ok {
+		if server, tool, ok = strings.Cut(rest, "__"); ok && server != "" && tool != "" {
+			return server, tool
+		}
+	}
+	return "", r.Name
+}
+
 // Answer is a complete, non-streamed answer.
 type Answer struct {
 	Text string
 	// Thinking is the reasoning to show, when it is shown.
 	Thinking  string
 	ToolCalls []ToolCall
-	Usage     Usage
-	Finish    FinishReason
+	// ToolRuns are the calls the gateway ran before the answer, in order.
+	ToolRuns []ToolRun
+	Usage    Usage
+	Finish   FinishReason
 	// StopSequence is the stop sequence met, with FinishStopSequence.
 	StopSequence string
 }

@@ -22,6 +22,7 @@ import (
 	"cursor2api/services/chat"
 	"cursor2api/services/cloud"
 	"cursor2api/services/human"
+	"cursor2api/services/mcp"
 	"cursor2api/services/metrics"
 	"cursor2api/services/native"
 	"cursor2api/services/native/keys"
@@ -61,6 +62,8 @@ type Gateway struct {
 	// Human is the x-is-human provider, for health reports and the xih
 	// command.
 	Human *human.Provider
+	// MCP is the bridge to MCP_SERVERS; nil without them.
+	MCP *mcp.Bridge
 }
 
 // cloudService is the Cloud Agents service CLOUD_AGENTS=on asks for, on
@@ -107,6 +110,9 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (*Gateway, error) {
 	gw.Aliases, gw.Metrics, gw.Readiness = aliases, m, ready
 	if cfg.CloudOn() {
 		gw.Cloud = cloudService(cfg, logger)
+	}
+	if err := withMCP(cfg, gw, m, ready, logger); err != nil {
+		return nil, err
 	}
 	return gw, nil
 }

@@ -26,6 +26,9 @@ func ToRequest(req *MessagesRequest) (*models.Request, error) {
 		return nil, err
 	}
 	out.Tools = tools
+	if out.MCPServers, err = mcpServers(req.MCPServers); err != nil {
+		return nil, err
+	}
 	if out.Choice, out.SingleCall, err = toToolChoice(req.ToolChoice, tools); err != nil {
 		return nil, err
 	}
@@ -48,11 +51,11 @@ func ToRequest(req *MessagesRequest) (*models.Request, error) {
 		case "user":
 			out.Messages = append(out.Messages, userMessages(m.Content)...)
 		case "assistant":
-			msg, err := assistantMessage(i, m.Content)
+			msgs, err := assistantMessages(i, m.Content)
 			if err != nil {
 				return nil, err
 			}
-			out.Messages = append(out.Messages, msg)
+			out.Messages = append(out.Messages, msgs...)
 		case "system":
 			// Instructions among the messages (Claude Code 2.1 sends
 			// its environment so); the upstream has one system prompt,
@@ -182,6 +185,8 @@ func assistantMessage(i int, c Content) (models.Message, error) {
 				return models.Message{}, models.InvalidRequest(fmt.Sprintf("messages.%d.content.%d.input", i, j), "messages.%d.content.%d.input must be a JSON object", i, j)
 			}
 			msg.Blocks = append(msg.Blocks, models.Block{Kind: models.BlockToolCall, ID: b.ID, Name: b.Name, Arguments: args})
+		case "mcp_tool_use":
+			msg.Blocks = append(msg.Blocks, mcpCall(b))
 		case "tool_result":
 			return models.Message{}, models.InvalidRequest(fmt.Sprintf("messages.%d.content.%d.type", i, j), "messages.%d.content.%d: tool_result blocks belong in a user message", i, j)
 		default:

@@ -296,6 +296,9 @@ func FromAnswer(id, model string, ans *models.Answer) Response {
 	if ans.Thinking != "" {
 		content = append(content, ThinkingBlock(ans.Thinking, signature()))
 	}
+	for _, run := range ans.ToolRuns {
+		content = append(content, MCPToolUseBlock(run), MCPToolResultBlock(run))
+	}
 	if ans.Text != "" {
 		content = append(content, TextBlock(ans.Text))
 	}

@@ -21,15 +21,17 @@ import (
 // MessagesRequest is the body of POST /v1/messages (and, without
 // max_tokens, of POST /v1/messages/count_tokens).
 type MessagesRequest struct {
-	Model         string      `json:"model"`
-	System        Content     `json:"system"`
-	Messages      []Message   `json:"messages"`
-	MaxTokens     *int        `json:"max_tokens,omitempty"`
-	StopSequences []string    `json:"stop_sequences,omitempty"`
-	Stream        bool        `json:"stream"`
-	Tools         []Tool      `json:"tools,omitempty"`
-	ToolChoice    *ToolChoice `json:"tool_choice,omitempty"`
-	Thinking      *Thinking   `json:"thinking,omitempty"`
+	Model         string    `json:"model"`
+	System        Content   `json:"system"`
+	Messages      []Message `json:"messages"`
+	MaxTokens     *int      `json:"max_tokens,omitempty"`
+	StopSequences []string  `json:"stop_sequences,omitempty"`
+	Stream        bool      `json:"stream"`
+	Tools         []Tool    `json:"tools,omitempty"`
+	// MCPServers are the MCP connector's servers for this request.
+	MCPServers []MCPServerParam `json:"mcp_servers,omitempty"`
+	ToolChoice *ToolChoice      `json:"tool_choice,omitempty"`
+	Thinking   *Thinking        `json:"thinking,omitempty"`
 	// Metadata is kept raw: only the session in its user_id is read
 	// (SessionOf), and a shape the gateway does not know fails nothing.
 	Metadata json.RawMessage `json:"metadata,omitempty"`
@@ -94,6 +96,8 @@ type Block struct {
 	Thinking  string          `json:"thinking,omitempty"`
 	Signature string          `json:"signature,omitempty"`
 	Data      string          `json:"data,omitempty"`
+	// ServerName is an mcp_tool_use block's MCP server.
+	ServerName string `json:"server_name,omitempty"`
 }
 
 // Tool is one entry of tools: a custom tool (Type absent or "custom") with

@@ -2,6 +2,7 @@ package responses
 
 import (
 	"bytes"
+	"encoding/json"
 	"strconv"
 	"unicode/utf8"
 
@@ -83,6 +84,11 @@ func appendStringHTML(b []byte, s string) []byte {
 // custom call's input) given already encoded by sse.AppendString, in
 // pieces. It reports false for a type it does not know.
 func appendItem(b []byte, it *OutputItem, text [][]byte) ([]byte, bool) {
+	if it.Type == ItemMCPCall {
+		// Few and small: encoded as MarshalJSON does.
+		data, err := json.Marshal(mcpCallItem(it))
+		return append(b, data...), err == nil
+	}
 	b = append(b, `{"id":`...)
 	b = appendStringHTML(b, it.ID)
 	b = append(b, `,"type":`...)

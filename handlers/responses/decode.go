@@ -66,6 +66,8 @@ type Decoded struct {
 	// first, as received, for the store.
 	Items []json.RawMessage
 	Names Names
+	// MCPServers are the request's mcp tools: servers for this request.
+	MCPServers []models.MCPServer
 	// Ignored says what the gateway dropped: built-in tools, and history
 	// items of tools it does not run. The handler logs it.
 	Ignored []string
@@ -96,6 +98,7 @@ func ToRequest(req *Request, history []json.RawMessage) (*Decoded, error) {
 	if r.Tools, err = out.tools(req.Tools); err != nil {
 		return nil, err
 	}
+	r.MCPServers = out.MCPServers
 	if r.Choice, err = toolChoice(req.ToolChoice, r.Tools); err != nil {
 		return nil, err
 	}
@@ -196,6 +199,12 @@ func (d *Decoded) tools(raws []json.RawMessage) ([]models.Tool, error) {
 					return nil, err
 				}
 			}
+		case "mcp":
+			server, err := mcpServer(t, path)
+			if err != nil {
+				return nil, err
+			}
+			d.MCPServers = append(d.MCPServers, server)
 		case "":
 			return nil, models.InvalidRequest(path+".type", "%s.type is required: use \"function\", \"custom\" or \"namespace\"", path)
 		default:
@@ -386,6 +395,13 @@ func (c *conversation) add(raw json.RawMessage, field string, i int) error {
 			return models.InvalidRequest(path+".call_id", "%s.call_id is required: it names the call this output answers", path)
 		}
 		c.push(models.Message{Role: models.RoleTool, ToolCallID: it.CallID, Blocks: blocks(it.Output)})
+	case ItemMCPCall:
+		if it.Name == "" || it.ServerLabel == "" {
+			return models.InvalidRequest(path, "%s: an mcp_call needs a name and a server_label", path)
+		}
+		call, result := mcpHistory(it)
+		c.assistant(call)
+		c.push(result)
 	case "reasoning":
 		// Earlier reasoning is hidden history: its summary, when there is
 		// one, stays thinking; encrypted content means nothing here.

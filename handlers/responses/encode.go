@@ -85,6 +85,9 @@ func FromAnswer(base Response, ans *models.Answer, names Names) Response {
 	if ans.Thinking != "" {
 		out.Output = append(out.Output, OutputItem{ID: itemID("rs"), Type: ItemReasoning, Status: StatusCompleted, Text: ans.Thinking})
 	}
+	for _, run := range ans.ToolRuns {
+		out.Output = append(out.Output, mcpItem(run))
+	}
 	if len(ans.ToolCalls) == 0 || strings.Trim(ans.Text, utils.JSONSpace) != "" {
 		out.Output = append(out.Output, OutputItem{ID: itemID("msg"), Type: ItemMessage, Status: StatusCompleted, Text: ans.Text})
 	}

@@ -85,6 +85,13 @@ type Tool struct {
 	Format *CustomFormat `json:"format,omitempty"`
 	// Tools are the members of a namespace.
 	Tools []Tool `json:"tools,omitempty"`
+	// The fields of an mcp tool: a server for this request.
+	ServerLabel     string            `json:"server_label,omitempty"`
+	ServerURL       string            `json:"server_url,omitempty"`
+	ConnectorID     string            `json:"connector_id,omitempty"`
+	Headers         map[string]string `json:"headers,omitempty"`
+	AllowedTools    json.RawMessage   `json:"allowed_tools,omitempty"`
+	RequireApproval json.RawMessage   `json:"require_approval,omitempty"`
 }
 
 // CustomFormat is the input format of a custom tool: {"type":"text"}, or
@@ -107,11 +114,15 @@ type InputItem struct {
 	// Input instead of Arguments a custom_tool_call; CallID and Output a
 	// function_call_output or custom_tool_call_output.
 	CallID    string         `json:"call_id"`
+	ID        string         `json:"id"`
 	Name      string         `json:"name"`
 	Namespace string         `json:"namespace"`
 	Arguments Arguments      `json:"arguments"`
 	Input     string         `json:"input"`
 	Output    openai.Content `json:"output"`
+	// ServerLabel and Error belong to an mcp_call; Output is its result.
+	ServerLabel string          `json:"server_label"`
+	Error       json.RawMessage `json:"error"`
 	// Summary is a reasoning item's summary; its encrypted_content is
 	// opaque to the gateway and not declared.
 	Summary openai.Content `json:"summary"`
@@ -199,6 +210,8 @@ const (
 	ItemFunctionCall   = "function_call"
 	ItemCustomToolCall = "custom_tool_call"
 	ItemReasoning      = "reasoning"
+	// ItemMCPCall is a call the gateway ran on an MCP server.
+	ItemMCPCall = "mcp_call"
 )
 
 // OutputItem is one item of a response's output: a message, a
@@ -215,6 +228,9 @@ type OutputItem struct {
 	// CallID, Name, Namespace and Arguments describe a function_call,
 	// Input instead of Arguments a custom_tool_call.
 	CallID, Name, Namespace, Arguments, Input string
+	// ServerLabel, Output and Error describe an mcp_call (with Name and
+	// Arguments); Error is "" when the call succeeded.
+	ServerLabel, Output, Error string
 }
 
 // MarshalJSON writes the item as the Responses API does.
@@ -261,6 +277,8 @@ func (it OutputItem) MarshalJSON() ([]byte, error) {
 			call.Input = &it.Input
 		}
 		return json.Marshal(call)
+	case ItemMCPCall:
+		return json.Marshal(mcpCallItem(&it))
 	}
 	return nil, fmt.Errorf("unknown output item type %q", it.Type)
 }

@@ -95,7 +95,7 @@ func New(cfg *config.Config, logger *slog.Logger, opts Options) (*Server, error)
 		Usage: ledger, AdminKey: cfg.AdminKey, Backend: cfg.Backend,
 		Metrics: gw.Metrics, Readiness: gw.Readiness, TrustedProxies: cfg.TrustedProxies,
 		AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins, BodyReadTimeout: cfg.BodyReadTimeout.Duration(), Drain: drain,
-		XIsHuman: xIsHumanHealth(gw), Cloud: gw.Cloud,
+		XIsHuman: xIsHumanHealth(gw), Cloud: gw.Cloud, Tools: gw.MCPTools(),
 	})
 	return &Server{cfg: cfg, logger: logger, version: opts.Version, gw: gw, handler: handler, endDrain: endDrain, state: q, ledger: ledger}, nil
 }
@@ -160,6 +160,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	if s.gw.Background != nil {
 		go s.gw.Background(ctx)
 	}
+	// MCP servers stay up while the answers drain, and go with the server.
+	s.gw.StartMCP(context.WithoutCancel(ctx))
+	defer s.gw.StopMCP()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

@@ -57,6 +57,15 @@ type Settings struct {
 	// Observer, when not nil, is told of tool calls, held turns, retries
 	// and bad calls (metrics).
 	Observer Observer
+	// Runner, when not nil, runs tools on the gateway's side (MCP), offered
+	// as RunnerMode says, for at most MaxRounds rounds of calls an answer
+	// (0: 10).
+	Runner     ToolRunner
+	RunnerMode RunnerMode
+	MaxRounds  int
+	// Remote, when not nil, connects to the MCP servers a request names
+	// (PrepareContext); nil refuses them.
+	Remote RemoteRunners
 }
 
 // StrictMode says when a tool call is required.
@@ -133,6 +142,8 @@ type Prepared struct {
 	// LoopStop, when set, is the answer to give without asking the
 	// upstream: the history shows the agent repeating a tool call.
 	LoopStop string
+	// runner runs the gateway's own tools; nil when none are offered.
+	runner *runner
 }
 
 // Prepare checks the request against the catalog and builds the upstream
@@ -149,8 +160,9 @@ func (s *Service) Prepare(req *models.Request, requestID string) (*Prepared, err
 			Message: fmt.Sprintf("the model %q does not exist; available models: %s", utils.Clip(req.Model, utils.QuoteLen), strings.Join(s.settings.Catalog.Names(), ", ")),
 		}
 	}
+	tools, run := s.offerRunner(req)
 	opts := toolproto.PromptOptions{
-		Tools:          req.Tools,
+		Tools:          tools,
 		Choice:         req.Choice,
 		Thinking:       model.Thinking || req.Thinking,
 		SingleCall:     req.SingleCall,
@@ -158,17 +170,17 @@ func (s *Service) Prepare(req *models.Request, requestID string) (*Prepared, err
 	}
 	p := &Prepared{
 		RequestID: requestID, Model: model, Thinking: opts.Thinking, SingleCall: req.SingleCall, MaxOutputTokens: req.MaxOutputTokens, StopSequences: req.StopSequences,
-		ShowThinking: s.settings.ExposeThinking || req.ShowThinking, checker: NewArgumentChecker(req.Tools), Session: req.Session,
+		ShowThinking: s.settings.ExposeThinking || req.ShowThinking, checker: NewArgumentChecker(tools), Session: req.Session,
 	}
 	_, native := s.dialect.(nativeDialect)
 	if opts.ToolsActive() {
 		if native {
-			p.Tools, p.Choice = req.Tools, req.Choice
+			p.Tools, p.Choice = tools, req.Choice
 		} else {
 			opts.Trigger = toolproto.NewTrigger()
 			p.Trigger = opts.Trigger
 		}
-		for _, t := range req.Tools {
+		for _, t := range tools {
 			p.ToolNames = append(p.ToolNames, t.Name)
 			if t.RawInput != "" {
 				if p.RawBodies == nil {
@@ -178,7 +190,9 @@ func (s *Service) Prepare(req *models.Request, requestID string) (*Prepared, err
 			}
 		}
 		mode := req.Choice.Mode
-		p.RequireCall = mode == models.ChoiceRequired || mode == models.ChoiceFunction || s.strict(req, requestID)
+		// Only the client's own tools make a call required: the gateway's
+		// are the model's to use or not.
+		p.RequireCall = len(req.Tools) > 0 && (mode == models.ChoiceRequired || mode == models.ChoiceFunction || s.strict(req, requestID))
 		if mode == models.ChoiceFunction {
 			p.ToolNames = []string{req.Choice.Name}
 		}
@@ -195,6 +209,10 @@ func (s *Service) Prepare(req *models.Request, requestID string) (*Prepared, err
 		}
 	}
 	p.LoopStop = DetectToolLoop(req.Messages, s.settings.ToolLoopMaxRepeat)
+	if run != nil && opts.ToolsActive() {
+		run.history, run.opts, run.native = req.Messages, opts, native
+		p.runner = run
+	}
 	return p, nil
 }
 
@@ -296,7 +314,8 @@ func (s *Service) Stream(ctx context.Context, p *Prepared, sink Sink) error {
 	if len(p.StopSequences) > 0 {
 		top = newStopSink(out, sink, p.StopSequences)
 	}
-	usage, cut, err := s.run(ctx, p, top, p.RequireCall, false)
+	show, _ := sink.(RunSink)
+	usage, cut, err := s.rounds(ctx, p, top, show, p.RequireCall, false)
 	if err != nil {
 		return err
 	}
@@ -318,14 +337,14 @@ func (s *Service) Complete(ctx context.Context, p *Prepared) (*models.Answer, er
 	}
 	ans := &answerSink{}
 	stop := newStopSink(ans, nil, p.StopSequences)
-	usage, cut, err := s.run(ctx, p, stop, true, true)
+	usage, cut, err := s.rounds(ctx, p, stop, ans, true, true)
 	if err != nil {
 		return nil, err
 	}
 	if err := stop.end(); err != nil {
 		return nil, err
 	}
-	out := &models.Answer{Text: ans.text.String(), ToolCalls: ans.calls, Usage: usage, Finish: models.FinishStop}
+	out := &models.Answer{Text: ans.text.String(), ToolCalls: ans.calls, ToolRuns: ans.runs, Usage: usage, Finish: models.FinishStop}
 	s.observer().ToolCalls(len(out.ToolCalls))
 	switch {
 	case stop.stopped():

@@ -275,6 +275,14 @@ func streamedCallNote(ev toolproto.Event) string {
 type answerSink struct {
 	text, thinking strings.Builder
 	calls          []models.ToolCall
+	runs           []models.ToolRun
+}
+
+func (a *answerSink) ToolRunStart(models.ToolRun) error { return nil }
+
+func (a *answerSink) ToolRunEnd(run models.ToolRun) error {
+	a.runs = append(a.runs, run)
+	return nil
 }
 
 func (a *answerSink) Text(s string) error      { a.text.WriteString(s); return nil }

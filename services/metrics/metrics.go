@@ -46,6 +46,8 @@ type Metrics struct {
 
 	humanFailures prometheus.Counter
 	egressErrors  *prometheus.CounterVec
+
+	mcp mcpMetrics
 }
 
 // New returns the metrics on a fresh registry that also holds the Go
@@ -82,6 +84,7 @@ func New() *Metrics {
 	m.reg.MustRegister(m.requests, m.firstToken, m.activeStreams, m.upstreamRequests, m.upstreamLatency, m.upstreamRetries,
 		m.toolCalls, m.heldTurns, m.retries, m.badCalls, m.humanFailures, m.egressErrors,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.mcp = newMCPMetrics(m.reg)
 	return m
 }
 

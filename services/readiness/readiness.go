@@ -71,6 +71,9 @@ type Tracker struct {
 	// State, when set, is the state store's health. A degraded store
 	// does not make the gateway unready: answers never wait for it.
 	State func() State
+	// MCP, when set, reports the MCP servers (a JSON-able value). A server
+	// that is down leaves the gateway ready: its tools are just absent.
+	MCP func() any
 	// Check, when set, asks the back door whether it can answer without
 	// a model call (the agent CLI: binary, version, login).
 	Check func(context.Context) error
@@ -99,6 +102,8 @@ type Report struct {
 	// Keys are the native back door's API keys, by fingerprint.
 	Keys  []Key  `json:"keys,omitempty"`
 	State *State `json:"state,omitempty"`
+	// MCP are the configured MCP servers: state and tool count.
+	MCP any `json:"mcp_servers,omitempty"`
 }
 
 // State is the health of the state store (STATE_URL).
@@ -254,6 +259,9 @@ func (t *Tracker) Report(ctx context.Context) Report {
 	if t.Keys != nil {
 		// After Check, which may have exchanged keys or found one refused.
 		r.Keys = t.Keys()
+	}
+	if t.MCP != nil {
+		r.MCP = t.MCP()
 	}
 	r.Ready = len(r.Reasons) == 0
 	return r

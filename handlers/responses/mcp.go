@@ -1,0 +1,177 @@
+package responses
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+
+	"cursor2api/models"
+)
+
+// Events of an mcp_call item.
+const (
+	EventMCPArgumentsDelta = "response.mcp_call_arguments.delta"
+	EventMCPArgumentsDone  = "response.mcp_call_arguments.done"
+	EventMCPInProgress     = "response.mcp_call.in_progress"
+	EventMCPCompleted      = "response.mcp_call.completed"
+	EventMCPFailed         = "response.mcp_call.failed"
+)
+
+// mcpError is an mcp_call's error as the API writes it: the tool's
+// failure, with its text as content.
+type mcpError struct {
+	Type    string `json:"type"`
+	Content []Part `json:"content"`
+}
+
+// mcpCallItem is the JSON of an mcp_call item.
+func mcpCallItem(it *OutputItem) any {
+	item := struct {
+		ID                string    `json:"id"`
+		Type              string    `json:"type"`
+		Status            string    `json:"status"`
+		ServerLabel       string    `json:"server_label"`
+		Name              string    `json:"name"`
+		Arguments         string    `json:"arguments"`
+		Output            *string   `json:"output"`
+		Error             *mcpError `json:"error"`
+		ApprovalRequestID *string   `json:"approval_request_id"`
+	}{ID: it.ID, Type: it.Type, Status: it.Status, ServerLabel: it.ServerLabel, Name: it.Name, Arguments: it.Arguments}
+	switch {
+	case it.Status == StatusInProgress:
+	case it.Error != "":
+		item.Error = &mcpError{Type: "mcp_tool_execution_error", Content: []Part{{Type: "input_text", Text: it.Error}}}
+	default:
+		item.Output = &it.Output
+	}
+	return item
+}
+
+// mcpItem is the mcp_call item of a run the gateway made.
+func mcpItem(run models.ToolRun) OutputItem {
+	server, tool := run.Label()
+	it := OutputItem{ID: "mcp_" + strings.TrimPrefix(run.ID, "call_"), Type: ItemMCPCall, ServerLabel: server, Name: tool, Arguments: run.Arguments, Status: StatusCompleted}
+	if run.IsError {
+		it.Status, it.Error = StatusFailed, run.Output
+		if it.Error == "" {
+			it.Error = "the tool failed"
+		}
+	} else {
+		it.Output = run.Output
+	}
+	return it
+}
+
+// ToolRunStart adds the mcp_call item of a call the gateway is about to
+// run, with its arguments, and says it is in progress.
+func (s *StreamWriter) ToolRunStart(run models.ToolRun) error {
+	s.space = ""
+	it := mcpItem(run)
+	it.Status, it.Output, it.Error = StatusInProgress, "", ""
+	if err := s.start(it); err != nil {
+		return err
+	}
+	index := len(s.resp.Output)
+	if err := s.emit(Event{Type: EventMCPInProgress, ItemID: it.ID, OutputIndex: ptr(index)}); err != nil {
+		return err
+	}
+	if err := s.emit(Event{Type: EventMCPArgumentsDelta, ItemID: it.ID, OutputIndex: ptr(index), Delta: ptr(it.Arguments)}); err != nil {
+		return err
+	}
+	return s.emit(Event{Type: EventMCPArgumentsDone, ItemID: it.ID, OutputIndex: ptr(index), Arguments: ptr(it.Arguments)})
+}
+
+// ToolRunEnd completes the mcp_call item in progress with the call's
+// output, or fails it with its error.
+func (s *StreamWriter) ToolRunEnd(run models.ToolRun) error {
+	if s.cur == nil || s.cur.Type != ItemMCPCall {
+		if err := s.ToolRunStart(run); err != nil {
+			return err
+		}
+	}
+	it := mcpItem(run)
+	it.ID = s.cur.ID
+	s.cur = nil
+	index := len(s.resp.Output)
+	typ := EventMCPCompleted
+	if it.Status == StatusFailed {
+		typ = EventMCPFailed
+	}
+	if err := s.emit(Event{Type: typ, ItemID: it.ID, OutputIndex: ptr(index)}); err != nil {
+		return err
+	}
+	return s.itemDone(&it, index, nil)
+}
+
+// mcpHistory is the conversation of an mcp_call item sent back as input:
+// the call, and its output or error as the call's result.
+func mcpHistory(it InputItem) (call models.Block, result models.Message) {
+	name := "mcp__" + it.ServerLabel + "__" + it.Name
+	id := it.CallID
+	if id == "" {
+		id = "call_" + strings.TrimPrefix(it.ID, "mcp_")
+	}
+	call = models.Block{Kind: models.BlockToolCall, ID: id, Name: name, Arguments: string(it.Arguments)}
+	result = models.Message{Role: models.RoleTool, ToolCallID: id, ToolName: name, Blocks: blocks(it.Output)}
+	if e := it.Error; len(e) > 0 && string(e) != "null" {
+		result.IsError = true
+		var er struct {
+			Message string `json:"message"`
+			Content []Part `json:"content"`
+		}
+		text := string(e)
+		if json.Unmarshal(e, &er) == nil {
+			var parts []string
+			if er.Message != "" {
+				parts = append(parts, er.Message)
+			}
+			for _, p := range er.Content {
+				parts = append(parts, p.Text)
+			}
+			if len(parts) > 0 {
+				text = strings.Join(parts, "\n")
+			}
+		} else if json.Unmarshal(e, &text) != nil {
+			text = string(e)
+		}
+		result.Blocks = []models.Block{{Kind: models.BlockText, Text: text}}
+	}
+	return call, result
+}
+
+// mcpServer reads an mcp tool: a server for this request. Approval is not
+// supported: require_approval must be "never" (or absent).
+func mcpServer(t Tool, path string) (models.MCPServer, error) {
+	if t.ConnectorID != "" && t.ServerURL == "" {
+		return models.MCPServer{}, models.InvalidRequest(path+".connector_id", "%s: connectors are OpenAI's; give the server's server_url instead", path)
+	}
+	if t.ServerLabel == "" || t.ServerURL == "" {
+		return models.MCPServer{}, models.InvalidRequest(path, "%s: an mcp tool needs a server_label and a server_url", path)
+	}
+	if a := bytes.TrimSpace(t.RequireApproval); len(a) > 0 && string(a) != "null" && string(a) != `"never"` {
+		var all struct {
+			Never struct {
+				ToolNames []string `json:"tool_names"`
+			} `json:"never"`
+			Always *json.RawMessage `json:"always"`
+		}
+		if json.Unmarshal(a, &all) != nil || all.Always != nil || all.Never.ToolNames != nil {
+			return models.MCPServer{}, models.InvalidRequest(path+".require_approval", "%s.require_approval: the gateway cannot ask for approval; set it to \"never\"", path)
+		}
+	}
+	server := models.MCPServer{Label: t.ServerLabel, URL: t.ServerURL, Headers: t.Headers, Param: path + ".server_url"}
+	if a := bytes.TrimSpace(t.AllowedTools); len(a) > 0 && string(a) != "null" {
+		var names []string
+		if err := json.Unmarshal(a, &names); err != nil {
+			var filter struct {
+				ToolNames []string `json:"tool_names"`
+			}
+			if err := json.Unmarshal(a, &filter); err != nil {
+				return models.MCPServer{}, models.InvalidRequest(path+".allowed_tools", "%s.allowed_tools must be a list of tool names or {\"tool_names\": [...]}", path)
+			}
+			names = filter.ToolNames
+		}
+		server.AllowedTools = append([]string{}, names...)
+	}
+	return server, nil
+}
