@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -294,17 +295,19 @@ func TestGeminiE2EJSONMode(t *testing.T) {
 			"type": "OBJECT", "properties": map[string]any{"answer": map[string]any{"type": "INTEGER"}}, "required": []string{"answer"},
 		}}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			s := newStack(t, nil, script(t, []string{`{"answer": 4}`}))
-			resp, err := geminiAsk(t, s.gemini(t, "any"), false, "gemini-3-flash", geminiUser("2+2?"), tc.cfg)
-			require.NoError(t, err)
-			assert.JSONEq(t, `{"answer": 4}`, resp.Text())
-			system := s.up.Requests()[0].Messages[0]
-			assert.Equal(t, "system", system.Role)
-			assert.Contains(t, system.Text, "Answer with one JSON value only")
-			assert.Contains(t, system.Text, `"type":"integer"`)
-			assert.NotContains(t, system.Text, "INTEGER")
-		})
+		for _, streaming := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/stream=%v", tc.name, streaming), func(t *testing.T) {
+				s := newStack(t, nil, script(t, []string{`{"answer"`, `: 4}`}))
+				resp, err := geminiAsk(t, s.gemini(t, "any"), streaming, "gemini-3-flash", geminiUser("2+2?"), tc.cfg)
+				require.NoError(t, err)
+				assert.JSONEq(t, `{"answer": 4}`, resp.Text())
+				system := s.up.Requests()[0].Messages[0]
+				assert.Equal(t, "system", system.Role)
+				assert.Contains(t, system.Text, "Answer with one JSON value only")
+				assert.Contains(t, system.Text, `"type":"integer"`)
+				assert.NotContains(t, system.Text, "INTEGER")
+			})
+		}
 	}
 }
 
