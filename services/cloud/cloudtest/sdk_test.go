@@ -16,21 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"cursor2api/services/cloud/cloudtest"
+	"cursor2api/services/native/nativetest"
 )
-
-// sdkEnv returns the official SDK's directory and a Node 22 binary, or
-// skips: .ci/run installs them (CURSOR_SDK_DIR, NODE22_BIN).
-func sdkEnv(t *testing.T) (sdkDir, node string) {
-	t.Helper()
-	sdkDir, node = os.Getenv("CURSOR_SDK_DIR"), os.Getenv("NODE22_BIN")
-	if sdkDir == "" || node == "" {
-		t.Skip("SKIPPED: the official @cursor/sdk test needs CURSOR_SDK_DIR (npm install --prefix DIR @cursor/sdk@1.0.32) and NODE22_BIN (a Node >= 22.13, e.g. from npm's node@22.23.3); .ci/run sets both")
-	}
-	if _, err := os.Stat(filepath.Join(sdkDir, "node_modules", "@cursor", "sdk", "package.json")); err != nil {
-		t.Skipf("SKIPPED: CURSOR_SDK_DIR=%s holds no @cursor/sdk: %v", sdkDir, err)
-	}
-	return sdkDir, node
-}
 
 // line is one JSON line the driver printed.
 type line struct {
@@ -61,7 +48,7 @@ type line struct {
 // runDriver runs testdata/clouddriver.mjs against the fake with steps.
 func runDriver(t *testing.T, srv *cloudtest.Server, steps ...map[string]any) []line {
 	t.Helper()
-	sdkDir, node := sdkEnv(t)
+	sdkDir, node := nativetest.SDK(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	js, err := json.Marshal(steps)

@@ -20,20 +20,6 @@ import (
 	"cursor2api/services/native/nativetest"
 )
 
-// sdkEnv returns the official SDK's directory and a Node 22 binary, or
-// skips: .ci/run installs them (CURSOR_SDK_DIR, NODE22_BIN).
-func sdkEnv(t *testing.T) (sdkDir, node string) {
-	t.Helper()
-	sdkDir, node = os.Getenv("CURSOR_SDK_DIR"), os.Getenv("NODE22_BIN")
-	if sdkDir == "" || node == "" {
-		t.Skip("SKIPPED: the official @cursor/sdk test needs CURSOR_SDK_DIR (npm install --prefix DIR @cursor/sdk@1.0.32) and NODE22_BIN (a Node >= 22.13, e.g. from npm's node@22.23.3); .ci/run sets both")
-	}
-	if _, err := os.Stat(filepath.Join(sdkDir, "node_modules", "@cursor", "sdk", "package.json")); err != nil {
-		t.Skipf("SKIPPED: CURSOR_SDK_DIR=%s holds no @cursor/sdk: %v", sdkDir, err)
-	}
-	return sdkDir, node
-}
-
 // driverLine is one JSON line the driver printed.
 type driverLine struct {
 	Type    string          `json:"type"`
@@ -51,7 +37,7 @@ type driverLine struct {
 // runDriver runs testdata/sdkdriver.mjs against the fake.
 func runDriver(t *testing.T, srv *nativetest.Server, model string, tool bool, prompts ...string) ([]driverLine, string) {
 	t.Helper()
-	sdkDir, node := sdkEnv(t)
+	sdkDir, node := nativetest.SDK(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	ps, err := json.Marshal(prompts)
