@@ -457,6 +457,37 @@ func startGateway(upstream string, env map[string]string) (url string, stop func
 	return startGatewayEnv(vars)
 }
 
+// startGatewayChild runs the bench again as -role=gateway with args: a
+// gateway alone in its process, for the memory measures. It returns the
+// process, its stdin for commands, its stdout for their answers, the
+// gateway's URL, and stop, which ends it.
+func startGatewayChild(ctx context.Context, args ...string) (cmd *exec.Cmd, stdin io.WriteCloser, out *bufio.Reader, url string, stop func(), err error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, nil, nil, "", nil, err
+	}
+	cmd = exec.CommandContext(ctx, exe, append([]string{"-role=gateway"}, args...)...)
+	if stdin, err = cmd.StdinPipe(); err != nil {
+		return nil, nil, nil, "", nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, nil, "", nil, err
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, nil, nil, "", nil, err
+	}
+	stop = func() { stdin.Close(); _ = cmd.Wait() }
+	out = bufio.NewReader(stdout)
+	line, err := out.ReadString('\n')
+	if err != nil {
+		stop()
+		return nil, nil, nil, "", nil, fmt.Errorf("reading the gateway's address: %w", err)
+	}
+	return cmd, stdin, out, strings.TrimSpace(line), stop, nil
+}
+
 // runGatewayChild is -role=gateway: a gateway alone in its process, whose
 // address goes to stdout; it ends when stdin closes.
 func runGatewayChild(env map[string]string) error {
@@ -497,32 +528,13 @@ func runGatewayChild(env map[string]string) error {
 // that stay open (the fake holds them after a first delta), and reads the
 // process's peak RSS once every stream has delivered content.
 func measureRSS(up *fake, dr door, streams int, heapProfile string) error {
-	exe, err := os.Executable()
-	if err != nil {
-		return err
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, exe, "-role=gateway", "-native=false", "-upstream="+up.url+"/api/chat/hold")
-	stdin, err := cmd.StdinPipe()
+	cmd, stdin, out, gwURL, stop, err := startGatewayChild(ctx, "-native=false", "-upstream="+up.url+"/api/chat/hold")
 	if err != nil {
 		return err
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	defer func() { stdin.Close(); _ = cmd.Wait() }()
-	out := bufio.NewReader(stdout)
-	line, err := out.ReadString('\n')
-	if err != nil {
-		return fmt.Errorf("reading the gateway's address: %w", err)
-	}
-	gwURL := strings.TrimSpace(line)
+	defer stop()
 	idle, err := rss(cmd.Process.Pid)
 	if err != nil {
 		return err

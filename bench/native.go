@@ -7,15 +7,12 @@ package main
 // process per turn parked at its tool calls.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,6 +38,7 @@ func nativeEnv(backend, transport string, parkMax int) map[string]string {
 		"BACKEND": "cursor", "CURSOR_API_KEY": nativetest.DefaultAPIKey, "CURSOR_BACKEND_URL": backend,
 		"CURSOR_TRANSPORT": transport, "CURSOR_PARK_MAX": strconv.Itoa(parkMax),
 		"LOG_LEVEL": "warn", "MAX_CONNECTIONS": "10000",
+		"STATE_URL": "memory:", // as gatewayEnv: the bench measures the back door, not the store
 	}
 }
 
@@ -214,32 +212,13 @@ func measureParked(parked int, transport, heapProfile string) error {
 		},
 	})
 	defer up.Close()
-	exe, err := os.Executable()
-	if err != nil {
-		return err
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, exe, "-role=gateway", "-native", "-park-max="+strconv.Itoa(parked+10), "-transport="+transport, "-upstream="+up.URL)
-	stdin, err := cmd.StdinPipe()
+	cmd, stdin, out, gwURL, stop, err := startGatewayChild(ctx, "-native", "-park-max="+strconv.Itoa(parked+10), "-transport="+transport, "-upstream="+up.URL)
 	if err != nil {
 		return err
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	defer func() { stdin.Close(); _ = cmd.Wait() }()
-	out := bufio.NewReader(stdout)
-	line, err := out.ReadString('\n')
-	if err != nil {
-		return fmt.Errorf("reading the gateway's address: %w", err)
-	}
-	gwURL := strings.TrimSpace(line)
+	defer stop()
 	client := &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 100, DisableCompression: true}}
 	defer client.CloseIdleConnections()
 	park := func(i int) error {
