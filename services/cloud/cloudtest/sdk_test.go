@@ -1,16 +1,8 @@
 package cloudtest_test
 
 import (
-	"bufio"
-	"bytes"
-	"context"
 	"encoding/json"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -48,47 +40,11 @@ type line struct {
 // runDriver runs testdata/clouddriver.mjs against the fake with steps.
 func runDriver(t *testing.T, srv *cloudtest.Server, steps ...map[string]any) []line {
 	t.Helper()
-	sdkDir, node := nativetest.SDK(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
 	js, err := json.Marshal(steps)
 	require.NoError(t, err)
-	driver, err := filepath.Abs("testdata/clouddriver.mjs")
-	require.NoError(t, err)
-	home := t.TempDir()
-	cmd := exec.CommandContext(ctx, node, driver)
-	cmd.Dir = home
-	cmd.Env = []string{
-		"PATH=" + os.Getenv("PATH"),
-		"HOME=" + home,
-		"CURSOR_SDK_DIR=" + sdkDir,
-		"CURSOR_BACKEND_URL=" + srv.URL,
-		"CURSOR_API_KEY=" + cloudtest.DefaultAPIKey,
-		"DRIVER_REPO=" + cloudtest.DefaultRepos[0],
-		"DRIVER_STEPS=" + string(js),
-		"DRIVER_TIMEOUT_MS=60000",
-	}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err = cmd.Run()
-	var lines []line
-	sc := bufio.NewScanner(strings.NewReader(stdout.String()))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var l line
-		if json.Unmarshal(sc.Bytes(), &l) == nil {
-			lines = append(lines, l)
-		}
-	}
-	t.Logf("driver exit: %v\nstdout:\n%s\nstderr:\n%s", err, clip(stdout.String()), clip(stderr.String()))
+	lines, _ := nativetest.RunSDKDriver[line](t, "testdata/clouddriver.mjs", srv.URL, cloudtest.DefaultAPIKey,
+		"DRIVER_REPO="+cloudtest.DefaultRepos[0], "DRIVER_STEPS="+string(js))
 	return lines
-}
-
-func clip(s string) string {
-	if len(s) > 8000 {
-		return s[:8000] + "…"
-	}
-	return s
 }
 
 func linesOf(ls []line, typ string) []line {

@@ -1,16 +1,9 @@
 package nativetest_test
 
 import (
-	"bufio"
-	"bytes"
-	"context"
 	"encoding/json"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -37,52 +30,13 @@ type driverLine struct {
 // runDriver runs testdata/sdkdriver.mjs against the fake.
 func runDriver(t *testing.T, srv *nativetest.Server, model string, tool bool, prompts ...string) ([]driverLine, string) {
 	t.Helper()
-	sdkDir, node := nativetest.SDK(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
 	ps, err := json.Marshal(prompts)
 	require.NoError(t, err)
-	driver, err := filepath.Abs("testdata/sdkdriver.mjs")
-	require.NoError(t, err)
-	home := t.TempDir()
-	cmd := exec.CommandContext(ctx, node, driver)
-	cmd.Dir = home
-	cmd.Env = []string{
-		"PATH=" + os.Getenv("PATH"),
-		"HOME=" + home,
-		"CURSOR_SDK_DIR=" + sdkDir,
-		"CURSOR_BACKEND_URL=" + srv.URL,
-		"CURSOR_API_KEY=" + nativetest.DefaultAPIKey,
-		"DRIVER_MODEL=" + model,
-		"DRIVER_PROMPTS=" + string(ps),
-		"DRIVER_CWD=" + home,
-		"DRIVER_TIMEOUT_MS=60000",
-	}
+	env := []string{"DRIVER_MODEL=" + model, "DRIVER_PROMPTS=" + string(ps), "DRIVER_CWD=" + t.TempDir()}
 	if tool {
-		cmd.Env = append(cmd.Env, "DRIVER_TOOL=1")
+		env = append(env, "DRIVER_TOOL=1")
 	}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err = cmd.Run()
-	outText := stdout.String()
-	var lines []driverLine
-	sc := bufio.NewScanner(strings.NewReader(outText))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var l driverLine
-		if json.Unmarshal(sc.Bytes(), &l) == nil {
-			lines = append(lines, l)
-		}
-	}
-	t.Logf("driver exit: %v\nstdout:\n%s\nstderr:\n%s", err, clip(outText), clip(stderr.String()))
-	return lines, stderr.String()
-}
-
-func clip(s string) string {
-	if len(s) > 8000 {
-		return s[:8000] + "…"
-	}
-	return s
+	return nativetest.RunSDKDriver[driverLine](t, "testdata/sdkdriver.mjs", srv.URL, nativetest.DefaultAPIKey, env...)
 }
 
 // sdkScript answers by the prompt: "think" gets thinking then text,
