@@ -97,6 +97,9 @@ var importRules = map[string][]string{
 	// The benchmark program runs its gateway through server, as main does.
 	"bench": with(wiring, "services", "services/cursortest", "handlers/server", "handlers/sse", "handlers/openai", "handlers/responses", "handlers/anthropic", "handlers/gemini", "handlers",
 		"services/state", "services/usage", "services/native/nativetest", "services/native/agentv1", "services/native/agentv1/agentv1connect"),
+	// The out-of-process benchmark runs the gateway's binary: it only
+	// borrows the fake's frames.
+	"bench/e2e": {"services/cursortest"},
 }
 
 func TestImportRules(t *testing.T) {

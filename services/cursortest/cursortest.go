@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -58,13 +59,15 @@ type Server struct {
 	// gate, when set, answers a request before the chat does (the
 	// Vercel checkpoint, checkpoint.go); it reports whether it did.
 	gate func(http.ResponseWriter, *http.Request) bool
+	// conns counts accepted connections (conns.go).
+	conns atomic.Int64
 }
 
 // NewServer starts a fake upstream; reply chooses the answer to the n-th
 // request (from 0). The server is closed when the test ends.
 func NewServer(t testing.TB, reply func(n int, req Request) Response) *Server {
 	s := &Server{canceled: make(chan struct{}), gate: sitePage}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		gate := s.gate
 		s.mu.Unlock()
@@ -115,6 +118,8 @@ func NewServer(t testing.TB, reply func(n int, req Request) Response) *Server {
 			s.markCanceled()
 		}
 	}))
+	s.Config.ConnState = s.countConn // conns.go
+	s.Start()
 	t.Cleanup(s.Close)
 	return s
 }

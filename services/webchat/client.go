@@ -112,6 +112,14 @@ var (
 // body or the checkpoint's page and its token.
 const maxRefusal = 64 << 10
 
+// maxDrain and maxDrainWait bound what is read of a finished reply's
+// tail (normally "data: [DONE]" and the chunked body's end) so that its
+// connection can be reused; a longer or slower tail closes it instead.
+const (
+	maxDrain     = 16 << 10
+	maxDrainWait = 2 * time.Second
+)
+
 // maxFrame bounds one SSE line from the upstream.
 const maxFrame = 8 << 20
 
@@ -209,7 +217,21 @@ func (c *Client) attempt(ctx context.Context, req upstream.Request, fn func(upst
 		}
 		return nil, "", mapped
 	}
-	defer resp.Body.Close()
+	// The connection goes back to the transport's pool only if its body
+	// is read to the end: a reply that finished has its tail ([DONE] and
+	// the chunked body's end) drained after its last delta was delivered;
+	// every other exit (an error, a cut, a client that left, the core
+	// stopping the turn) closes it, which is right there.
+	finished := false
+	defer func() {
+		if finished {
+			// Bounded by the idle timer, which is still armed and
+			// cancels the request, and by maxDrain.
+			idle.Reset(min(c.IdleTimeout, maxDrainWait))
+			_, _ = io.CopyN(io.Discard, resp.Body, maxDrain)
+		}
+		resp.Body.Close()
+	}()
 	if resp.StatusCode != http.StatusOK {
 		// The refusal is read under the idle timer; passing a checkpoint
 		// is bounded by the keeper itself.
@@ -251,7 +273,9 @@ func (c *Client) attempt(ctx context.Context, req upstream.Request, fn func(upst
 		data = bytes.TrimSpace(data)
 		if bytes.Equal(data, []byte("[DONE]")) {
 			fr.endCalls()
-			return usage, "", fr.flush(fn)
+			err := fr.flush(fn)
+			finished = err == nil
+			return usage, "", err
 		}
 		if fr.fastDelta(data) {
 			continue // the common text or reasoning delta, read without a parser
@@ -280,6 +304,7 @@ func (c *Client) attempt(ctx context.Context, req upstream.Request, fn func(upst
 				reason = frame.Get("messageMetadata.finishReason").String()
 			}
 			// [DONE] normally follows; the reply is complete either way.
+			finished = true
 			return usage, reason, nil
 		case "error":
 			if err := fr.flush(fn); err != nil {

@@ -1,0 +1,515 @@
+// Command e2e measures the gateway as an operator runs it: the fake
+// upstream, the gateway's binary and a bare Go reverse proxy
+// (httputil.ReverseProxy, pure pass-through, flushed per read) each in a
+// process of its own, on loopback. The same streamed ~2 KB answer in about
+// 520 deltas of 2 to 6 bytes, for a ~2 KB prompt, goes through the proxy
+// and through each front door of the gateway, interleaved, round after
+// round, at each concurrency. It reports requests per second, the time to
+// the first content byte (p50, p99), the CPU time per request of the
+// process in the middle relative to the fake's (read from /proc; steadier
+// on a shared machine than req/s or milliseconds), and the new upstream
+// connections per request (counted by the fake). Run it with
+//
+//	go run ./bench/e2e
+//
+// The in-process benchmarks (go run ./bench) are micro-benchmarks beside it.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"cursor2api/services/cursortest"
+)
+
+func main() {
+	role := flag.String("role", "", "internal: fake or proxy (the program re-runs itself as each)")
+	upstream := flag.String("upstream", "", "internal: the proxy's upstream")
+	concs := flag.String("c", "1,50,500", "concurrencies, comma-separated")
+	scale := flag.Float64("scale", 1, "multiplies the number of requests per cell")
+	rounds := flag.Int("rounds", 3, "interleaved rounds")
+	flag.Parse()
+	var err error
+	switch *role {
+	case "fake":
+		err = runFake()
+	case "proxy":
+		err = runProxy(*upstream)
+	case "":
+		err = run(*concs, *scale, *rounds)
+	default:
+		err = fmt.Errorf("unknown -role %q", *role)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		os.Exit(1)
+	}
+}
+
+// requests is how many requests one cell sends at a concurrency.
+func requests(conc int, scale float64) int {
+	n := map[int]int{1: 300, 50: 1500, 500: 3000}[conc]
+	if n == 0 {
+		n = 30 * conc
+	}
+	return max(conc, int(float64(n)*scale))
+}
+
+// prompt is the ~2 KB user message every request carries.
+var prompt = strings.Repeat("Summarise the design of a small HTTP gateway. ", 45)
+
+// target is one way to ask for the answer: through the bare proxy (the
+// upstream's own request and frames) or through a door of the gateway.
+type target struct {
+	name string
+	proc string // "proxy" or "gateway": whose CPU is counted
+	path string
+	body []byte
+	// content reports whether an event's data carries answer text.
+	content func(data []byte) bool
+}
+
+func targets() []target {
+	q := strconv.Quote(prompt)
+	return []target{
+		{"bare Go proxy", "proxy", "/api/chat",
+			fmt.Appendf(nil, `{"model":"claude-sonnet-4.6","messages":[{"id":"m1","role":"user","parts":[{"type":"text","text":%s}]}]}`, q),
+			func(d []byte) bool { return gjson.GetBytes(d, "type").String() == "text-delta" }},
+		{"gateway openai", "gateway", "/v1/chat/completions",
+			fmt.Appendf(nil, `{"model":"claude-sonnet-4.6","stream":true,"messages":[{"role":"user","content":%s}]}`, q),
+			func(d []byte) bool { return gjson.GetBytes(d, "choices.0.delta.content").String() != "" }},
+		{"gateway anthropic", "gateway", "/v1/messages",
+			fmt.Appendf(nil, `{"model":"claude-sonnet-4.6","max_tokens":1024,"stream":true,"messages":[{"role":"user","content":%s}]}`, q),
+			func(d []byte) bool { return gjson.GetBytes(d, "delta.text").String() != "" }},
+		{"gateway responses", "gateway", "/v1/responses",
+			fmt.Appendf(nil, `{"model":"claude-sonnet-4.6","stream":true,"input":%s}`, q),
+			func(d []byte) bool {
+				return gjson.GetBytes(d, "type").String() == "response.output_text.delta" && gjson.GetBytes(d, "delta").String() != ""
+			}},
+		{"gateway gemini", "gateway", "/v1beta/models/claude-sonnet-4.6:streamGenerateContent?alt=sse",
+			fmt.Appendf(nil, `{"contents":[{"role":"user","parts":[{"text":%s}]}]}`, q),
+			func(d []byte) bool { return gjson.GetBytes(d, "candidates.0.content.parts.0.text").String() != "" }},
+	}
+}
+
+// cell sums one target's measures at one concurrency over the rounds.
+type cell struct {
+	ttfbs         []time.Duration
+	n             int
+	wall          time.Duration
+	cpu, fakeCPU  time.Duration
+	upstreamConns int64
+	errors        int
+	firstErr      error
+}
+
+func run(concList string, scale float64, rounds int) error {
+	var concs []int
+	for _, f := range strings.Split(concList, ",") {
+		c, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || c < 1 {
+			return fmt.Errorf("-c: %q is not a concurrency", f)
+		}
+		concs = append(concs, c)
+	}
+	dir, err := os.MkdirTemp("", "cursor2api-e2e")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	bin := filepath.Join(dir, "cursor2api")
+	build := exec.Command("go", "build", "-o", bin, "cursor2api")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return fmt.Errorf("building the gateway: %w", err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	fake, fakeURL, err := startChild(ctx, exec.CommandContext(ctx, self, "-role=fake"))
+	if err != nil {
+		return fmt.Errorf("starting the fake: %w", err)
+	}
+	defer stop(fake)
+	proxy, proxyURL, err := startChild(ctx, exec.CommandContext(ctx, self, "-role=proxy", "-upstream="+fakeURL))
+	if err != nil {
+		return fmt.Errorf("starting the proxy: %w", err)
+	}
+	defer stop(proxy)
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	gw := exec.CommandContext(ctx, bin)
+	gw.Env = append(os.Environ(), "CURSOR_API_URL="+fakeURL+"/api/chat", "X_IS_HUMAN_MODE=static:bench", "LOG_LEVEL=warn",
+		"MAX_CONNECTIONS=10000", "MODELS=claude-sonnet-4.6", "STATE_URL=memory:", "HOST=127.0.0.1", "PORT="+strconv.Itoa(port))
+	gw.Stderr = os.Stderr
+	if err := gw.Start(); err != nil {
+		return fmt.Errorf("starting the gateway: %w", err)
+	}
+	defer stop(gw)
+	gwURL := "http://127.0.0.1:" + strconv.Itoa(port)
+	if err := waitUp(gwURL); err != nil {
+		return err
+	}
+	procs := map[string]*exec.Cmd{"proxy": proxy, "gateway": gw}
+	bases := map[string]string{"proxy": proxyURL, "gateway": gwURL}
+
+	client := &http.Client{Transport: &http.Transport{MaxIdleConns: 2000, MaxIdleConnsPerHost: 2000, DisableCompression: true}}
+	ts := targets()
+	cells := map[string]*cell{}
+	key := func(t target, c int) string { return t.name + "/" + strconv.Itoa(c) }
+	fmt.Fprintf(os.Stderr, "e2e: %d rounds of %d targets at c=%s\n", rounds, len(ts), concList)
+	for range rounds {
+		for _, c := range concs {
+			for _, t := range ts {
+				// Warm: the connections of this concurrency exist before
+				// the measure, as on a gateway that has been running.
+				if _, err := load(client, bases[t.proc]+t.path, t, c, c); err != nil {
+					return fmt.Errorf("%s at c=%d: %w", t.name, c, err)
+				}
+				conns0, err := fakeConns(client, fakeURL)
+				if err != nil {
+					return err
+				}
+				cpu0, fcpu0 := cpuTime(procs[t.proc].Process.Pid), cpuTime(fake.Process.Pid)
+				res, err := load(client, bases[t.proc]+t.path, t, c, requests(c, scale))
+				cpu1, fcpu1 := cpuTime(procs[t.proc].Process.Pid), cpuTime(fake.Process.Pid)
+				conns1, cerr := fakeConns(client, fakeURL)
+				if cerr != nil {
+					return cerr
+				}
+				ce := cells[key(t, c)]
+				if ce == nil {
+					ce = &cell{}
+					cells[key(t, c)] = ce
+				}
+				ce.ttfbs = append(ce.ttfbs, res.ttfbs...)
+				ce.n += len(res.ttfbs)
+				ce.wall += res.wall
+				ce.cpu += cpu1 - cpu0
+				ce.fakeCPU += fcpu1 - fcpu0
+				ce.upstreamConns += conns1 - conns0
+				if err != nil {
+					ce.errors++
+					if ce.firstErr == nil {
+						ce.firstErr = err
+					}
+				}
+			}
+		}
+	}
+	fmt.Printf("| target | c | requests | req/s | first byte p50 | p99 | CPU per request / fake's | new upstream connections per request |\n")
+	fmt.Printf("|---|---|---|---|---|---|---|---|\n")
+	for _, c := range concs {
+		for _, t := range ts {
+			ce := cells[key(t, c)]
+			conns := "—"
+			if t.proc == "gateway" {
+				conns = fmt.Sprintf("%.1f %%", 100*float64(ce.upstreamConns)/float64(ce.n))
+			}
+			ratio := "n/a"
+			if ce.fakeCPU > 0 {
+				ratio = fmt.Sprintf("%.2f", float64(ce.cpu)/float64(ce.fakeCPU))
+			}
+			fmt.Printf("| %s | %d | %d | %.0f | %s | %s | %s | %s |\n", t.name, c, ce.n, float64(ce.n)/ce.wall.Seconds(),
+				ms(percentile(ce.ttfbs, 50)), ms(percentile(ce.ttfbs, 99)), ratio, conns)
+			if ce.firstErr != nil {
+				fmt.Printf("\n%s at c=%d: %d failed runs, the first: %v\n\n", t.name, c, ce.errors, ce.firstErr)
+			}
+		}
+	}
+	return nil
+}
+
+// result is one load's timings.
+type result struct {
+	ttfbs []time.Duration
+	wall  time.Duration
+}
+
+// load sends n requests from conc workers, each read to the end of its
+// stream; the first failure stops the workers.
+func load(client *http.Client, u string, t target, conc, n int) (result, error) {
+	var next atomic.Int64
+	var mu sync.Mutex
+	var res result
+	var firstErr error
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range conc {
+		wg.Go(func() {
+			for next.Add(1) <= int64(n) {
+				ttfb, err := once(client, u, t)
+				mu.Lock()
+				if err != nil && firstErr == nil {
+					firstErr = err
+				}
+				if err == nil {
+					res.ttfbs = append(res.ttfbs, ttfb)
+				}
+				mu.Unlock()
+				if err != nil {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	res.wall = time.Since(start)
+	return res, firstErr
+}
+
+// once sends one request and reads its event stream to the end, timing
+// the first event that carries answer text.
+func once(client *http.Client, u string, t target) (time.Duration, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(t.body))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	start := time.Now()
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return 0, fmt.Errorf("status %d: %s", resp.StatusCode, b)
+	}
+	var ttfb time.Duration
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	for sc.Scan() {
+		data, ok := bytes.CutPrefix(sc.Bytes(), []byte("data: "))
+		if ok && ttfb == 0 && t.content(data) {
+			ttfb = time.Since(start)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	if ttfb == 0 {
+		return 0, errors.New("the stream ended without answer text")
+	}
+	return ttfb, nil
+}
+
+// answerDeltas is the streamed answer: ~2 KB in about 520 deltas of 2 to
+// 6 bytes, as a model's tokens come.
+func answerDeltas() []string {
+	words := strings.Fields("the gateway reads each frame of the upstream and writes it to the client at once so that no byte waits")
+	var out []string
+	size := 0
+	for i := 0; size < 2048; i++ {
+		w := words[i%len(words)]
+		if i%2 == 1 {
+			w = " " + w
+		}
+		for len(w) > 6 { // no delta over 6 bytes
+			out, size, w = append(out, w[:4]), size+4, w[4:]
+		}
+		out = append(out, w)
+		size += len(w)
+	}
+	return out
+}
+
+// runFake is -role=fake: the web chat's frames for every POST, one frame
+// per write and flush as the real upstream streams them; GET /conns is
+// the number of connections it accepted.
+func runFake() error {
+	events := cursortest.Frames(&cursortest.Usage{Input: 500, Output: 520}, nil, answerDeltas())
+	frames := make([][]byte, len(events))
+	for i, ev := range events {
+		frames[i] = []byte("data: " + ev + "\n\n")
+	}
+	var conns atomic.Int64
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /conns", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, conns.Load()) })
+	mux.HandleFunc("POST /", func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		flusher := w.(http.Flusher)
+		for _, f := range frames {
+			if _, err := w.Write(f); err != nil {
+				return
+			}
+			flusher.Flush()
+		}
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ConnState: func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}}
+	return serveUntilStdinCloses(srv)
+}
+
+// runProxy is -role=proxy: a bare pass-through to upstream, flushed after
+// every read.
+func runProxy(upstream string) error {
+	u, err := url.Parse(upstream)
+	if err != nil || u.Host == "" {
+		return fmt.Errorf("-upstream %q is not a URL", upstream)
+	}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.FlushInterval = -1
+	rp.Transport = &http.Transport{MaxIdleConns: 2000, MaxIdleConnsPerHost: 2000}
+	return serveUntilStdinCloses(&http.Server{Handler: rp, ReadHeaderTimeout: 10 * time.Second})
+}
+
+// serveUntilStdinCloses serves srv on a loopback port, printed on stdout,
+// until the parent closes stdin.
+func serveUntilStdinCloses(srv *http.Server) error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	fmt.Println("http://" + ln.Addr().String())
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		_ = srv.Close()
+	}()
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// startChild starts cmd and reads the URL it prints first; closing its
+// stdin (stop) ends it.
+func startChild(ctx context.Context, cmd *exec.Cmd) (*exec.Cmd, string, error) {
+	if _, err := cmd.StdinPipe(); err != nil {
+		return nil, "", err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, "", err
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, "", err
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return nil, "", fmt.Errorf("reading its address: %w", err)
+	}
+	return cmd, strings.TrimSpace(line), ctx.Err()
+}
+
+// stop ends a child: an interrupt (the gateway shuts down gracefully;
+// the others end when their stdin closes with it), then a kill after 5 s.
+func stop(cmd *exec.Cmd) {
+	_ = cmd.Process.Signal(os.Interrupt)
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// waitUp waits (at most 30 s) for the gateway to answer.
+func waitUp(base string) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(base + "/health")
+		if err == nil {
+			resp.Body.Close()
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("the gateway did not answer on %s within 30 s", base)
+}
+
+func fakeConns(client *http.Client, base string) (int64, error) {
+	resp, err := client.Get(base + "/conns")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.ParseInt(string(b), 10, 64)
+	return n, err
+}
+
+// clockTick is the unit of /proc/<pid>/stat's CPU times (USER_HZ, 100 on
+// Linux).
+const clockTick = 10 * time.Millisecond
+
+// cpuTime is a process's user and system CPU time, from /proc; 0 where
+// /proc is missing.
+func cpuTime(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command name (in parentheses, which may hold
+	// spaces): utime and stime are the 12th and 13th.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	s, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(u+s) * clockTick
+}
+
+func percentile(ds []time.Duration, p int) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[min(len(s)-1, len(s)*p/100)]
+}
+
+func ms(d time.Duration) string {
+	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 2, 64) + " ms"
+}

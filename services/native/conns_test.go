@@ -1,0 +1,53 @@
+package native
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"cursor2api/models"
+	"cursor2api/services/native/agentv1"
+	"cursor2api/services/native/nativetest"
+	"cursor2api/services/upstream"
+)
+
+// TestRunsKeepTheirConnections counts the client's dials: once warm, a
+// run (the bidi Run over h2c, or RunSSE with its unary BidiAppends over
+// HTTP/1.1) reuses the pooled connections, because every response is
+// read to its end (issue 30).
+func TestRunsKeepTheirConnections(t *testing.T) {
+	const runs = 50
+	for _, tr := range transports {
+		t.Run(tr, func(t *testing.T) {
+			srv := nativetest.NewServer(t, nativetest.Options{Script: func(*agentv1.AgentRunRequest) nativetest.Script {
+				return nativetest.Script{Steps: []nativetest.Step{nativetest.Text("Hello", ", world")}, Usage: nativetest.Usage{Input: 1, Output: 2}}
+			}})
+			var dials atomic.Int64
+			counted := func(o *Options) {
+				for _, hc := range []*http.Client{o.HTTP, o.HTTP2} {
+					var d net.Dialer
+					hc.Transport.(*http.Transport).DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+						dials.Add(1)
+						return d.DialContext(ctx, network, addr)
+					}
+				}
+			}
+			c := newClient(t, srv, tr, counted)
+			req := upstream.Request{Model: "composer-2", Conversation: []models.Message{user("hi")}}
+			_, _, err := stream(t, t.Context(), c, req) // warm: token, catalog, first connections
+			require.NoError(t, err)
+			warm := dials.Load()
+			for range runs {
+				got, _, err := stream(t, t.Context(), c, req)
+				require.NoError(t, err)
+				require.Equal(t, "Hello, world", got.text)
+			}
+			assert.LessOrEqual(t, dials.Load()-warm, int64(1), "dials over %d sequential runs after %d to warm up", runs, warm)
+		})
+	}
+}

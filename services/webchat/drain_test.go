@@ -1,0 +1,75 @@
+package webchat
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"cursor2api/models"
+	"cursor2api/services/cursortest"
+	"cursor2api/services/upstream"
+)
+
+// TestAttemptKeepsFinishedConnections sends two requests to the fake and
+// counts the connections it accepted: a finished reply's tail is read, so
+// the second request reuses the first one's connection; a reply that
+// cannot be reused (an error frame, a client that left, a tail that never
+// ends, or is longer than maxDrain) has its connection closed, without
+// waiting for it; the tail's wait is bounded by the idle timeout.
+func TestAttemptKeepsFinishedConnections(t *testing.T) {
+	start := []string{`{"type":"start"}`, `{"type":"text-start","id":"t"}`, `{"type":"text-delta","id":"t","delta":"hi"}`}
+	finish := cursortest.Finish("stop", nil)
+	errStop := errors.New("the client left")
+	cases := []struct {
+		name  string
+		reply cursortest.Response
+		// stop makes the delivery fail, as a client that left does.
+		stop      bool
+		wantErr   bool
+		wantConns int64
+	}{
+		// The delay makes the tail come after the finish frame was read.
+		{"finished", cursortest.Response{Events: append(start, finish, "[DONE]"), Delay: 20 * time.Millisecond}, false, false, 1},
+		{"ended by [DONE] alone", cursortest.Response{Events: append(start, "[DONE]"), Delay: 20 * time.Millisecond}, false, false, 1},
+		{"tail that never ends", cursortest.Response{Events: append(start, finish), Hang: true}, false, false, 2},
+		{"tail over the cap", cursortest.Response{Events: append(start, finish, strings.Repeat("x", 4*maxDrain), "[DONE]")}, false, false, 2},
+		{"error frame", cursortest.Response{Events: append(start, `{"type":"error","errorText":"boom"}`), Hang: true}, false, true, 2},
+		{"client left", cursortest.Response{Events: start, Hang: true}, true, true, 2},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			up := cursortest.NewServer(t, cursortest.Always(tc.reply))
+			c := testClient(up)
+			c.IdleTimeout = 600 * time.Millisecond
+			for range 2 {
+				began := time.Now()
+				var got string
+				_, err := c.Stream(context.Background(), upstream.Request{Model: "m", Messages: []models.Turn{{Role: models.RoleUser, Text: "hi"}}},
+					func(d upstream.Delta) error {
+						if tc.stop {
+							return errStop
+						}
+						got += d.Text
+						return nil
+					})
+				if tc.wantErr {
+					require.Error(t, err)
+				} else {
+					require.NoError(t, err)
+					assert.Equal(t, "hi", got)
+				}
+				took := time.Since(began)
+				assert.Less(t, took, 2*time.Second, "the tail's wait is bounded by the idle timeout")
+				if tc.wantErr {
+					assert.Less(t, took, c.IdleTimeout/2, "a failed reply's tail is not waited for")
+				}
+			}
+			assert.Equal(t, tc.wantConns, up.Conns(), "connections the fake accepted for two requests")
+		})
+	}
+}
