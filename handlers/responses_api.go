@@ -65,8 +65,17 @@ func (s *server) createResponse(c *gin.Context) {
 		return
 	}
 	base := responses.NewResponse(responses.NewID(), time.Now().Unix(), &wire)
+	// The request's own MCP servers are listed before the answer, as
+	// the API does: one mcp_list_tools item each.
+	lists := responses.ListTools(dec.Request.MCPServers, prepared.RemoteTools)
 	if wire.Stream {
 		w := responses.NewStreamWriter(s.eventStream(c, nil), base, dec.Names)
+		if len(lists) > 0 {
+			if err := w.ListTools(lists); err != nil {
+				s.fail(c, err, w)
+				return
+			}
+		}
 		s.stream(c, prepared, w)
 		if resp := w.Response(); resp.Status == responses.StatusCompleted || resp.Status == responses.StatusIncomplete {
 			s.keepResponse(c, &wire, dec, resp, w.OutputItems())
@@ -78,6 +87,7 @@ func (s *server) createResponse(c *gin.Context) {
 		return
 	}
 	resp := responses.FromAnswer(base, ans, dec.Names)
+	resp.Output = append(lists, resp.Output...)
 	s.keepResponse(c, &wire, dec, resp, nil)
 	c.PureJSON(http.StatusOK, resp)
 }

@@ -2,7 +2,6 @@ package responses
 
 import (
 	"bytes"
-	"encoding/json"
 	"strconv"
 	"unicode/utf8"
 
@@ -84,9 +83,9 @@ func appendStringHTML(b []byte, s string) []byte {
 // custom call's input) given already encoded by sse.AppendString, in
 // pieces. It reports false for a type it does not know.
 func appendItem(b []byte, it *OutputItem, text [][]byte) ([]byte, bool) {
-	if it.Type == ItemMCPCall {
+	if it.Type == ItemMCPCall || it.Type == ItemMCPListTools {
 		// Few and small: encoded as MarshalJSON does.
-		data, err := json.Marshal(mcpCallItem(it))
+		data, err := it.MarshalJSON()
 		return append(b, data...), err == nil
 	}
 	b = append(b, `{"id":`...)

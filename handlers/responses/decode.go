@@ -402,6 +402,9 @@ func (c *conversation) add(raw json.RawMessage, field string, i int) error {
 		call, result := mcpHistory(it)
 		c.assistant(call)
 		c.push(result)
+	case ItemMCPListTools:
+		// A listing the gateway showed earlier: the servers' tools are
+		// listed and offered anew with each request that names them.
 	case "reasoning":
 		// Earlier reasoning is hidden history: its summary, when there is
 		// one, stays thinking; encrypted content means nothing here.

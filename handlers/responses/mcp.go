@@ -175,3 +175,92 @@ func mcpServer(t Tool, path string) (models.MCPServer, error) {
 	}
 	return server, nil
 }
+
+// Events of an mcp_list_tools item.
+const (
+	EventMCPListInProgress = "response.mcp_list_tools.in_progress"
+	EventMCPListCompleted  = "response.mcp_list_tools.completed"
+	EventMCPListFailed     = "response.mcp_list_tools.failed"
+)
+
+// mcpListedTool is one tool of an mcp_list_tools item. The gateway keeps
+// no annotations of a tool: they are null.
+type mcpListedTool struct {
+	Name        string          `json:"name"`
+	Description *string         `json:"description"`
+	InputSchema json.RawMessage `json:"input_schema"`
+	Annotations *struct{}       `json:"annotations"`
+}
+
+// mcpListItem is the JSON of an mcp_list_tools item: empty while in
+// progress, its server's tools once listed.
+func mcpListItem(it *OutputItem) any {
+	item := struct {
+		ID          string          `json:"id"`
+		Type        string          `json:"type"`
+		ServerLabel string          `json:"server_label"`
+		Tools       []mcpListedTool `json:"tools"`
+		Error       *string         `json:"error"`
+	}{ID: it.ID, Type: it.Type, ServerLabel: it.ServerLabel, Tools: []mcpListedTool{}}
+	if it.Error != "" {
+		item.Error = &it.Error
+	}
+	if it.Status == StatusInProgress {
+		return item
+	}
+	for _, t := range it.Tools {
+		_, name := models.ToolRun{Name: t.Name}.Label()
+		lt := mcpListedTool{Name: name, InputSchema: t.Parameters}
+		if t.Description != "" {
+			lt.Description = &t.Description
+		}
+		if len(lt.InputSchema) == 0 {
+			lt.InputSchema = json.RawMessage(`{"type":"object","properties":{}}`)
+		}
+		item.Tools = append(item.Tools, lt)
+	}
+	return item
+}
+
+// ListTools are the mcp_list_tools items of the servers a request named,
+// in its order: each with its tools among tools (named by the gateway's
+// convention, mcp__<server>__<tool>).
+func ListTools(servers []models.MCPServer, tools []models.Tool) []OutputItem {
+	out := make([]OutputItem, 0, len(servers))
+	for _, server := range servers {
+		it := OutputItem{ID: itemID("mcpl"), Type: ItemMCPListTools, ServerLabel: server.Label, Status: StatusCompleted, Tools: []models.Tool{}}
+		for _, t := range tools {
+			if label, _ := (models.ToolRun{Name: t.Name}).Label(); label == server.Label {
+				it.Tools = append(it.Tools, t)
+			}
+		}
+		out = append(out, it)
+	}
+	return out
+}
+
+// ListTools streams the listings of the request's MCP servers, each as
+// an item added, in progress, completed (or failed) and done.
+func (s *StreamWriter) ListTools(items []OutputItem) error {
+	for _, it := range items {
+		if err := s.start(it); err != nil {
+			return err
+		}
+		s.cur = nil
+		index := len(s.resp.Output)
+		if err := s.emit(Event{Type: EventMCPListInProgress, ItemID: it.ID, OutputIndex: ptr(index)}); err != nil {
+			return err
+		}
+		typ := EventMCPListCompleted
+		if it.Error != "" {
+			typ = EventMCPListFailed
+		}
+		if err := s.emit(Event{Type: typ, ItemID: it.ID, OutputIndex: ptr(index)}); err != nil {
+			return err
+		}
+		if err := s.itemDone(&it, index, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -18,6 +18,7 @@ import (
 	"fmt"
 
 	"cursor2api/handlers/openai"
+	"cursor2api/models"
 )
 
 // Request is the body of POST /v1/responses.
@@ -212,6 +213,8 @@ const (
 	ItemReasoning      = "reasoning"
 	// ItemMCPCall is a call the gateway ran on an MCP server.
 	ItemMCPCall = "mcp_call"
+	// ItemMCPListTools lists the tools of an MCP server the request named.
+	ItemMCPListTools = "mcp_list_tools"
 )
 
 // OutputItem is one item of a response's output: a message, a
@@ -231,6 +234,9 @@ type OutputItem struct {
 	// ServerLabel, Output and Error describe an mcp_call (with Name and
 	// Arguments); Error is "" when the call succeeded.
 	ServerLabel, Output, Error string
+	// Tools are an mcp_list_tools item's tools (with ServerLabel, and
+	// Error when the listing failed).
+	Tools []models.Tool
 }
 
 // MarshalJSON writes the item as the Responses API does.
@@ -279,6 +285,8 @@ func (it OutputItem) MarshalJSON() ([]byte, error) {
 		return json.Marshal(call)
 	case ItemMCPCall:
 		return json.Marshal(mcpCallItem(&it))
+	case ItemMCPListTools:
+		return json.Marshal(mcpListItem(&it))
 	}
 	return nil, fmt.Errorf("unknown output item type %q", it.Type)
 }

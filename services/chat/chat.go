@@ -124,6 +124,10 @@ type Prepared struct {
 	Choice       models.ToolChoice
 	// Session is the client's id of the conversation (may be empty).
 	Session string
+	// RemoteTools are the tools of the MCP servers the request named for
+	// itself, as listed when the gateway connected (PrepareContext), for
+	// a door that shows the listing (Responses' mcp_list_tools).
+	RemoteTools []models.Tool
 	// ToolNames are the names a call may have.
 	ToolNames []string
 	// RawBodies map the tools whose calls may be bare text to the

@@ -273,6 +273,7 @@ func (s *Service) PrepareContext(ctx context.Context, req *models.Request, reque
 		}
 		return nil, err
 	}
+	p.RemoteTools = remote.Tools()
 	return p, nil
 }
 
