@@ -28,7 +28,7 @@ func mcpStack(t *testing.T, env map[string]string, reply func(int, cursortest.Re
 	remote := httptest.NewServer(mcptest.Handler())
 	t.Cleanup(remote.Close)
 	servers, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
-		"local":  map[string]any{"command": mcptest.Build(t)},
+		"local":  map[string]any{"command": mcpServerBin(t)},
 		"remote": map[string]any{"url": remote.URL},
 	}})
 	require.NoError(t, err)
