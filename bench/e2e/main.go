@@ -35,6 +35,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -48,6 +49,8 @@ func main() {
 	concs := flag.String("c", "1,50,500", "concurrencies, comma-separated")
 	scale := flag.Float64("scale", 1, "multiplies the number of requests per cell")
 	rounds := flag.Int("rounds", 3, "interleaved rounds")
+	only := flag.String("only", "", "run only the targets whose names contain one of these comma-separated words (proxy, nginx, openai, anthropic, responses, gemini)")
+	cpuProfile := flag.String("cpuprofile", "", "write the gateway's CPU profile over the whole run to this file (builds it with -tags benchprofile)")
 	flag.Parse()
 	var err error
 	switch *role {
@@ -56,7 +59,7 @@ func main() {
 	case "proxy":
 		err = runProxy(*upstream)
 	case "":
-		err = run(*concs, *scale, *rounds)
+		err = run(options{concs: *concs, scale: *scale, rounds: *rounds, only: *only, cpuProfile: *cpuProfile})
 	default:
 		err = fmt.Errorf("unknown -role %q", *role)
 	}
@@ -119,13 +122,36 @@ type cell struct {
 	wall          time.Duration
 	cpu, fakeCPU  time.Duration
 	upstreamConns int64
+	reads, writes int64 // the process's read and write system calls
 	errors        int
 	firstErr      error
 }
 
-func run(concList string, scale float64, rounds int) error {
+// options are the flags of a measuring run.
+type options struct {
+	concs      string
+	scale      float64
+	rounds     int
+	only       string
+	cpuProfile string
+}
+
+// selected reports whether a target is asked for by -only.
+func (o options) selected(t target) bool {
+	if o.only == "" {
+		return true
+	}
+	for _, w := range strings.Split(o.only, ",") {
+		if w = strings.TrimSpace(w); w != "" && strings.Contains(t.name, w) {
+			return true
+		}
+	}
+	return false
+}
+
+func run(o options) error {
 	var concs []int
-	for _, f := range strings.Split(concList, ",") {
+	for _, f := range strings.Split(o.concs, ",") {
 		c, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || c < 1 {
 			return fmt.Errorf("-c: %q is not a concurrency", f)
@@ -138,7 +164,11 @@ func run(concList string, scale float64, rounds int) error {
 	}
 	defer os.RemoveAll(dir)
 	bin := filepath.Join(dir, "cursor2api")
-	build := exec.Command("go", "build", "-o", bin, "cursor2api")
+	args := []string{"build", "-o", bin}
+	if o.cpuProfile != "" {
+		args = append(args, "-tags", "benchprofile")
+	}
+	build := exec.Command("go", append(args, "cursor2api")...)
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		return fmt.Errorf("building the gateway: %w", err)
@@ -167,24 +197,49 @@ func run(concList string, scale float64, rounds int) error {
 	gw := exec.CommandContext(ctx, bin)
 	gw.Env = append(os.Environ(), "CURSOR_API_URL="+fakeURL+"/api/chat", "X_IS_HUMAN_MODE=static:bench", "LOG_LEVEL=warn",
 		"MAX_CONNECTIONS=10000", "MODELS=claude-sonnet-4.6", "STATE_URL=memory:", "HOST=127.0.0.1", "PORT="+strconv.Itoa(port))
+	if o.cpuProfile != "" {
+		abs, err := filepath.Abs(o.cpuProfile)
+		if err != nil {
+			return err
+		}
+		gw.Env = append(gw.Env, "CURSOR2API_CPUPROFILE="+abs)
+	}
 	gw.Stderr = os.Stderr
 	if err := gw.Start(); err != nil {
 		return fmt.Errorf("starting the gateway: %w", err)
 	}
 	defer stop(gw)
 	gwURL := "http://127.0.0.1:" + strconv.Itoa(port)
-	if err := waitUp(gwURL); err != nil {
+	if err := waitUp(gwURL + "/health"); err != nil {
 		return err
 	}
-	procs := map[string]*exec.Cmd{"proxy": proxy, "gateway": gw}
+	pids := map[string]func() []int{
+		"proxy":   func() []int { return []int{proxy.Process.Pid} },
+		"gateway": func() []int { return []int{gw.Process.Pid} },
+	}
 	bases := map[string]string{"proxy": proxyURL, "gateway": gwURL}
+	ts := targets()
+	if ng, ngURL, err := startNginx(ctx, dir, fakeURL); err != nil {
+		return fmt.Errorf("starting nginx: %w", err)
+	} else if ng != nil {
+		defer stop(ng)
+		// nginx's CPU is its workers'; the master only watches them.
+		pids["nginx"] = func() []int { return append(childrenOf(ng.Process.Pid), ng.Process.Pid) }
+		bases["nginx"] = ngURL
+		ts = slices.Insert(ts, 1, target{"nginx", "nginx", ts[0].path, ts[0].body, ts[0].content})
+	} else {
+		fmt.Fprintln(os.Stderr, "e2e: nginx is not installed; its rows are left out")
+	}
+	ts = slices.DeleteFunc(ts, func(t target) bool { return !o.selected(t) })
+	if len(ts) == 0 {
+		return fmt.Errorf("-only %q selects no target", o.only)
+	}
 
 	client := &http.Client{Transport: &http.Transport{MaxIdleConns: 2000, MaxIdleConnsPerHost: 2000, DisableCompression: true}}
-	ts := targets()
 	cells := map[string]*cell{}
 	key := func(t target, c int) string { return t.name + "/" + strconv.Itoa(c) }
-	fmt.Fprintf(os.Stderr, "e2e: %d rounds of %d targets at c=%s\n", rounds, len(ts), concList)
-	for range rounds {
+	fmt.Fprintf(os.Stderr, "e2e: %d rounds of %d targets at c=%s\n", o.rounds, len(ts), o.concs)
+	for range o.rounds {
 		for _, c := range concs {
 			for _, t := range ts {
 				// Warm: the connections of this concurrency exist before
@@ -196,9 +251,11 @@ func run(concList string, scale float64, rounds int) error {
 				if err != nil {
 					return err
 				}
-				cpu0, fcpu0 := cpuTime(procs[t.proc].Process.Pid), cpuTime(fake.Process.Pid)
-				res, err := load(client, bases[t.proc]+t.path, t, c, requests(c, scale))
-				cpu1, fcpu1 := cpuTime(procs[t.proc].Process.Pid), cpuTime(fake.Process.Pid)
+				cpu0, fcpu0 := cpuTime(pids[t.proc]()...), cpuTime(fake.Process.Pid)
+				r0, w0 := syscalls(pids[t.proc]()...)
+				res, err := load(client, bases[t.proc]+t.path, t, c, requests(c, o.scale))
+				cpu1, fcpu1 := cpuTime(pids[t.proc]()...), cpuTime(fake.Process.Pid)
+				r1, w1 := syscalls(pids[t.proc]()...)
 				conns1, cerr := fakeConns(client, fakeURL)
 				if cerr != nil {
 					return cerr
@@ -214,6 +271,8 @@ func run(concList string, scale float64, rounds int) error {
 				ce.cpu += cpu1 - cpu0
 				ce.fakeCPU += fcpu1 - fcpu0
 				ce.upstreamConns += conns1 - conns0
+				ce.reads += r1 - r0
+				ce.writes += w1 - w0
 				if err != nil {
 					ce.errors++
 					if ce.firstErr == nil {
@@ -223,27 +282,52 @@ func run(concList string, scale float64, rounds int) error {
 			}
 		}
 	}
-	fmt.Printf("| target | c | requests | req/s | first byte p50 | p99 | CPU per request / fake's | new upstream connections per request |\n")
-	fmt.Printf("|---|---|---|---|---|---|---|---|\n")
+	if o.cpuProfile != "" {
+		// The gateway ends its profile on SIGUSR2; stop's interrupt follows.
+		_ = gw.Process.Signal(syscall.SIGUSR2)
+		time.Sleep(500 * time.Millisecond)
+	}
+	report(os.Stdout, ts, concs, cells, key)
+	return nil
+}
+
+// report prints the table, and the failures under it.
+func report(w io.Writer, ts []target, concs []int, cells map[string]*cell, key func(target, int) string) {
+	fmt.Fprintf(w, "| target | c | requests | req/s | first byte p50 | p99 | CPU per request / fake's | × bare proxy's | new upstream connections per request | reads, writes per request |\n")
+	fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|---|---|\n")
+	var failures []string
 	for _, c := range concs {
+		var base float64
 		for _, t := range ts {
 			ce := cells[key(t, c)]
-			conns := "—"
-			if t.proc == "gateway" {
+			ratio, vsProxy := "n/a", "—"
+			if ce.fakeCPU > 0 {
+				r := float64(ce.cpu) / float64(ce.fakeCPU)
+				ratio = fmt.Sprintf("%.2f", r)
+				if t.proc == "proxy" {
+					base = r
+				} else if base > 0 {
+					vsProxy = fmt.Sprintf("%.2f×", r/base)
+				}
+			}
+			conns := "n/a"
+			if ce.n > 0 {
 				conns = fmt.Sprintf("%.1f %%", 100*float64(ce.upstreamConns)/float64(ce.n))
 			}
-			ratio := "n/a"
-			if ce.fakeCPU > 0 {
-				ratio = fmt.Sprintf("%.2f", float64(ce.cpu)/float64(ce.fakeCPU))
+			calls := "n/a"
+			if ce.n > 0 && ce.reads+ce.writes > 0 {
+				calls = fmt.Sprintf("%.0f, %.0f", float64(ce.reads)/float64(ce.n), float64(ce.writes)/float64(ce.n))
 			}
-			fmt.Printf("| %s | %d | %d | %.0f | %s | %s | %s | %s |\n", t.name, c, ce.n, float64(ce.n)/ce.wall.Seconds(),
-				ms(percentile(ce.ttfbs, 50)), ms(percentile(ce.ttfbs, 99)), ratio, conns)
+			fmt.Fprintf(w, "| %s | %d | %d | %.0f | %s | %s | %s | %s | %s | %s |\n", t.name, c, ce.n, float64(ce.n)/ce.wall.Seconds(),
+				ms(percentile(ce.ttfbs, 50)), ms(percentile(ce.ttfbs, 99)), ratio, vsProxy, conns, calls)
 			if ce.firstErr != nil {
-				fmt.Printf("\n%s at c=%d: %d failed runs, the first: %v\n\n", t.name, c, ce.errors, ce.firstErr)
+				failures = append(failures, fmt.Sprintf("%s at c=%d: %d failed runs, the first: %v", t.name, c, ce.errors, ce.firstErr))
 			}
 		}
 	}
-	return nil
+	if len(failures) > 0 {
+		fmt.Fprintf(w, "\n%s\n", strings.Join(failures, "\n"))
+	}
 }
 
 // result is one load's timings.
@@ -451,18 +535,18 @@ func freePort() (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
-// waitUp waits (at most 30 s) for the gateway to answer.
-func waitUp(base string) error {
+// waitUp waits (at most 30 s) for a server to answer u.
+func waitUp(u string) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		resp, err := http.Get(base + "/health")
+		resp, err := http.Get(u)
 		if err == nil {
 			resp.Body.Close()
 			return nil
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return fmt.Errorf("the gateway did not answer on %s within 30 s", base)
+	return fmt.Errorf("nothing answered on %s within 30 s", u)
 }
 
 func fakeConns(client *http.Client, base string) (int64, error) {
@@ -483,22 +567,69 @@ func fakeConns(client *http.Client, base string) (int64, error) {
 // Linux).
 const clockTick = 10 * time.Millisecond
 
-// cpuTime is a process's user and system CPU time, from /proc; 0 where
-// /proc is missing.
-func cpuTime(pid int) time.Duration {
+// cpuTime is the user and system CPU time of processes, from /proc; 0
+// where /proc is missing.
+func cpuTime(pids ...int) time.Duration {
+	var sum time.Duration
+	for _, pid := range pids {
+		f := statFields(pid)
+		if len(f) < 13 {
+			continue
+		}
+		u, _ := strconv.ParseInt(f[11], 10, 64)
+		s, _ := strconv.ParseInt(f[12], 10, 64)
+		sum += time.Duration(u+s) * clockTick
+	}
+	return sum
+}
+
+// syscalls counts the read and write system calls of processes, from
+// /proc/<pid>/io (0, 0 where it is not readable).
+func syscalls(pids ...int) (reads, writes int64) {
+	for _, pid := range pids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+		if err != nil {
+			continue
+		}
+		for line := range strings.Lines(string(b)) {
+			k, v, _ := strings.Cut(strings.TrimSpace(line), ": ")
+			n, _ := strconv.ParseInt(v, 10, 64)
+			switch k {
+			case "syscr":
+				reads += n
+			case "syscw":
+				writes += n
+			}
+		}
+	}
+	return reads, writes
+}
+
+// statFields are the fields of /proc/<pid>/stat after the command name
+// (in parentheses, which may hold spaces): the state is the first, the
+// parent's pid the second, utime and stime the 12th and 13th.
+func statFields(pid int) []string {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0
+		return nil
 	}
-	// The fields after the command name (in parentheses, which may hold
-	// spaces): utime and stime are the 12th and 13th.
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-	if len(f) < 13 {
-		return 0
+	return strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+}
+
+// childrenOf lists the processes whose parent is pid.
+func childrenOf(pid int) []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if f := statFields(child); len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			out = append(out, child)
+		}
 	}
-	u, _ := strconv.ParseInt(f[11], 10, 64)
-	s, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(u+s) * clockTick
+	return out
 }
 
 func percentile(ds []time.Duration, p int) time.Duration {

@@ -1,0 +1,38 @@
+//go:build benchprofile
+
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"syscall"
+)
+
+// A gateway built with -tags benchprofile (as go run ./bench/e2e
+// -cpuprofile builds it) writes a CPU profile to $CURSOR2API_CPUPROFILE
+// from its start until it gets SIGUSR2. Release builds have no such hook.
+func init() {
+	path := os.Getenv("CURSOR2API_CPUPROFILE")
+	if path == "" {
+		return
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "cursor2api: cpu profile:", err)
+		return
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		fmt.Fprintln(os.Stderr, "cursor2api: cpu profile:", err)
+		f.Close()
+		return
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGUSR2)
+	go func() {
+		<-sig
+		pprof.StopCPUProfile()
+		f.Close()
+	}()
+}
