@@ -14,6 +14,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"cursor2api/models"
+	"cursor2api/services/upstream"
 	"cursor2api/utils"
 )
 
@@ -173,11 +174,14 @@ var errShuttingDown = errors.New("the gateway is shutting down")
 // connection cut under them. stop releases it.
 func (s *server) answerContext(c *gin.Context) (ctx context.Context, stop func()) {
 	ctx, cancel := context.WithCancelCause(c.Request.Context())
+	// What the back door leaves for after the answer runs when the answer
+	// is written (stop is deferred by the caller that writes it).
+	ctx, epilogue := upstream.WithEpilogue(ctx)
 	if s.Drain == nil {
-		return ctx, func() { cancel(nil) }
+		return ctx, func() { epilogue.Run(); cancel(nil) }
 	}
 	unregister := context.AfterFunc(s.Drain, func() { cancel(errShuttingDown) })
-	return ctx, func() { unregister(); cancel(nil) }
+	return ctx, func() { unregister(); epilogue.Run(); cancel(nil) }
 }
 
 // shutdownError replaces the error of an answer cut short by the

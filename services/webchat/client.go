@@ -82,6 +82,10 @@ type Client struct {
 	// the same on every request, so built once (by browserHeaders).
 	headersOnce sync.Once
 	headers     http.Header
+	// readers are the streams' read buffers, reused from stream to stream.
+	readers sync.Pool
+	// drains are the finished replies' tails being read (drain).
+	drains sync.WaitGroup
 }
 
 // browserHeaders returns the browser's headers of every upstream request.
@@ -119,6 +123,27 @@ const (
 	maxDrain     = 16 << 10
 	maxDrainWait = 2 * time.Second
 )
+
+// maxDrainHold bounds how long the response's end waits for the tail's
+// drain (see upstream.Epilogue); past it the drain goes on alone.
+const maxDrainHold = 50 * time.Millisecond
+
+// drain reads a finished reply's tail to its end, so that its connection
+// goes back to the pool, for at most maxDrain bytes and maxDrainWait (or
+// the idle timeout, if shorter); past either the connection is closed.
+// It runs after the attempt has returned, beside the door's last writes.
+func (c *Client) drain(body io.ReadCloser, cancel context.CancelCauseFunc) {
+	defer c.drains.Done()
+	t := time.AfterFunc(min(c.IdleTimeout, maxDrainWait), func() { cancel(errIdle) })
+	_, _ = io.CopyN(io.Discard, body, maxDrain)
+	t.Stop()
+	body.Close()
+	cancel(nil)
+}
+
+// Wait waits for the tails being drained (each bounded by maxDrainWait):
+// for a shutdown, or a test that counts connections.
+func (c *Client) Wait() { c.drains.Wait() }
 
 // maxFrame bounds one SSE line from the upstream.
 const maxFrame = 8 << 20
@@ -201,16 +226,25 @@ func (c *Client) attempt(ctx context.Context, req upstream.Request, fn func(upst
 	// What comes before the request is bounded on its own: the wait for
 	// x-is-human by HumanWait, a cookie refresh by the checkpoint keeper.
 	ctx, egress := c.pinEgress(ctx)
-	httpReq, err := c.newRequest(ctx, req)
+	// The upstream request runs under a context of its own, cancelled
+	// with ctx (with its cause) until the reply finishes: a finished
+	// reply's tail is then read after the attempt returns (see drain).
+	reqCtx, cancelReq := context.WithCancelCause(context.WithoutCancel(ctx))
+	unlink := context.AfterFunc(ctx, func() { cancelReq(context.Cause(ctx)) })
+	httpReq, err := c.newRequest(reqCtx, req)
 	if err != nil {
+		unlink()
+		cancelReq(nil)
 		return nil, "", err
 	}
 	sentCookie := c.setCookie(ctx, httpReq.Header, egress)
-	// One timer guards every wait on the upstream; each frame re-arms it.
-	idle := time.AfterFunc(c.IdleTimeout, func() { cancel(errIdle) })
-	defer idle.Stop()
+	// One timer guards every wait on the upstream; each read touches it.
+	idle := newIdleTimer(c.IdleTimeout, func() { cancel(errIdle) })
+	defer idle.stop()
 	resp, err := c.HTTP.Do(httpReq)
 	if err != nil {
+		unlink()
+		cancelReq(nil)
 		mapped := c.transportError(ctx, err)
 		if ctx.Err() == nil {
 			return nil, "", &retryableError{err: mapped}
@@ -219,17 +253,34 @@ func (c *Client) attempt(ctx context.Context, req upstream.Request, fn func(upst
 	}
 	// The connection goes back to the transport's pool only if its body
 	// is read to the end: a reply that finished has its tail ([DONE] and
-	// the chunked body's end) drained after its last delta was delivered;
-	// every other exit (an error, a cut, a client that left, the core
-	// stopping the turn) closes it, which is right there.
+	// the chunked body's end) drained after the attempt returns, so that
+	// the client's last event never waits for it; every other exit (an
+	// error, a cut, a client that left, the core stopping the turn)
+	// closes it, which is right there.
 	finished := false
 	defer func() {
-		if finished {
-			// Bounded by the idle timer, which is still armed and
-			// cancels the request, and by maxDrain.
-			idle.Reset(min(c.IdleTimeout, maxDrainWait))
-			_, _ = io.CopyN(io.Discard, resp.Body, maxDrain)
+		if finished && unlink() {
+			c.drains.Add(1)
+			drained := make(chan struct{})
+			go func() {
+				defer close(drained)
+				c.drain(resp.Body, cancelReq)
+			}()
+			// The response's end waits a moment for the tail, which is
+			// normally in flight already, so that the client's next
+			// request finds the connection back in the pool.
+			upstream.AfterAnswer(ctx, func() {
+				t := time.NewTimer(maxDrainHold)
+				defer t.Stop()
+				select {
+				case <-drained:
+				case <-t.C:
+				}
+			})
+			return
 		}
+		unlink()
+		cancelReq(nil)
 		resp.Body.Close()
 	}()
 	if resp.StatusCode != http.StatusOK {
@@ -237,12 +288,13 @@ func (c *Client) attempt(ctx context.Context, req upstream.Request, fn func(upst
 		// is bounded by the keeper itself.
 		raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxRefusal))
 		resp.Body = io.NopCloser(bytes.NewReader(raw))
-		idle.Stop()
+		idle.stop()
 		return nil, "", c.refused(ctx, req, egress, sentCookie, resp, mayPass)
 	}
-	idle.Reset(c.IdleTimeout)
+	idle.touch()
 
-	fr := newFrameReader(resp.Body)
+	fr := c.newFrameReader(resp.Body, idle)
+	defer c.freeFrameReader(fr)
 	var usage *models.Usage
 	for {
 		// Deliver what is merged before waiting for more: nothing that
@@ -265,7 +317,6 @@ func (c *Client) attempt(ctx context.Context, req upstream.Request, fn func(upst
 			}
 			return usage, "", c.transportError(ctx, err)
 		}
-		idle.Reset(c.IdleTimeout)
 		data, ok := bytes.CutPrefix(line, []byte("data:"))
 		if !ok {
 			continue // comments, event names, blank separators

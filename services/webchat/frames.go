@@ -21,15 +21,50 @@ var errFrameTooLong = errors.New("upstream frame too long")
 // layers above one delta, one client event and one write.
 type frameReader struct {
 	r       *bufio.Reader
-	long    []byte // a line longer than the buffer, being assembled
+	idle    *idleTimer // touched by every read from the upstream
+	long    []byte     // a line longer than the buffer, being assembled
 	kind    upstream.DeltaKind
 	pending []byte           // reused from read to read
 	carry   []upstream.Delta // earlier runs of another kind and tool calls, in order
 	calls   *toolCalls       // native tool calls being assembled; nil until the first tool frame
 }
 
-func newFrameReader(body io.Reader) *frameReader {
-	return &frameReader{r: bufio.NewReaderSize(body, readBufferSize)}
+// newFrameReader reads body with a buffer from the client's pool; idle
+// (nil in tests) is touched whenever a read brings data.
+func (c *Client) newFrameReader(body io.Reader, idle *idleTimer) *frameReader {
+	f := &frameReader{idle: idle}
+	src := io.Reader(body)
+	if idle != nil {
+		src = progressReader{body, idle}
+	}
+	if r, ok := c.readers.Get().(*bufio.Reader); ok {
+		r.Reset(src)
+		f.r = r
+	} else {
+		f.r = bufio.NewReaderSize(src, readBufferSize)
+	}
+	return f
+}
+
+// freeFrameReader gives the read buffer back to the pool.
+func (c *Client) freeFrameReader(f *frameReader) {
+	f.r.Reset(nil)
+	c.readers.Put(f.r)
+	f.r = nil
+}
+
+// progressReader touches the idle timer whenever a read brings data.
+type progressReader struct {
+	r    io.Reader
+	idle *idleTimer
+}
+
+func (p progressReader) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	if n > 0 {
+		p.idle.touch()
+	}
+	return n, err
 }
 
 // line returns the next line without its end; it is valid until the
@@ -53,7 +88,12 @@ func (f *frameReader) line() ([]byte, error) {
 	if err != nil && (len(line) == 0 || !errors.Is(err, io.EOF)) {
 		return nil, err
 	}
-	return bytes.TrimRight(line, "\r\n"), nil
+	// Trimmed by hand: bytes.TrimRight builds its set of bytes anew on
+	// every call, once per frame.
+	for len(line) > 0 && (line[len(line)-1] == '\n' || line[len(line)-1] == '\r') {
+		line = line[:len(line)-1]
+	}
+	return line, nil
 }
 
 // complete reports whether a whole line is already buffered, so that

@@ -1,0 +1,55 @@
+package upstream
+
+import (
+	"context"
+	"sync"
+)
+
+// An Epilogue holds what back doors leave for after the answer: the
+// door's handler runs it once the client has every event of the answer,
+// before the response ends. A web reply's tail (its [DONE] and the end of
+// its body) is read there, so that its connection is back in the pool
+// before the client can send its next request, and yet the answer's last
+// event never waits for it.
+type Epilogue struct {
+	mu   sync.Mutex
+	fns  []func()
+	done bool
+}
+
+type epilogueKey struct{}
+
+// WithEpilogue returns a context that carries a new epilogue, and the
+// epilogue, which the caller runs.
+func WithEpilogue(ctx context.Context) (context.Context, *Epilogue) {
+	e := &Epilogue{}
+	return context.WithValue(ctx, epilogueKey{}, e), e
+}
+
+// AfterAnswer adds fn to the epilogue ctx carries. It reports false, and
+// keeps nothing, when ctx carries none or it has run: the caller then
+// does without it. fn must be bounded: the response's end waits for it.
+func AfterAnswer(ctx context.Context, fn func()) bool {
+	e, ok := ctx.Value(epilogueKey{}).(*Epilogue)
+	if !ok {
+		return false
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.done {
+		return false
+	}
+	e.fns = append(e.fns, fn)
+	return true
+}
+
+// Run runs what was added, in order, once.
+func (e *Epilogue) Run() {
+	e.mu.Lock()
+	fns := e.fns
+	e.fns, e.done = nil, true
+	e.mu.Unlock()
+	for _, fn := range fns {
+		fn()
+	}
+}
