@@ -54,4 +54,7 @@ type answerStream interface {
 	Error(e *models.Error) error
 	// PingIfIdle writes a keepalive when nothing was written for idle.
 	PingIfIdle(idle time.Duration) error
+	// Hold and Release bracket writes that go out together (sse.Writer).
+	Hold()
+	Release()
 }

@@ -67,6 +67,7 @@ func (s *server) stream(c *gin.Context, p *chat.Prepared, w answerStream) {
 	}
 	w, done := s.observeStream(c, w)
 	defer done()
+	w = heldStream{wrappedStream{w}}
 	stopPings := s.keepAlive(ctx, w)
 	err := shutdownError(ctx, s.Chat.Stream(ctx, p, w))
 	stopPings()
@@ -119,6 +120,66 @@ func (s *server) keepAlive(ctx context.Context, w answerStream) (stop func()) {
 		t.Stop()
 		mu.Unlock()
 	}
+}
+
+// heldStream makes each step the core hands a door one write to the
+// client: the door's events of one call (an opening event and the first
+// delta; the closing events and the stream's end) are held together and
+// flushed once, rather than each in a write of its own.
+type heldStream struct{ wrappedStream }
+
+func (h heldStream) Text(text string) error {
+	h.Hold()
+	defer h.Release()
+	return h.answerStream.Text(text)
+}
+
+func (h heldStream) Reasoning(text string) error {
+	h.Hold()
+	defer h.Release()
+	return h.answerStream.Reasoning(text)
+}
+
+func (h heldStream) ToolCallStart(id, name string) error {
+	h.Hold()
+	defer h.Release()
+	return h.answerStream.ToolCallStart(id, name)
+}
+
+func (h heldStream) ToolCallArguments(fragment string) error {
+	h.Hold()
+	defer h.Release()
+	return h.answerStream.ToolCallArguments(fragment)
+}
+
+func (h heldStream) ToolCallEnd(complete bool) error {
+	h.Hold()
+	defer h.Release()
+	return h.answerStream.ToolCallEnd(complete)
+}
+
+func (h heldStream) Finish(reason models.FinishReason, usage models.Usage) error {
+	h.Hold()
+	defer h.Release()
+	return h.answerStream.Finish(reason, usage)
+}
+
+func (h heldStream) Error(e *models.Error) error {
+	h.Hold()
+	defer h.Release()
+	return h.answerStream.Error(e)
+}
+
+func (h heldStream) ToolRunStart(run models.ToolRun) error {
+	h.Hold()
+	defer h.Release()
+	return h.wrappedStream.ToolRunStart(run)
+}
+
+func (h heldStream) ToolRunEnd(run models.ToolRun) error {
+	h.Hold()
+	defer h.Release()
+	return h.wrappedStream.ToolRunEnd(run)
 }
 
 // fail answers an error: with its status before the first byte, as the

@@ -36,6 +36,8 @@ type Writer struct {
 	committed bool // start ran: the status and headers are sent
 	closed    bool // the stream has ended: no more pings
 	lastWrite time.Time
+	held      int          // Hold calls not yet released
+	unflushed bool         // a held write waits for Release's flush
 	buf       bytes.Buffer // the event being framed
 	data      bytes.Buffer // what enc encodes
 	enc       *json.Encoder
@@ -171,10 +173,40 @@ func (s *Writer) write(pieces ...[]byte) error {
 			return err
 		}
 	}
+	if s.held > 0 {
+		s.unflushed = true
+		return nil
+	}
 	if s.flush != nil {
 		s.flush()
 	}
 	return nil
+}
+
+// Hold keeps what is written in the response's buffer until the matching
+// Release, so that the events of one step of an answer (a stream's
+// opening events and its first delta, or its closing events and [DONE])
+// go out in one write. Holds nest.
+func (s *Writer) Hold() {
+	s.mu.Lock()
+	s.held++
+	s.mu.Unlock()
+}
+
+// Release ends a Hold; the last one flushes what the holds kept.
+func (s *Writer) Release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.held == 0 {
+		return
+	}
+	s.held--
+	if s.held == 0 && s.unflushed {
+		s.unflushed = false
+		if s.flush != nil {
+			s.flush()
+		}
+	}
 }
 
 // plainASCII marks the ASCII bytes a JSON string holds as they are.

@@ -197,3 +197,48 @@ func TestWriterEventInPieces(t *testing.T) {
 	}
 	assert.Error(t, NewWriter(failingWriter{}, nil, nil, nil).EventJSON("", []byte(`{"a":"`+long+`"}`)), "a failed write of a large event")
 }
+
+// TestWriterHold checks that the events written under a Hold go out in
+// one flush, at the last Release, and that everything else flushes as it
+// is written.
+func TestWriterHold(t *testing.T) {
+	cases := []struct {
+		name string
+		run  func(w *Writer)
+		// flushes after each step of run, as the client would see them.
+		want int
+	}{
+		{"no hold", func(w *Writer) { _ = w.Data("a"); _ = w.Data("b") }, 2},
+		{"one hold", func(w *Writer) { w.Hold(); _ = w.Data("a"); _ = w.Data("b"); w.Release() }, 1},
+		{"nested", func(w *Writer) {
+			w.Hold()
+			_ = w.Data("a")
+			w.Hold()
+			_ = w.Data("b")
+			w.Release()
+			_ = w.Data("c")
+			w.Release()
+		}, 1},
+		{"nothing held", func(w *Writer) { w.Hold(); w.Release() }, 0},
+		{"release without hold", func(w *Writer) { w.Release(); _ = w.Data("a") }, 1},
+		{"a ping under a hold waits too", func(w *Writer) {
+			w.Hold()
+			_ = w.PingIfIdle(0)
+			_ = w.Data("a")
+			w.Release()
+		}, 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			flushes := 0
+			var flushed []string
+			w := NewWriter(&out, func() { flushes++; flushed = append(flushed, out.String()) }, nil, nil)
+			tc.run(w)
+			assert.Equal(t, tc.want, flushes)
+			if flushes > 0 {
+				assert.Equal(t, out.String(), flushed[len(flushed)-1], "everything written is flushed")
+			}
+		})
+	}
+}
