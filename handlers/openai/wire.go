@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // ChatRequest is the body of POST /v1/chat/completions.
@@ -72,6 +73,15 @@ func (c *Content) UnmarshalJSON(data []byte) error {
 	case len(data) == 0 || bytes.Equal(data, []byte("null")):
 		return nil
 	case data[0] == '"':
+		// The outer decoder has checked the string already: one without
+		// escapes is its bytes, and decoding it again would scan the
+		// whole prompt twice.
+		if len(data) >= 2 && data[len(data)-1] == '"' {
+			if inner := data[1 : len(data)-1]; bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+				c.Text = string(inner)
+				return nil
+			}
+		}
 		return json.Unmarshal(data, &c.Text)
 	case data[0] == '[':
 		var parts []json.RawMessage
