@@ -121,16 +121,17 @@ func (s *server) keepResponse(c *gin.Context, wire *responses.Request, dec *resp
 	if !wire.Stored() {
 		return
 	}
-	if out == nil {
+	items := out
+	if items == nil {
 		var err error
-		if out, err = responses.OutputItems(resp); err != nil {
+		if items, err = responses.OutputItems(resp); err != nil {
 			s.Logger.Warn("responses: not stored", "request_id", c.GetString(keyRequestID), "error", err)
 			return
 		}
 	}
-	items := append(dec.Items[:len(dec.Items):len(dec.Items)], out...)
+	items = append(dec.Items[:len(dec.Items):len(dec.Items)], items...)
 	// A failed write is queued for a retry; the answer stands.
-	if err := s.Responses.Put(c.Request.Context(), resp.ID, responses.Stored{Response: resp, Items: items}); err != nil {
+	if err := s.Responses.Put(c.Request.Context(), resp.ID, responses.Stored{Response: resp, Items: items, Output: out}); err != nil {
 		s.Logger.Warn("responses: not stored yet", "request_id", c.GetString(keyRequestID), "error", utils.Clip(err.Error(), 300))
 	}
 }

@@ -1,6 +1,7 @@
 package responses
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +17,9 @@ import (
 type Stored struct {
 	Response Response
 	Items    []json.RawMessage
+	// Output, when set, is Response.Output encoded already (a stream's
+	// items, as its events carried them), which Put then reuses.
+	Output []json.RawMessage
 }
 
 // Kept is a stored response as the store gives it back: the response
@@ -85,11 +89,7 @@ func (s *Store) Put(ctx context.Context, id string, st Stored) error {
 	if s.limits.Max <= 0 {
 		return nil
 	}
-	resp, err := json.Marshal(st.Response)
-	if err != nil {
-		return fmt.Errorf("encoding response %s: %w", id, err)
-	}
-	b, err := json.Marshal(Kept{Response: resp, Items: st.Items})
+	b, err := encodeKept(st)
 	if err != nil {
 		return fmt.Errorf("encoding response %s: %w", id, err)
 	}
@@ -102,6 +102,46 @@ func (s *Store) Put(ctx context.Context, id string, st Stored) error {
 		return unavailable(err)
 	}
 	return nil
+}
+
+// encodeKept encodes a response to keep as Kept, putting together what
+// is encoded already rather than encoding it again: a stream's output
+// items, and the conversation's items, which are JSON as they came (each
+// checked by its decoder) and not compacted again.
+func encodeKept(st Stored) ([]byte, error) {
+	var resp []byte
+	if st.Output != nil && st.Response.IncompleteDetails == nil {
+		shell := st.Response
+		shell.Output = nil
+		pieces, ok, err := withOutput(shell, st.Output)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			resp = bytes.Join(pieces, nil)
+		}
+	}
+	if resp == nil {
+		var err error
+		if resp, err = json.Marshal(st.Response); err != nil {
+			return nil, err
+		}
+	}
+	size := len(resp) + 32
+	for _, it := range st.Items {
+		size += len(it) + 1
+	}
+	b := make([]byte, 0, size)
+	b = append(b, `{"response":`...)
+	b = append(b, resp...)
+	b = append(b, `,"items":[`...)
+	for i, it := range st.Items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, it...)
+	}
+	return append(b, "]}"...), nil
 }
 
 // Get returns a kept response that has not expired; ok is false when

@@ -11,7 +11,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/tidwall/gjson"
 
+	"cursor2api/models"
 	"cursor2api/services/state"
 	"cursor2api/services/state/redistest"
 )
@@ -202,4 +204,37 @@ func TestStoreSharedThroughRedis(t *testing.T) {
 	srv.Stop()
 	_, _, err = a.Get(t.Context(), "r2")
 	require.ErrorIs(t, err, ErrUnavailable, "a lost store is an error, not a missing response")
+}
+
+// TestEncodeKeptReusesTheStreamsItems checks that a streamed response is
+// kept as the same JSON whether its output items are reused from the
+// stream's events or encoded again, for a finished answer and for one cut
+// at max_output_tokens (incomplete_details set).
+func TestEncodeKeptReusesTheStreamsItems(t *testing.T) {
+	for name, finish := range map[string]models.FinishReason{"stop": models.FinishStop, "tool calls": models.FinishToolCalls, "length": models.FinishLength} {
+		t.Run(name, func(t *testing.T) {
+			w, _ := newTestWriter(nil)
+			require.NoError(t, w.Reasoning("thinking"))
+			require.NoError(t, w.Text("héllo \"world\" <b>"))
+			require.NoError(t, w.ToolCallStart("call_1", "read"))
+			require.NoError(t, w.ToolCallArguments(`{"path":"a.go"}`))
+			require.NoError(t, w.ToolCallEnd(true))
+			require.NoError(t, w.Finish(finish, models.Usage{InputTokens: 3, OutputTokens: 5, TotalTokens: 8}))
+			input := []json.RawMessage{json.RawMessage(`{"role":"user", "content":"hi"}`)}
+			items := append(input, w.OutputItems()...)
+
+			reused, err := encodeKept(Stored{Response: w.Response(), Items: items, Output: w.OutputItems()})
+			require.NoError(t, err)
+			again, err := encodeKept(Stored{Response: w.Response(), Items: items})
+			require.NoError(t, err)
+			require.True(t, json.Valid(reused), "%s", reused)
+			assert.JSONEq(t, string(again), string(reused))
+
+			var kept Kept
+			require.NoError(t, json.Unmarshal(reused, &kept))
+			assert.Len(t, kept.Items, len(items))
+			assert.Equal(t, "resp_test", gjson.GetBytes(kept.Response, "id").String())
+			assert.Len(t, gjson.GetBytes(kept.Response, "output").Array(), len(w.OutputItems()))
+		})
+	}
 }

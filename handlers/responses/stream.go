@@ -455,34 +455,53 @@ var maxOutputTokensReached = json.RawMessage(`{"reason":"max_output_tokens"}`)
 var outputMarker = []byte(`,"output":null,`)
 
 // completed writes the last event, typ (response.completed or
-// response.incomplete): the response is encoded by
-// reflection without its output, and the items already encoded for their
-// output_item.done events go in its place.
+// response.incomplete): the response is encoded by reflection without its
+// output, and the items already encoded for their output_item.done events
+// go in its place.
 func (s *StreamWriter) completed(typ string) error {
 	seq := s.next()
 	shell := s.resp
 	shell.Output = nil
+	if shell.IncompleteDetails != nil {
+		return s.Event(typ, Event{Type: typ, SequenceNumber: seq, Response: s.snapshot()})
+	}
+	pieces, ok, err := withOutput(Event{Type: typ, SequenceNumber: seq, Response: &shell}, s.items)
+	if err != nil {
+		return fmt.Errorf("encoding %s: %w", typ, err)
+	}
+	if !ok {
+		return s.Event(typ, Event{Type: typ, SequenceNumber: seq, Response: s.snapshot()})
+	}
+	return s.EventJSON(typ, pieces...)
+}
+
+// withOutput encodes v, an event or a response whose output is nil, and
+// puts items, encoded already, in the place of that null output. ok is
+// false when the encoding has no such place: the caller then encodes the
+// whole by reflection. The caller makes sure that incomplete_details is
+// null, so that outputMarker's first match is the output (see it).
+func withOutput(v any, items []json.RawMessage) (pieces [][]byte, ok bool, err error) {
 	var head bytes.Buffer
 	enc := json.NewEncoder(&head)
 	enc.SetEscapeHTML(false) // as sse.Writer.Event
-	if err := enc.Encode(Event{Type: typ, SequenceNumber: seq, Response: &shell}); err != nil {
-		return fmt.Errorf("encoding %s: %w", typ, err)
+	if err := enc.Encode(v); err != nil {
+		return nil, false, err
 	}
 	raw := bytes.TrimSuffix(head.Bytes(), []byte("\n"))
 	at := bytes.Index(raw, outputMarker)
-	if at < 0 || shell.IncompleteDetails != nil {
-		return s.Event(typ, Event{Type: typ, SequenceNumber: seq, Response: s.snapshot()})
+	if at < 0 {
+		return nil, false, nil
 	}
-	pieces := make([][]byte, 0, 2*len(s.items)+3)
+	pieces = make([][]byte, 0, 2*len(items)+3)
 	pieces = append(pieces, raw[:at], []byte(`,"output":[`))
-	for i, it := range s.items {
+	for i, it := range items {
 		if i > 0 {
 			pieces = append(pieces, comma)
 		}
 		pieces = append(pieces, it)
 	}
 	pieces = append(pieces, []byte("],"), raw[at+len(outputMarker):])
-	return s.EventJSON(typ, pieces...)
+	return pieces, true, nil
 }
 
 var comma = []byte(",")
