@@ -194,9 +194,14 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
+	// The gateway's default state store: a bbolt file in STATE_DIR.
+	stateDir := filepath.Join(dir, "state")
+	if err := os.Mkdir(stateDir, 0o700); err != nil {
+		return err
+	}
 	gw := exec.CommandContext(ctx, bin)
 	gw.Env = append(os.Environ(), "CURSOR_API_URL="+fakeURL+"/api/chat", "X_IS_HUMAN_MODE=static:bench", "LOG_LEVEL=warn",
-		"MAX_CONNECTIONS=10000", "MODELS=claude-sonnet-4.6", "STATE_URL=memory:", "HOST=127.0.0.1", "PORT="+strconv.Itoa(port))
+		"MAX_CONNECTIONS=10000", "MODELS=claude-sonnet-4.6", "STATE_DIR="+stateDir, "HOST=127.0.0.1", "PORT="+strconv.Itoa(port))
 	if o.cpuProfile != "" {
 		abs, err := filepath.Abs(o.cpuProfile)
 		if err != nil {
