@@ -458,17 +458,42 @@ func runFake() error {
 	return serveUntilStdinCloses(srv)
 }
 
-// runProxy is -role=proxy: a bare pass-through to upstream, flushed after
-// every read.
+// runProxy is -role=proxy: newProxy on a loopback port.
 func runProxy(upstream string) error {
 	u, err := url.Parse(upstream)
 	if err != nil || u.Host == "" {
 		return fmt.Errorf("-upstream %q is not a URL", upstream)
 	}
-	rp := httputil.NewSingleHostReverseProxy(u)
+	proxy := newProxy(u, &http.Transport{MaxIdleConns: 2000, MaxIdleConnsPerHost: 2000})
+	return serveUntilStdinCloses(&http.Server{Handler: proxy, ReadHeaderTimeout: 10 * time.Second})
+}
+
+// newProxy is a bare pass-through to upstream, flushed after every read,
+// in full duplex.
+//
+// Full duplex because a streaming proxy reads the request while it
+// writes the answer. The transport sends the request body from a
+// goroutine of its own and, once it has sent the Content-Length bytes,
+// reads the body once more to check that nothing is left
+// (net/http/transfer.go). By then the upstream may have read the body and
+// answered; and the HTTP/1 server, unless told full duplex, drains and
+// closes the request body as soon as the answer's header is written.
+// That late read then fails ("invalid Read on closed Body"), and the
+// transport closes the upstream connection: mid-stream, the proxy logs
+// "read error during body copy: use of closed network connection" and
+// the client gets "unexpected EOF"; after the stream, the next request
+// dials anew (go.dev/issue/40747).
+func newProxy(upstream *url.URL, transport http.RoundTripper) http.Handler {
+	rp := httputil.NewSingleHostReverseProxy(upstream)
 	rp.FlushInterval = -1
-	rp.Transport = &http.Transport{MaxIdleConns: 2000, MaxIdleConnsPerHost: 2000}
-	return serveUntilStdinCloses(&http.Server{Handler: rp, ReadHeaderTimeout: 10 * time.Second})
+	rp.Transport = transport
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := http.NewResponseController(w).EnableFullDuplex(); err != nil {
+			http.Error(w, "e2e proxy: full duplex: "+err.Error(), http.StatusInternalServerError)
+			return
+		}
+		rp.ServeHTTP(w, r)
+	})
 }
 
 // serveUntilStdinCloses serves srv on a loopback port, printed on stdout,
