@@ -12,7 +12,9 @@ import (
 
 // A gateway built with -tags benchprofile (as go run ./bench/e2e
 // -cpuprofile builds it) writes a CPU profile to $CURSOR2API_CPUPROFILE
-// from its start until it gets SIGUSR2. Release builds have no such hook.
+// from its start until it gets SIGUSR2, and then the profile of its
+// allocations since its start to $CURSOR2API_CPUPROFILE.allocs. Release
+// builds have no such hook.
 func init() {
 	path := os.Getenv("CURSOR2API_CPUPROFILE")
 	if path == "" {
@@ -34,5 +36,9 @@ func init() {
 		<-sig
 		pprof.StopCPUProfile()
 		f.Close()
+		if a, err := os.Create(path + ".allocs"); err == nil {
+			_ = pprof.Lookup("allocs").WriteTo(a, 0)
+			a.Close()
+		}
 	}()
 }

@@ -201,6 +201,30 @@ func (s *server) fail(c *gin.Context, err error, w answerStream) {
 	_ = w.Error(apiErr)
 }
 
+// readAll is io.ReadAll into a buffer of the body's declared size (when
+// it declares one within limit), so that a large prompt is not copied
+// through a series of growing buffers.
+func readAll(r io.Reader, size, limit int64) ([]byte, error) {
+	if size <= 0 || size > limit {
+		return io.ReadAll(r)
+	}
+	// One byte more, so that the read that meets the end needs no growth.
+	b := make([]byte, 0, size+1)
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if errors.Is(err, io.EOF) {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // a body longer than declared: grow
+		}
+	}
+}
+
 // connectionLost reports whether err is a write to a client that has
 // closed its connection, which can come before the request's context
 // notices that it left.
@@ -211,7 +235,7 @@ func connectionLost(err error) bool {
 // readJSON reads the body within the size limit and decodes it into v,
 // leniently: unknown fields are ignored. Its errors speak JSON, not Go.
 func (s *server) readJSON(c *gin.Context, v any) *models.Error {
-	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, s.MaxBodyBytes))
+	body, err := readAll(http.MaxBytesReader(c.Writer, c.Request.Body, s.MaxBodyBytes), c.Request.ContentLength, s.MaxBodyBytes)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {

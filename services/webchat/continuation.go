@@ -38,10 +38,14 @@ const overlapWindow = 2048
 // cap. The usage of every request adds up.
 func (c *Client) streamContinued(ctx context.Context, req upstream.Request, fn func(upstream.Delta) error) (*models.Usage, error) {
 	var total *models.Usage
-	var text strings.Builder // the answer's text so far, as delivered
+	// The answer's text so far, as delivered, in the pieces it came in:
+	// put together only for a continuation, which few answers need.
+	var text []string
+	size := 0
 	record := func(d upstream.Delta) error {
-		if d.Kind == upstream.DeltaText {
-			text.WriteString(d.Text)
+		if d.Kind == upstream.DeltaText && c.MaxContinuations > 0 {
+			text = append(text, d.Text)
+			size += len(d.Text)
 		}
 		return fn(d)
 	}
@@ -59,15 +63,17 @@ func (c *Client) streamContinued(ctx context.Context, req upstream.Request, fn f
 		if err != nil || finish != finishLength {
 			return total, err
 		}
-		if n >= c.MaxContinuations || text.Len() == 0 {
+		if n >= c.MaxContinuations || size == 0 {
 			c.log(ctx, req, slog.LevelInfo, "upstream cut the answer at its output cap",
-				"continuations", n, "max_continuations", c.MaxContinuations, "answer_bytes", text.Len())
+				"continuations", n, "max_continuations", c.MaxContinuations, "answer_bytes", size)
 			return total, fn(upstream.Delta{Kind: upstream.DeltaLength})
 		}
 		c.log(ctx, req, slog.LevelInfo, "upstream cut the answer at its output cap, continuing",
-			"continuation", n+1, "answer_bytes", text.Len())
-		seg = continued(req, text.String())
-		st = newStitcher(text.String())
+			"continuation", n+1, "answer_bytes", size)
+		answer := strings.Join(text, "")
+		text = append(text[:0], answer)
+		seg = continued(req, answer)
+		st = newStitcher(answer)
 	}
 }
 
