@@ -60,6 +60,22 @@ type Message struct {
 
 // Text returns the text of the message's text blocks, joined by newlines.
 func (m Message) Text() string {
+	// The common message of one text block is that block's text, shared
+	// rather than copied.
+	var only *Block
+	for i := range m.Blocks {
+		if m.Blocks[i].Kind != BlockText {
+			continue
+		}
+		if only != nil {
+			only = nil
+			break
+		}
+		only = &m.Blocks[i]
+	}
+	if only != nil {
+		return only.Text
+	}
 	var b strings.Builder
 	n := 0
 	for _, blk := range m.Blocks {

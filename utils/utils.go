@@ -6,6 +6,7 @@ package utils
 import (
 	"crypto/rand"
 	"encoding/json"
+	"math/bits"
 	"strings"
 	"unicode/utf8"
 )
@@ -99,4 +100,84 @@ func StringObject(key, value string) string {
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(map[string]string{key: value}) // strings always encode
 	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// plainASCII marks the ASCII bytes a JSON string holds as they are.
+var plainASCII = func() (t [utf8.RuneSelf]bool) {
+	for c := range t {
+		t[c] = c >= 0x20 && c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// AppendJSONString appends s as a JSON string, byte for byte as
+// encoding/json writes it with HTML escaping off (as a browser's
+// JSON.stringify does, but for U+2028 and U+2029): invalid UTF-8 becomes
+// U+FFFD, U+2028 and U+2029 are escaped, <, > and & are not. It is for
+// the hot paths that build JSON without reflection.
+func AppendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if i+8 <= len(s) {
+			// Plain ASCII, the bulk of most text, is skipped eight bytes
+			// at a time: m has the high bit of every byte that is not
+			// plain (special to JSON, or from 0x80), the lowest first.
+			w := s[i : i+8]
+			x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+				uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
+			m := JSONSpecial8(x) | x&0x8080808080808080
+			if m == 0 {
+				i += 8
+				continue
+			}
+			i += bits.TrailingZeros64(m) / 8 // the first byte that is not plain
+		}
+		if c := s[i]; c < utf8.RuneSelf {
+			if plainASCII[c] {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		// Multi-byte characters come in runs (a word, a line of CJK):
+		// read the run character by character before looking for plain
+		// ASCII again.
+		for i < len(s) && s[i] >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			switch {
+			case r == utf8.RuneError && size == 1:
+				b = append(b, s[start:i]...)
+				b = append(b, `\ufffd`...)
+				start = i + size
+			case r == '\u2028' || r == '\u2029':
+				b = append(b, s[start:i]...)
+				b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
+				start = i + size
+			}
+			i += size
+		}
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
 }

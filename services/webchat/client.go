@@ -9,13 +9,13 @@ package webchat
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -382,30 +382,7 @@ func (c *Client) attempt(ctx context.Context, req upstream.Request, fn func(upst
 }
 
 func (c *Client) newRequest(ctx context.Context, req upstream.Request) (*http.Request, error) {
-	type part struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	type message struct {
-		ID    string `json:"id"`
-		Role  string `json:"role"`
-		Parts []part `json:"parts"`
-	}
-	body := struct {
-		Context  []contextItem `json:"context"`
-		Model    string        `json:"model"`
-		ID       string        `json:"id"`
-		Messages []message     `json:"messages"`
-		Trigger  string        `json:"trigger"`
-	}{Context: []contextItem{{Type: "file", FilePath: "/docs/"}}, Model: req.Model, ID: utils.RandomString(utils.Alphanumerics, 16), Trigger: "submit-message"}
-	for _, m := range req.Messages {
-		// The page gives every message an id of its own, as the browser does.
-		body.Messages = append(body.Messages, message{ID: utils.RandomString(utils.HexDigits, 16), Role: string(m.Role), Parts: []part{{Type: "text", Text: m.Text}}})
-	}
-	payload, err := json.Marshal(body)
-	if err != nil {
-		return nil, fmt.Errorf("encoding upstream request: %w", err)
-	}
+	payload := appendRequestBody(nil, req.Model, req.Messages)
 	httpReq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL, bytes.NewReader(payload))
 	if err != nil {
 		return nil, fmt.Errorf("building upstream request: %w", err)
@@ -435,18 +412,40 @@ func (c *Client) newRequest(ctx context.Context, req upstream.Request) (*http.Re
 	return httpReq, nil
 }
 
+// appendRequestBody appends the page's request body for messages: the
+// browser's shape (its docs folder, empty, as the context the page
+// attaches to every message (2026), a 16-hex id per message, the submit
+// trigger), built without reflection, as JSON.stringify writes it (<, >
+// and & as they are).
+func appendRequestBody(b []byte, model string, messages []models.Turn) []byte {
+	size := 160 + len(model)
+	for _, m := range messages {
+		size += len(m.Text) + len(m.Role) + 80
+	}
+	b = slices.Grow(b, size+size/16) // room for some escapes
+	b = append(b, `{"context":[{"type":"file","content":"","filePath":"/docs/"}],"model":`...)
+	b = utils.AppendJSONString(b, model)
+	b = append(b, `,"id":"`...)
+	b = append(b, utils.RandomString(utils.Alphanumerics, 16)...)
+	b = append(b, `","messages":[`...)
+	for i, m := range messages {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"id":"`...)
+		b = append(b, utils.RandomString(utils.HexDigits, 16)...)
+		b = append(b, `","role":`...)
+		b = utils.AppendJSONString(b, string(m.Role))
+		b = append(b, `,"parts":[{"type":"text","text":`...)
+		b = utils.AppendJSONString(b, m.Text)
+		b = append(b, `}]}`...)
+	}
+	return append(b, `],"trigger":"submit-message"}`...)
+}
+
 // defaultHumanWait bounds how long a request waits for its x-is-human
 // value when HumanWait is 0.
 const defaultHumanWait = 5 * time.Second
-
-// contextItem is an entry of the body's context: what the page attaches
-// to a message. The page sends its docs folder, empty, with every message
-// (2026).
-type contextItem struct {
-	Type     string `json:"type"`
-	Content  string `json:"content"`
-	FilePath string `json:"filePath"`
-}
 
 var chromeVersionRE = regexp.MustCompile(`Chrome/(\d+)`)
 
