@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -17,15 +18,174 @@ import (
 )
 
 // File is the default engine: one bbolt file, cursor2api.db, in
-// STATE_DIR. Every write is a transaction synced to disk before it
-// returns, so a process killed mid-write leaves the file as of its last
-// committed write. One process holds the file at a time.
+// STATE_DIR. One process holds the file at a time.
+//
+// A write returns only once the transaction that holds it is committed
+// and synced to disk, so a process killed mid-write leaves the file as of
+// its last committed write. Writes commit as a group: bbolt has one
+// writer and every commit pays an fsync, so a goroutine of File's own
+// runs the writes, and those that arrive while it commits go together
+// into its next transaction, one commit and one fsync for all of them. A
+// lone write commits at once; nothing waits for company. The writes of a
+// group run in the order they arrived, each seeing those before it, so
+// the group leaves the file as the same writes one by one would. Each
+// keeps its own result: when one fails, the transaction is rolled back,
+// the writes before it commit together again, it runs on its own and
+// gets its own error, and the rest go on as a group.
+//
+// A write whose context ends while it waits in the queue returns the
+// context's error and is never applied. Once taken into a transaction it
+// is no longer cancelled: it returns what its commit returns, because by
+// then it may be on disk. Close waits for the writes already queued, then
+// closes the file; writes after it get ErrClosed. Reads are bbolt read
+// transactions and run beside the writer.
 type File struct {
 	db  *bolt.DB
 	now func() time.Time
 
 	mu        sync.Mutex
 	lastSweep time.Time
+
+	wmu     sync.Mutex
+	queue   []*writeOp    // waiting for the writer, in order of arrival
+	closed  bool          // Close has begun: no more writes queued
+	wake    chan struct{} // one pending signal: the queue has writes
+	stopped chan struct{} // closed when the writer has ended
+	commits atomic.Int64  // transactions the writer committed
+}
+
+// ErrClosed is the error of a write to a File after its Close.
+var ErrClosed = errors.New("state: the state file is closed (the gateway is shutting down)")
+
+// A writeOp is one write waiting for the writer. Its fn may run more
+// than once, in transactions rolled back before the one that commits,
+// so it keeps nothing across runs but what its transaction holds.
+type writeOp struct {
+	fn    func(*bolt.Tx) error
+	stage atomic.Int32 // opQueued, then opTaken by the writer or opCancelled by the caller
+	err   error        // set before done is closed
+	done  chan struct{}
+}
+
+const (
+	opQueued int32 = iota
+	opTaken
+	opCancelled
+)
+
+// write runs fn in a transaction of the writer and returns once it is
+// committed and synced, or ctx ends before the writer takes it.
+func (f *File) write(ctx context.Context, fn func(*bolt.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	op := &writeOp{fn: fn, done: make(chan struct{})}
+	f.wmu.Lock()
+	if f.closed {
+		f.wmu.Unlock()
+		return ErrClosed
+	}
+	f.queue = append(f.queue, op)
+	f.wmu.Unlock()
+	select {
+	case f.wake <- struct{}{}:
+	default: // a signal is pending already: the writer will see this op
+	}
+	select {
+	case <-op.done:
+		return op.err
+	case <-ctx.Done():
+		if op.stage.CompareAndSwap(opQueued, opCancelled) {
+			return ctx.Err()
+		}
+		// Taken already: its transaction is under way, and ends.
+		<-op.done
+		return op.err
+	}
+}
+
+// writer runs the queued writes until Close, and then those still
+// queued.
+func (f *File) writer() {
+	defer close(f.stopped)
+	for range f.wake {
+		f.wmu.Lock()
+		queued, closed := f.queue, f.closed
+		f.queue = nil
+		f.wmu.Unlock()
+		group := queued[:0]
+		for _, op := range queued {
+			if op.stage.CompareAndSwap(opQueued, opTaken) {
+				group = append(group, op)
+			}
+		}
+		f.commit(group)
+		if closed {
+			// Nothing is queued after Close's flag, which this pass
+			// saw: it took the last writes.
+			return
+		}
+	}
+}
+
+// commit runs ops in one transaction, in order, and gives each its
+// result: when one fails, those before it commit without it and it runs
+// on its own, so it fails no other.
+func (f *File) commit(ops []*writeOp) {
+	for len(ops) > 0 {
+		failed := -1
+		err := f.db.Update(func(tx *bolt.Tx) error {
+			for i, op := range ops {
+				if err := op.run(tx); err != nil {
+					failed = i
+					return err
+				}
+			}
+			return nil
+		})
+		switch {
+		case err == nil:
+			f.commits.Add(1)
+			finish(ops, nil)
+			return
+		case failed == 0:
+			// It ran first, on the file as last committed: its own result.
+			finish(ops[:1], err)
+			ops = ops[1:]
+		case failed > 0:
+			f.commit(ops[:failed])
+			ops = ops[failed:]
+		default:
+			// The transaction failed outside every op (its begin or
+			// commit): each tries on its own.
+			if len(ops) == 1 {
+				finish(ops, err)
+				return
+			}
+			for _, op := range ops {
+				f.commit([]*writeOp{op})
+			}
+			return
+		}
+	}
+}
+
+// run runs the op's fn; a panic (a record the file should not hold)
+// fails this write alone instead of the writer, and so the process.
+func (op *writeOp) run(tx *bolt.Tx) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("state: a write failed: %v", r)
+		}
+	}()
+	return op.fn(tx)
+}
+
+func finish(ops []*writeOp, err error) {
+	for _, op := range ops {
+		op.err = err
+		close(op.done)
+	}
 }
 
 // Within a table's bucket: values by key, the index of values in the
@@ -91,11 +251,13 @@ func openFile(dir string, now func() time.Time) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("STATE_DIR=%s: opening %s: %w", dir, FileName, err)
 	}
-	f := &File{db: db, now: now}
-	if err := f.sweep(); err != nil {
+	f := &File{db: db, now: now, wake: make(chan struct{}, 1), stopped: make(chan struct{})}
+	f.lastSweep = now()
+	if err := db.Update(sweepTx(f.lastSweep)); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("STATE_DIR=%s: %w", dir, err)
 	}
+	go f.writer()
 	return f, nil
 }
 
@@ -113,8 +275,25 @@ func (f *File) Ping(ctx context.Context) error {
 	return f.db.View(func(*bolt.Tx) error { return nil })
 }
 
-// Close implements Store.
-func (f *File) Close() error { return f.db.Close() }
+// Close implements Store. It waits for the writes already queued to
+// commit; writes after it get ErrClosed.
+func (f *File) Close() error {
+	f.wmu.Lock()
+	first := !f.closed
+	f.closed = true
+	f.wmu.Unlock()
+	if first {
+		// A signal sent or pending after the flag makes the writer pass
+		// once more, see it and end. (wake is never closed: a write
+		// queued before the flag may still be signalling.)
+		select {
+		case f.wake <- struct{}{}:
+		default:
+		}
+	}
+	<-f.stopped
+	return f.db.Close()
+}
 
 func valuesName(table string) []byte   { return []byte("t:" + table) }
 func countersName(table string) []byte { return []byte("c:" + table) }
@@ -136,7 +315,7 @@ func (f *File) Put(ctx context.Context, table, key string, value []byte, lim Lim
 		return err
 	}
 	now := f.now()
-	return f.db.Update(func(tx *bolt.Tx) error {
+	return f.write(ctx, func(tx *bolt.Tx) error {
 		tb, err := tx.CreateBucketIfNotExists(valuesName(table))
 		if err != nil {
 			return err
@@ -229,8 +408,9 @@ func (f *File) Delete(ctx context.Context, table, key string) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	kept := false
-	err := f.db.Update(func(tx *bolt.Tx) error {
+	var kept bool
+	err := f.write(ctx, func(tx *bolt.Tx) error {
+		kept = false // as of this run: a rolled-back one may have found the key
 		tb := tx.Bucket(valuesName(table))
 		if tb == nil {
 			return nil
@@ -263,7 +443,7 @@ func (f *File) Add(ctx context.Context, table, key string, add map[string]int64,
 		return err
 	}
 	now := f.now()
-	err := f.db.Update(func(tx *bolt.Tx) error {
+	err := f.write(ctx, func(tx *bolt.Tx) error {
 		cb, err := tx.CreateBucketIfNotExists(countersName(table))
 		if err != nil {
 			return err
@@ -289,9 +469,12 @@ func (f *File) Add(ctx context.Context, table, key string, add map[string]int64,
 	}
 	f.mu.Lock()
 	due := now.Sub(f.lastSweep) >= sweepEvery
+	if due {
+		f.lastSweep = now
+	}
 	f.mu.Unlock()
 	if due {
-		return f.sweep()
+		return f.write(ctx, sweepTx(now))
 	}
 	return nil
 }
@@ -316,13 +499,9 @@ func (f *File) Counters(ctx context.Context, table, key string) (map[string]int6
 	return values, err
 }
 
-// sweep drops the expired counters of every table.
-func (f *File) sweep() error {
-	now := f.now()
-	f.mu.Lock()
-	f.lastSweep = now
-	f.mu.Unlock()
-	return f.db.Update(func(tx *bolt.Tx) error {
+// sweepTx drops the counters of every table expired at now.
+func sweepTx(now time.Time) func(*bolt.Tx) error {
+	return func(tx *bolt.Tx) error {
 		return tx.ForEach(func(name []byte, b *bolt.Bucket) error {
 			if !bytes.HasPrefix(name, []byte("c:")) {
 				return nil
@@ -343,5 +522,5 @@ func (f *File) sweep() error {
 			}
 			return nil
 		})
-	})
+	}
 }
