@@ -334,12 +334,12 @@ func inputItems(input json.RawMessage) ([]json.RawMessage, error) {
 		if err := json.Unmarshal(input, &s); err != nil {
 			return nil, models.InvalidRequest("input", "input is not a valid JSON string")
 		}
-		item, err := json.Marshal(struct {
-			Type    string `json:"type"`
-			Role    string `json:"role"`
-			Content string `json:"content"`
-		}{"message", "user", s})
-		return []json.RawMessage{item}, err
+		// The item a string stands for, appended rather than encoded by
+		// reflection: it is the whole prompt.
+		item := make([]byte, 0, len(input)+48)
+		item = append(item, `{"type":"message","role":"user","content":`...)
+		item = utils.AppendJSONString(item, s)
+		return []json.RawMessage{append(item, '}')}, nil
 	case input[0] == '[':
 		var items []json.RawMessage
 		if err := json.Unmarshal(input, &items); err != nil {
