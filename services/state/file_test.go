@@ -446,3 +446,40 @@ func BenchmarkFilePut(b *testing.B) {
 		})
 	}
 }
+
+// TestFileApplyIsInOrder checks that Apply gives exactly what the same
+// Puts and Deletes give one by one, eviction order included, in one
+// commit.
+func TestFileApplyIsInOrder(t *testing.T) {
+	now := func() time.Time { return time.Unix(1700000000, 0) }
+	lim := Limits{TTL: time.Hour, Max: 3}
+	ops := []Op{
+		{Key: "a", Value: []byte("1")}, {Key: "b", Value: []byte("2")}, {Key: "c", Value: []byte("3")},
+		{Key: "a", Value: nil}, {Key: "d", Value: []byte("4")}, {Key: "e", Value: []byte("5")},
+		{Key: "c", Value: []byte("33")}, {Key: "f", Value: []byte("6")},
+	}
+	one := openTestFile(t, t.TempDir(), now)
+	for _, op := range ops {
+		if op.Value == nil {
+			_, err := one.Delete(context.Background(), "t", op.Key)
+			require.NoError(t, err)
+			continue
+		}
+		require.NoError(t, one.Put(context.Background(), "t", op.Key, op.Value, lim))
+	}
+	all := openTestFile(t, t.TempDir(), now)
+	before := all.commits.Load()
+	require.NoError(t, all.Apply(context.Background(), "t", ops, lim))
+	assert.Equal(t, int64(1), all.commits.Load()-before, "one commit")
+	for _, k := range []string{"a", "b", "c", "d", "e", "f"} {
+		want, wantErr := one.Get(context.Background(), "t", k)
+		got, err := all.Get(context.Background(), "t", k)
+		assert.Equal(t, wantErr, err, k)
+		assert.Equal(t, string(want), string(got), k)
+	}
+	got, err := all.Get(context.Background(), "t", "c")
+	require.NoError(t, err)
+	assert.Equal(t, "33", string(got), "the last write of a key wins")
+	_, err = all.Get(context.Background(), "t", "d")
+	assert.ErrorIs(t, err, ErrNotFound, "the oldest is evicted first (Max 3: c, e, f stay)")
+}
