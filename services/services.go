@@ -340,7 +340,7 @@ func cursorGateway(cfg *config.Config, m *metrics.Metrics, ready *readiness.Trac
 		ConnectURL: connectURL, RESTURL: restURL,
 		ClientVersion: cfg.CursorClientVersion, ClientType: cfg.CursorClientType,
 		Transport:   cfg.CursorTransport,
-		HTTP:        &http.Client{Transport: m.Transport(base)},
+		HTTP:        &http.Client{Transport: m.Transport(native.HTTPTransport(base))},
 		HTTP2:       native.HTTP2Client(base),
 		IdleTimeout: cfg.Timeout.Duration(),
 		ParkMax:     cfg.CursorParkMax, ParkTTL: cfg.CursorParkTTL.Duration(), ParkBytes: cfg.CursorParkBytes,

@@ -143,7 +143,7 @@ func New(o Options) *Client {
 		o.Transport = TransportAuto
 	}
 	if o.HTTP == nil {
-		o.HTTP = &http.Client{}
+		o.HTTP = &http.Client{Transport: HTTPTransport(nil)}
 	}
 	if o.HTTP2 == nil {
 		o.HTTP2 = HTTP2Client(nil)
@@ -191,6 +191,27 @@ func New(o Options) *Client {
 	c.config = aiserverv1connect.NewServerConfigServiceClient(o.HTTP, o.ConnectURL, opts...)
 	return c
 }
+
+// HTTPTransport is the transport of the HTTP/1.1 calls (REST, unary,
+// RunSSE and its BidiAppends): base (the default transport when nil) with
+// an idle pool as large as the calls in flight at once. Every call goes
+// to one host, and a RunSSE run holds a connection for its stream and
+// another for its appends; with the default two idle connections per
+// host, concurrent runs closed what they returned and dialled anew for
+// nearly every append.
+func HTTPTransport(base *http.Transport) *http.Transport {
+	t := base
+	if t == nil {
+		t = http.DefaultTransport.(*http.Transport)
+	}
+	t = t.Clone()
+	t.MaxIdleConns = maxIdleConns
+	t.MaxIdleConnsPerHost = maxIdleConns
+	return t
+}
+
+// maxIdleConns bounds the idle HTTP/1.1 connections kept for reuse.
+const maxIdleConns = 512
 
 // HTTP2Client is an HTTP/2 client: TLS for https URLs, h2c (prior
 // knowledge) for http ones. base, when not nil, gives the dialer and

@@ -40,6 +40,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -126,6 +127,7 @@ type Server struct {
 	queues   map[string]*appendQueue // RunSSE request id -> its appends
 	done     map[string]bool         // request ids whose run has ended
 	inFlight atomic.Int64
+	conns    atomic.Int64 // connections accepted, HTTP/1.1 and h2c alike
 }
 
 type token struct {
@@ -184,6 +186,13 @@ func Start(opts Options) *Server {
 	s.srv.Config.Protocols = new(http.Protocols)
 	s.srv.Config.Protocols.SetHTTP1(true)
 	s.srv.Config.Protocols.SetUnencryptedHTTP2(true)
+	// StateNew comes for every accepted connection, before the server
+	// tells an h2c preface from an HTTP/1.1 request.
+	s.srv.Config.ConnState = func(_ net.Conn, state http.ConnState) {
+		if state == http.StateNew {
+			s.conns.Add(1)
+		}
+	}
 	s.srv.Start()
 	s.URL = s.srv.URL
 	return s
@@ -227,6 +236,11 @@ func (s *Server) Runs() []Run {
 // InFlight is the number of runs whose handler is still running; a client
 // that cancels a turn brings it back to zero.
 func (s *Server) InFlight() int { return int(s.inFlight.Load()) }
+
+// Conns is how many TCP connections the fake has accepted so far, over
+// HTTP/1.1 and h2c alike: a test tells a reused connection from a new
+// dial by it.
+func (s *Server) Conns() int64 { return s.conns.Load() }
 
 // Blob returns a blob the fake stored (the data of a turn it set).
 func (s *Server) Blob(id []byte) ([]byte, bool) {

@@ -664,3 +664,66 @@ func TestStreamErrorFraming(t *testing.T) {
 	require.Len(t, end.Error.Details, 1)
 	assert.Equal(t, "aiserver.v1.ErrorDetails", end.Error.Details[0].Type)
 }
+
+// TestConns counts accepted connections over both protocols the fake
+// serves: a kept-alive client costs one, one without keep-alive one per
+// call, and an h2c client one for calls in parallel.
+func TestConns(t *testing.T) {
+	const calls = 5
+	for _, tc := range []struct {
+		name     string
+		client   func() *http.Client
+		parallel bool
+		want     int64
+	}{
+		{"http1 keep-alive", func() *http.Client { return &http.Client{Transport: &http.Transport{}} }, false, 1},
+		{"http1 no keep-alive", func() *http.Client { return &http.Client{Transport: &http.Transport{DisableKeepAlives: true}} }, false, calls},
+		{"h2c", h2c, false, 1},
+		{"h2c parallel", h2c, true, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := nativetest.NewServer(t, nativetest.Options{})
+			hc := tc.client()
+			defer hc.CloseIdleConnections()
+			wantProto := 1
+			if hc.Transport.(*http.Transport).Protocols != nil {
+				wantProto = 2
+			}
+			call := func() error {
+				req, err := http.NewRequest(http.MethodGet, srv.URL+"/v1/models", nil)
+				if err != nil {
+					return err
+				}
+				req.Header.Set("Authorization", "Bearer "+nativetest.DefaultAPIKey)
+				resp, err := hc.Do(req)
+				if err != nil {
+					return err
+				}
+				defer resp.Body.Close()
+				if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+					return err
+				}
+				if resp.StatusCode != http.StatusOK || resp.ProtoMajor != wantProto {
+					return fmt.Errorf("status %d over %s", resp.StatusCode, resp.Proto)
+				}
+				return nil
+			}
+			require.NoError(t, call()) // the first call's connection is up before the parallel ones
+			var wg sync.WaitGroup
+			errs := make(chan error, calls)
+			for range calls - 1 {
+				if tc.parallel {
+					wg.Go(func() { errs <- call() })
+				} else {
+					errs <- call()
+				}
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				require.NoError(t, err)
+			}
+			assert.Equal(t, tc.want, srv.Conns())
+		})
+	}
+}
