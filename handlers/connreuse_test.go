@@ -36,74 +36,86 @@ func TestUpstreamConnectionReuse(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/stream=%v", door.name, stream), func(t *testing.T) {
 				s := newStack(t, nil, cursortest.Always(cursortest.Text(&cursortest.Usage{Input: 2, Output: 100}, deltas...)))
 				req := door.request("claude-sonnet-4.6", "Say the words.", stream, false)
-				ask := func() error {
-					ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-					defer cancel()
-					resp := req.send(t, ctx, s)
-					defer resp.Body.Close()
-					body, err := io.ReadAll(resp.Body)
-					if err != nil {
-						return err
-					}
-					if resp.StatusCode != http.StatusOK {
-						return fmt.Errorf("status %d: %s", resp.StatusCode, body)
-					}
-					// The words as the door escapes them: none needs escaping.
-					if !strings.Contains(strings.ReplaceAll(string(body), `"`, ""), "w99") {
-						return fmt.Errorf("the answer lacks the last word: %.300s", body)
-					}
-					return nil
-				}
-
-				before := s.up.Conns()
-				for range sequential {
-					require.NoError(t, ask())
-				}
+				got := reuseLoad{sequential: sequential, workers: workers, perWorker: perWorker}.run(t, s, req, "w99", s.up.Conns)
 				// At most 1 % of the requests may dial anew (the first does).
-				dialled := s.up.Conns() - before
-				t.Logf("%d sequential requests: %d new upstream connections", sequential, dialled)
-				assert.LessOrEqual(t, dialled, int64(sequential/100), "new upstream connections over %d sequential requests", sequential)
-
-				// Concurrent clients: the first round warms the pool to a
-				// connection per client, as on a gateway that has been
-				// running; in the second, every request should find one.
-				concurrent := func() int64 {
-					before := s.up.Conns()
-					var wg sync.WaitGroup
-					errs := make(chan error, workers*perWorker)
-					for range workers {
-						wg.Go(func() {
-							for range perWorker {
-								if err := ask(); err != nil {
-									errs <- err
-									return
-								}
-							}
-						})
-					}
-					wg.Wait()
-					close(errs)
-					for err := range errs {
-						require.NoError(t, err)
-					}
-					return s.up.Conns() - before
-				}
-				// One round may not have all its clients in flight at once:
-				// the pool is warm once a round dials nothing (or grows no
-				// more than a round of concurrent clients can).
-				var warm int64
-				for range 5 {
-					n := concurrent()
-					warm += n
-					if n == 0 {
-						break
-					}
-				}
-				assert.LessOrEqual(t, warm, int64(2*workers), "new upstream connections while %d concurrent clients warm the pool", workers)
-				dialled = concurrent()
-				t.Logf("%d requests by %d concurrent clients: %d new upstream connections (%d while warming)", workers*perWorker, workers, dialled, warm)
-				assert.LessOrEqual(t, dialled, int64(workers*perWorker/20), "new upstream connections over %d streams by %d concurrent clients, the pool warm", workers*perWorker, workers)
+				assert.LessOrEqual(t, got.sequential, int64(sequential/100), "new upstream connections over %d sequential requests", sequential)
+				assert.LessOrEqual(t, got.warm, int64(2*workers), "new upstream connections while %d concurrent clients warm the pool", workers)
+				assert.LessOrEqual(t, got.measured, int64(workers*perWorker/20), "new upstream connections over %d streams by %d concurrent clients, the pool warm", workers*perWorker, workers)
 			})
 		}
 	}
+}
+
+// reuseLoad is the load the connection-reuse tests put on a gateway:
+// sequential requests, then rounds of concurrent clients.
+type reuseLoad struct{ sequential, workers, perWorker int }
+
+// reuseCount is what a reuseLoad cost in new upstream connections: over
+// the sequential requests, while concurrent rounds warmed the pool (until
+// one dialled nothing, at most five), and in one more concurrent round.
+type reuseCount struct{ sequential, warm, measured int64 }
+
+// run puts the load on s, each request req, whose answer must end with
+// lastWord; conns counts the connections the fake upstream accepted.
+func (l reuseLoad) run(t *testing.T, s *stack, req doorRequest, lastWord string, conns func() int64) reuseCount {
+	t.Helper()
+	ask := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		resp := req.send(t, ctx, s)
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return err
+		}
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("status %d: %s", resp.StatusCode, body)
+		}
+		// The words as the door escapes them: none needs escaping.
+		if !strings.Contains(strings.ReplaceAll(string(body), `"`, ""), lastWord) {
+			return fmt.Errorf("the answer lacks the last word: %.300s", body)
+		}
+		return nil
+	}
+	var got reuseCount
+	before := conns()
+	for range l.sequential {
+		require.NoError(t, ask())
+	}
+	got.sequential = conns() - before
+	t.Logf("%d sequential requests: %d new upstream connections (%d before)", l.sequential, got.sequential, before)
+
+	concurrent := func() int64 {
+		before := conns()
+		var wg sync.WaitGroup
+		errs := make(chan error, l.workers*l.perWorker)
+		for range l.workers {
+			wg.Go(func() {
+				for range l.perWorker {
+					if err := ask(); err != nil {
+						errs <- err
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			require.NoError(t, err)
+		}
+		return conns() - before
+	}
+	// One round may not have all its clients in flight at once: the pool
+	// is warm once a round dials nothing.
+	for range 5 {
+		n := concurrent()
+		got.warm += n
+		if n == 0 {
+			break
+		}
+	}
+	got.measured = concurrent()
+	t.Logf("%d requests by %d concurrent clients: %d new upstream connections (%d while warming)", l.workers*l.perWorker, l.workers, got.measured, got.warm)
+	return got
 }

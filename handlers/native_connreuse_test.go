@@ -1,17 +1,10 @@
 package handlers
 
 import (
-	"context"
 	"fmt"
-	"io"
-	"net/http"
-	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"cursor2api/services/native/agentv1"
 	"cursor2api/services/native/nativetest"
@@ -73,72 +66,15 @@ func TestNativeUpstreamConnectionReuse(t *testing.T) {
 				t.Run(fmt.Sprintf("%s/%s/stream=%v", tr.name, door.name, stream), func(t *testing.T) {
 					s, up := newNativeStackWith(t, nativetest.Options{Script: script}, map[string]string{"CURSOR_TRANSPORT": tr.name})
 					req := door.request("composer-2", "Say the words.", stream, false)
-					ask := func() error {
-						ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-						defer cancel()
-						resp := req.send(t, ctx, s)
-						defer resp.Body.Close()
-						body, err := io.ReadAll(resp.Body)
-						if err != nil {
-							return err
-						}
-						if resp.StatusCode != http.StatusOK {
-							return fmt.Errorf("status %d: %s", resp.StatusCode, body)
-						}
-						// The words as the door escapes them: none needs escaping.
-						if !strings.Contains(strings.ReplaceAll(string(body), `"`, ""), "w19") {
-							return fmt.Errorf("the answer lacks the last word: %.300s", body)
-						}
-						return nil
-					}
-
 					// The gateway exchanged the key and learnt the models at
 					// start, over HTTP/1.1; the first run dials (its h2c
 					// connection, or the one its appends take while its
 					// stream holds the first).
-					before := up.Conns()
-					for range sequential {
-						require.NoError(t, ask())
-					}
+					got := reuseLoad{sequential: sequential, workers: workers, perWorker: perWorker}.run(t, s, req, "w19", up.Conns)
 					// At most 1 % of the requests may dial anew (the first does).
-					dialled := up.Conns() - before
-					t.Logf("%d sequential requests: %d new upstream connections (%d at start)", sequential, dialled, before)
-					assert.LessOrEqual(t, dialled, int64(sequential/100), "new upstream connections over %d sequential requests", sequential)
-
-					concurrent := func() int64 {
-						before := up.Conns()
-						var wg sync.WaitGroup
-						errs := make(chan error, workers*perWorker)
-						for range workers {
-							wg.Go(func() {
-								for range perWorker {
-									if err := ask(); err != nil {
-										errs <- err
-										return
-									}
-								}
-							})
-						}
-						wg.Wait()
-						close(errs)
-						for err := range errs {
-							require.NoError(t, err)
-						}
-						return up.Conns() - before
-					}
-					// The pool is warm once a round dials nothing.
-					var warm int64
-					for range 5 {
-						n := concurrent()
-						warm += n
-						if n == 0 {
-							break
-						}
-					}
-					assert.LessOrEqual(t, warm, tr.warm, "new upstream connections while %d concurrent clients warm the pool", workers)
-					dialled = concurrent()
-					t.Logf("%d requests by %d concurrent clients: %d new upstream connections (%d while warming)", workers*perWorker, workers, dialled, warm)
-					assert.LessOrEqual(t, dialled, tr.concurrent, "new upstream connections over %d runs by %d concurrent clients, the pool warm", workers*perWorker, workers)
+					assert.LessOrEqual(t, got.sequential, int64(sequential/100), "new upstream connections over %d sequential requests", sequential)
+					assert.LessOrEqual(t, got.warm, tr.warm, "new upstream connections while %d concurrent clients warm the pool", workers)
+					assert.LessOrEqual(t, got.measured, tr.concurrent, "new upstream connections over %d runs by %d concurrent clients, the pool warm", workers*perWorker, workers)
 				})
 			}
 		}
