@@ -82,7 +82,8 @@ type Client struct {
 	// the same on every request, so built once (by browserHeaders).
 	headersOnce sync.Once
 	headers     http.Header
-	// readers are the streams' read buffers, reused from stream to stream.
+	// readers are the streams' frame readers, reused from stream to
+	// stream with their buffers.
 	readers sync.Pool
 	// drains are the finished replies' tails being read (drain).
 	drains sync.WaitGroup

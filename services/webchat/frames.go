@@ -29,28 +29,38 @@ type frameReader struct {
 	calls   *toolCalls       // native tool calls being assembled; nil until the first tool frame
 }
 
-// newFrameReader reads body with a buffer from the client's pool; idle
-// (nil in tests) is touched whenever a read brings data.
+// newFrameReader reads body with a reader from the client's pool (its
+// read buffer and merge buffers kept from stream to stream); idle (nil in
+// tests) is touched whenever a read brings data.
 func (c *Client) newFrameReader(body io.Reader, idle *idleTimer) *frameReader {
-	f := &frameReader{idle: idle}
 	src := io.Reader(body)
 	if idle != nil {
 		src = progressReader{body, idle}
 	}
-	if r, ok := c.readers.Get().(*bufio.Reader); ok {
-		r.Reset(src)
-		f.r = r
-	} else {
-		f.r = bufio.NewReaderSize(src, readBufferSize)
+	if f, ok := c.readers.Get().(*frameReader); ok {
+		f.r.Reset(src)
+		f.idle = idle
+		return f
 	}
-	return f
+	return &frameReader{r: bufio.NewReaderSize(src, readBufferSize), idle: idle}
 }
 
-// freeFrameReader gives the read buffer back to the pool.
+// freeFrameReader gives the reader back to the pool, without what a rare
+// huge frame or burst made it hold.
 func (c *Client) freeFrameReader(f *frameReader) {
 	f.r.Reset(nil)
-	c.readers.Put(f.r)
-	f.r = nil
+	f.idle, f.calls, f.kind = nil, nil, 0
+	f.long = f.long[:0]
+	if cap(f.long) > maxKeptPending {
+		f.long = nil
+	}
+	f.pending = f.pending[:0]
+	if cap(f.pending) > maxKeptPending {
+		f.pending = nil
+	}
+	clear(f.carry)
+	f.carry = f.carry[:0]
+	c.readers.Put(f)
 }
 
 // progressReader touches the idle timer whenever a read brings data.
