@@ -62,35 +62,11 @@ const table = "responses"
 type Store struct {
 	limits StoreLimits
 	q      *state.Queue
-	// behind, on the embedded file, lets Put return before the write
-	// lands (see writeBehind); nil on the engines whose writes are cheap
-	// (memory) or read by other replicas at once (Redis).
-	behind *writeBehind
 }
 
-// NewStore returns a store of responses on the state q writes to. On the
-// embedded file engine, writes land behind the answer (see writeBehind),
-// and Close waits for them.
+// NewStore returns a store of responses on the state q writes to.
 func NewStore(q *state.Queue, limits StoreLimits) *Store {
-	s := &Store{limits: limits, q: q}
-	if a, ok := q.Store().(state.Applier); ok && q.Store().Engine() == "file" {
-		lim := state.Limits{TTL: limits.TTL, Max: limits.Max, MaxBytes: limits.MaxBytes}
-		s.behind = newWriteBehind(func(ops []state.Op) {
-			// A failed write is queued by the state queue for a retry.
-			_ = q.Write(context.Background(), fmt.Sprintf("%d responses", len(ops)), func(ctx context.Context) error {
-				return a.Apply(ctx, table, ops, lim)
-			})
-		})
-	}
-	return s
-}
-
-// Close waits for the writes still behind (each bounded by the state
-// queue's timeout); Puts after it write at once.
-func (s *Store) Close() {
-	if s.behind != nil {
-		s.behind.close()
-	}
+	return &Store{limits: limits, q: q}
 }
 
 // NewMemoryStore returns a store of responses in this process's memory
@@ -108,8 +84,7 @@ func unavailable(err error) error { return fmt.Errorf("%w: %w", ErrUnavailable, 
 // Put keeps a response, evicting the expired ones and then the oldest
 // until the store is within its limits. A response larger than MaxBytes
 // alone is not kept. When the store fails the write is queued for a
-// retry and the error returned; a write behind (on the embedded file)
-// returns at once, and its failure is only logged and retried.
+// retry and the error returned.
 func (s *Store) Put(ctx context.Context, id string, st Stored) error {
 	if s.limits.Max <= 0 {
 		return nil
@@ -119,9 +94,6 @@ func (s *Store) Put(ctx context.Context, id string, st Stored) error {
 		return fmt.Errorf("encoding response %s: %w", id, err)
 	}
 	if s.limits.MaxBytes > 0 && int64(len(b)) > s.limits.MaxBytes {
-		return nil
-	}
-	if s.behind != nil && s.behind.add(id, b) {
 		return nil
 	}
 	lim := state.Limits{TTL: s.limits.TTL, Max: s.limits.Max, MaxBytes: s.limits.MaxBytes}
@@ -177,21 +149,11 @@ func encodeKept(st Stored) ([]byte, error) {
 // store failed.
 func (s *Store) Get(ctx context.Context, id string) (st Kept, ok bool, err error) {
 	var b []byte
-	if s.behind != nil {
-		if v, waiting := s.behind.get(id); waiting {
-			if v == nil {
-				return Kept{}, false, nil // deleted, the delete not landed yet
-			}
-			b = v
-		}
-	}
-	if b == nil {
-		err = s.q.Read(ctx, func(ctx context.Context) error {
-			var err error
-			b, err = s.q.Store().Get(ctx, table, id)
-			return err
-		})
-	}
+	err = s.q.Read(ctx, func(ctx context.Context) error {
+		var err error
+		b, err = s.q.Store().Get(ctx, table, id)
+		return err
+	})
 	if errors.Is(err, state.ErrNotFound) {
 		return Kept{}, false, nil
 	}
@@ -207,12 +169,6 @@ func (s *Store) Get(ctx context.Context, id string) (st Kept, ok bool, err error
 // Delete forgets a response; it reports whether one was kept (an
 // expired one was not).
 func (s *Store) Delete(ctx context.Context, id string) (bool, error) {
-	if s.behind != nil {
-		if v, waiting := s.behind.get(id); waiting && s.behind.add(id, nil) {
-			// Its write has not landed: the delete lands after it.
-			return v != nil, nil
-		}
-	}
 	var kept bool
 	err := s.q.Read(ctx, func(ctx context.Context) error {
 		var err error

@@ -55,11 +55,8 @@ type Server struct {
 	endDrain context.CancelFunc
 	// state is the queue of writes to the state store (STATE_URL), and
 	// ledger the usage ledger that writes through it.
-	state  *state.Queue
-	ledger *usage.Ledger
-	// responses is the Responses API's store, whose writes behind the
-	// answers land before the state store closes.
-	responses *responses.Store
+	state     *state.Queue
+	ledger    *usage.Ledger
 	closeOnce sync.Once
 }
 
@@ -89,19 +86,18 @@ func New(cfg *config.Config, logger *slog.Logger, opts Options) (*Server, error)
 		}
 	}
 	drain, endDrain := context.WithCancel(context.Background())
-	kept := responses.NewStore(q, responses.StoreLimits{
-		Max: cfg.ResponsesStoreMax, MaxBytes: cfg.ResponsesStoreBytes, TTL: cfg.ResponsesStoreTTL.Duration(),
-	})
 	handler := handlers.New(handlers.Options{
 		Chat: gw.Chat, Catalog: gw.Catalog, Aliases: gw.Aliases, APIKeys: cfg.APIKeys,
 		MaxBodyBytes: cfg.MaxBodyBytes, PingInterval: cfg.PingInterval.Duration(), Version: opts.Version, Logger: logger,
-		Responses: kept,
-		Usage:     ledger, AdminKey: cfg.AdminKey, Backend: cfg.Backend,
+		Responses: responses.NewStore(q, responses.StoreLimits{
+			Max: cfg.ResponsesStoreMax, MaxBytes: cfg.ResponsesStoreBytes, TTL: cfg.ResponsesStoreTTL.Duration(),
+		}),
+		Usage: ledger, AdminKey: cfg.AdminKey, Backend: cfg.Backend,
 		Metrics: gw.Metrics, Readiness: gw.Readiness, TrustedProxies: cfg.TrustedProxies,
 		AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins, BodyReadTimeout: cfg.BodyReadTimeout.Duration(), Drain: drain,
 		XIsHuman: xIsHumanHealth(gw), Cloud: gw.Cloud, Tools: gw.MCPTools(),
 	})
-	return &Server{cfg: cfg, logger: logger, version: opts.Version, gw: gw, handler: handler, endDrain: endDrain, state: q, ledger: ledger, responses: kept}, nil
+	return &Server{cfg: cfg, logger: logger, version: opts.Version, gw: gw, handler: handler, endDrain: endDrain, state: q, ledger: ledger}, nil
 }
 
 // Close writes the usage records not written yet and closes the state
@@ -111,7 +107,6 @@ func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*state.DefaultWriteTimeout)
 		defer cancel()
-		s.responses.Close()
 		s.ledger.Flush(ctx)
 		if st := s.state.Stats(); st.Queued > 0 {
 			s.logger.Warn("state: writes not done at shutdown", "engine", st.Engine, "queued", st.Queued, "last_error", st.LastError)

@@ -315,99 +315,67 @@ func (f *File) Put(ctx context.Context, table, key string, value []byte, lim Lim
 		return err
 	}
 	now := f.now()
-	return f.write(ctx, func(tx *bolt.Tx) error { return putTx(tx, table, key, value, lim, now) })
-}
-
-// Op is one write of Apply: Value under Key, or, when Value is nil, Key
-// forgotten.
-type Op struct {
-	Key   string
-	Value []byte
-}
-
-// Apply implements Applier: ops in order, in one transaction.
-func (f *File) Apply(ctx context.Context, table string, ops []Op, lim Limits) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	now := f.now()
 	return f.write(ctx, func(tx *bolt.Tx) error {
-		for _, op := range ops {
-			var err error
-			if op.Value == nil {
-				_, err = deleteTx(tx, table, op.Key, now)
-			} else {
-				err = putTx(tx, table, op.Key, op.Value, lim, now)
+		tb, err := tx.CreateBucketIfNotExists(valuesName(table))
+		if err != nil {
+			return err
+		}
+		vals, err := tb.CreateBucketIfNotExists(valuesBucket)
+		if err != nil {
+			return err
+		}
+		idx, err := tb.CreateBucketIfNotExists(indexBucket)
+		if err != nil {
+			return err
+		}
+		total, count := meta(tb, bytesKey), meta(tb, countKey)
+		remove := func(k, rec []byte) error {
+			total -= int64(len(rec) - recHeader)
+			count--
+			if err := idx.Delete(indexKey(rec, k)); err != nil {
+				return err
 			}
-			if err != nil {
+			return vals.Delete(k)
+		}
+		k := []byte(key)
+		if old := vals.Get(k); old != nil {
+			if err := remove(k, bytes.Clone(old)); err != nil {
 				return err
 			}
 		}
-		return nil
+		seq, err := tb.NextSequence()
+		if err != nil {
+			return err
+		}
+		rec := binary.BigEndian.AppendUint64(stamp(expiry(now, lim.TTL)), seq)
+		if err := vals.Put(k, append(rec, value...)); err != nil {
+			return err
+		}
+		if err := idx.Put(indexKey(rec, k), nil); err != nil {
+			return err
+		}
+		total += int64(len(value))
+		count++
+		c := idx.Cursor()
+		for ik, _ := c.First(); ik != nil; ik, _ = c.First() {
+			vk := bytes.Clone(ik[8:])
+			old := vals.Get(vk)
+			if old == nil { // an index entry without its value: drop it
+				if err := idx.Delete(bytes.Clone(ik)); err != nil {
+					return err
+				}
+				continue
+			}
+			within := (lim.Max <= 0 || count <= int64(lim.Max)) && (lim.MaxBytes <= 0 || total <= lim.MaxBytes)
+			if now.Before(unstamp(old[:8])) && within {
+				break
+			}
+			if err := remove(vk, bytes.Clone(old)); err != nil {
+				return err
+			}
+		}
+		return putMeta(tb, total, count)
 	})
-}
-
-// putTx is Put within tx.
-func putTx(tx *bolt.Tx, table, key string, value []byte, lim Limits, now time.Time) error {
-	tb, err := tx.CreateBucketIfNotExists(valuesName(table))
-	if err != nil {
-		return err
-	}
-	vals, err := tb.CreateBucketIfNotExists(valuesBucket)
-	if err != nil {
-		return err
-	}
-	idx, err := tb.CreateBucketIfNotExists(indexBucket)
-	if err != nil {
-		return err
-	}
-	total, count := meta(tb, bytesKey), meta(tb, countKey)
-	remove := func(k, rec []byte) error {
-		total -= int64(len(rec) - recHeader)
-		count--
-		if err := idx.Delete(indexKey(rec, k)); err != nil {
-			return err
-		}
-		return vals.Delete(k)
-	}
-	k := []byte(key)
-	if old := vals.Get(k); old != nil {
-		if err := remove(k, bytes.Clone(old)); err != nil {
-			return err
-		}
-	}
-	seq, err := tb.NextSequence()
-	if err != nil {
-		return err
-	}
-	rec := binary.BigEndian.AppendUint64(stamp(expiry(now, lim.TTL)), seq)
-	if err := vals.Put(k, append(rec, value...)); err != nil {
-		return err
-	}
-	if err := idx.Put(indexKey(rec, k), nil); err != nil {
-		return err
-	}
-	total += int64(len(value))
-	count++
-	c := idx.Cursor()
-	for ik, _ := c.First(); ik != nil; ik, _ = c.First() {
-		vk := bytes.Clone(ik[8:])
-		old := vals.Get(vk)
-		if old == nil { // an index entry without its value: drop it
-			if err := idx.Delete(bytes.Clone(ik)); err != nil {
-				return err
-			}
-			continue
-		}
-		within := (lim.Max <= 0 || count <= int64(lim.Max)) && (lim.MaxBytes <= 0 || total <= lim.MaxBytes)
-		if now.Before(unstamp(old[:8])) && within {
-			break
-		}
-		if err := remove(vk, bytes.Clone(old)); err != nil {
-			return err
-		}
-	}
-	return putMeta(tb, total, count)
 }
 
 // Get implements Store.
@@ -442,38 +410,31 @@ func (f *File) Delete(ctx context.Context, table, key string) (bool, error) {
 	}
 	var kept bool
 	err := f.write(ctx, func(tx *bolt.Tx) error {
-		// As of this run: a rolled-back one may have found the key.
-		var err error
-		kept, err = deleteTx(tx, table, key, f.now())
-		return err
+		kept = false // as of this run: a rolled-back one may have found the key
+		tb := tx.Bucket(valuesName(table))
+		if tb == nil {
+			return nil
+		}
+		vals, idx := tb.Bucket(valuesBucket), tb.Bucket(indexBucket)
+		if vals == nil || idx == nil {
+			return nil
+		}
+		k := []byte(key)
+		rec := vals.Get(k)
+		if rec == nil {
+			return nil
+		}
+		rec = bytes.Clone(rec)
+		kept = f.now().Before(unstamp(rec[:8]))
+		if err := idx.Delete(indexKey(rec, k)); err != nil {
+			return err
+		}
+		if err := vals.Delete(k); err != nil {
+			return err
+		}
+		return putMeta(tb, meta(tb, bytesKey)-int64(len(rec)-recHeader), meta(tb, countKey)-1)
 	})
 	return kept, err
-}
-
-// deleteTx is Delete within tx.
-func deleteTx(tx *bolt.Tx, table, key string, now time.Time) (kept bool, err error) {
-	tb := tx.Bucket(valuesName(table))
-	if tb == nil {
-		return false, nil
-	}
-	vals, idx := tb.Bucket(valuesBucket), tb.Bucket(indexBucket)
-	if vals == nil || idx == nil {
-		return false, nil
-	}
-	k := []byte(key)
-	rec := vals.Get(k)
-	if rec == nil {
-		return false, nil
-	}
-	rec = bytes.Clone(rec)
-	kept = now.Before(unstamp(rec[:8]))
-	if err := idx.Delete(indexKey(rec, k)); err != nil {
-		return false, err
-	}
-	if err := vals.Delete(k); err != nil {
-		return false, err
-	}
-	return kept, putMeta(tb, meta(tb, bytesKey)-int64(len(rec)-recHeader), meta(tb, countKey)-1)
 }
 
 // Add implements Store.

@@ -24,13 +24,6 @@ import (
 	"time"
 )
 
-// An Applier applies writes to one table in order and in one commit: for a
-// writer that gathers writes and hands them over together, on an engine
-// whose every commit is costly (the file, each commit synced to disk).
-type Applier interface {
-	Apply(ctx context.Context, table string, ops []Op, lim Limits) error
-}
-
 // ErrNotFound is the error of Get for a key that is not kept (never was,
 // expired, evicted or deleted).
 var ErrNotFound = errors.New("state: not found")
