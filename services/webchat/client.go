@@ -85,8 +85,6 @@ type Client struct {
 	// readers are the streams' frame readers, reused from stream to
 	// stream with their buffers.
 	readers sync.Pool
-	// drains are the finished replies' tails being read (drain).
-	drains sync.WaitGroup
 }
 
 // browserHeaders returns the browser's headers of every upstream request.
@@ -124,27 +122,6 @@ const (
 	maxDrain     = 16 << 10
 	maxDrainWait = 2 * time.Second
 )
-
-// maxDrainHold bounds how long the response's end waits for the tail's
-// drain (see upstream.Epilogue); past it the drain goes on alone.
-const maxDrainHold = 50 * time.Millisecond
-
-// drain reads a finished reply's tail to its end, so that its connection
-// goes back to the pool, for at most maxDrain bytes and maxDrainWait (or
-// the idle timeout, if shorter); past either the connection is closed.
-// It runs after the attempt has returned, beside the door's last writes.
-func (c *Client) drain(body io.ReadCloser, cancel context.CancelCauseFunc) {
-	defer c.drains.Done()
-	t := time.AfterFunc(min(c.IdleTimeout, maxDrainWait), func() { cancel(errIdle) })
-	_, _ = io.CopyN(io.Discard, body, maxDrain)
-	t.Stop()
-	body.Close()
-	cancel(nil)
-}
-
-// Wait waits for the tails being drained (each bounded by maxDrainWait):
-// for a shutdown, or a test that counts connections.
-func (c *Client) Wait() { c.drains.Wait() }
 
 // maxFrame bounds one SSE line from the upstream.
 const maxFrame = 8 << 20
@@ -239,11 +216,12 @@ func (c *Client) attempt(ctx context.Context, req upstream.Request, fn func(upst
 		return nil, "", err
 	}
 	sentCookie := c.setCookie(ctx, httpReq.Header, egress)
-	// One timer guards every wait on the upstream; each read touches it.
-	idle := newIdleTimer(c.IdleTimeout, func() { cancel(errIdle) })
-	defer idle.stop()
+	// One timer guards every wait on the upstream, the tail's included;
+	// each read touches it.
+	idle := newIdleTimer(c.IdleTimeout, func() { cancel(errIdle); cancelReq(errIdle) })
 	resp, err := c.HTTP.Do(httpReq)
 	if err != nil {
+		idle.stop()
 		unlink()
 		cancelReq(nil)
 		mapped := c.transportError(ctx, err)
@@ -253,36 +231,34 @@ func (c *Client) attempt(ctx context.Context, req upstream.Request, fn func(upst
 		return nil, "", mapped
 	}
 	// The connection goes back to the transport's pool only if its body
-	// is read to the end: a reply that finished has its tail ([DONE] and
-	// the chunked body's end) drained after the attempt returns, so that
-	// the client's last event never waits for it; every other exit (an
-	// error, a cut, a client that left, the core stopping the turn)
-	// closes it, which is right there.
+	// is read to the end. A reply that finished has its tail ([DONE] and
+	// the chunked body's end) read once the client has the whole answer,
+	// in the request's epilogue (upstream.Epilogue): the answer's last
+	// event never waits for it, and the client's next request finds the
+	// connection in the pool. Every other exit (an error, a cut, a client
+	// that left, the core stopping the turn) closes it, which is right
+	// there.
 	finished := false
 	defer func() {
-		if finished && unlink() {
-			c.drains.Add(1)
-			drained := make(chan struct{})
-			go func() {
-				defer close(drained)
-				c.drain(resp.Body, cancelReq)
-			}()
-			// The response's end waits a moment for the tail, which is
-			// normally in flight already, so that the client's next
-			// request finds the connection back in the pool.
-			upstream.AfterAnswer(ctx, func() {
-				t := time.NewTimer(maxDrainHold)
-				defer t.Stop()
-				select {
-				case <-drained:
-				case <-t.C:
-				}
-			})
+		if !finished || !unlink() {
+			idle.stop()
+			unlink()
+			cancelReq(nil)
+			resp.Body.Close()
 			return
 		}
-		unlink()
-		cancelReq(nil)
-		resp.Body.Close()
+		drain := func() {
+			// Bounded by the idle timer, now min(TIMEOUT, maxDrainWait),
+			// and by maxDrain.
+			idle.reset(min(c.IdleTimeout, maxDrainWait))
+			_, _ = io.CopyN(io.Discard, resp.Body, maxDrain)
+			idle.stop()
+			resp.Body.Close()
+			cancelReq(nil)
+		}
+		if !upstream.AfterAnswer(ctx, drain) {
+			drain()
+		}
 	}()
 	if resp.StatusCode != http.StatusOK {
 		// The refusal is read under the idle timer; passing a checkpoint

@@ -20,8 +20,9 @@ import (
 // the second request reuses the first one's connection; a reply that
 // cannot be reused (an error frame, a client that left, a tail that never
 // ends, or is longer than maxDrain) has its connection closed. The tail
-// is read after Stream returns, so neither Stream nor the client's last
-// event waits for it; the drain itself is bounded by the idle timeout.
+// is read in the request's epilogue, after Stream returns, so that the
+// client's last event does not wait for it; the drain itself is bounded
+// by the idle timeout.
 func TestAttemptKeepsFinishedConnections(t *testing.T) {
 	start := []string{`{"type":"start"}`, `{"type":"text-start","id":"t"}`, `{"type":"text-delta","id":"t","delta":"hi"}`}
 	finish := cursortest.Finish("stop", nil)
@@ -48,9 +49,12 @@ func TestAttemptKeepsFinishedConnections(t *testing.T) {
 			c := testClient(up)
 			c.IdleTimeout = 600 * time.Millisecond
 			for range 2 {
+				// The handler's epilogue, which runs once the answer is
+				// written.
+				ctx, epilogue := upstream.WithEpilogue(context.Background())
 				began := time.Now()
 				var got string
-				_, err := c.Stream(context.Background(), upstream.Request{Model: "m", Messages: []models.Turn{{Role: models.RoleUser, Text: "hi"}}},
+				_, err := c.Stream(ctx, upstream.Request{Model: "m", Messages: []models.Turn{{Role: models.RoleUser, Text: "hi"}}},
 					func(d upstream.Delta) error {
 						if tc.stop {
 							return errStop
@@ -64,12 +68,27 @@ func TestAttemptKeepsFinishedConnections(t *testing.T) {
 					require.NoError(t, err)
 					assert.Equal(t, "hi", got)
 				}
-				took := time.Since(began)
-				assert.Less(t, took, c.IdleTimeout/2, "Stream returns without waiting for the reply's tail")
-				c.Wait()
+				assert.Less(t, time.Since(began), c.IdleTimeout/2, "Stream returns without waiting for the reply's tail")
+				epilogue.Run()
 				assert.Less(t, time.Since(began), c.IdleTimeout+time.Second, "the tail's wait is bounded by the idle timeout")
 			}
 			assert.Equal(t, tc.wantConns, up.Conns(), "connections the fake accepted for two requests")
 		})
 	}
+}
+
+// TestDrainWithoutAnEpilogue: a caller without an epilogue (the doctor, a
+// test) gets the tail read before Stream returns, within the same bounds,
+// and the connection kept.
+func TestDrainWithoutAnEpilogue(t *testing.T) {
+	start := []string{`{"type":"start"}`, `{"type":"text-start","id":"t"}`, `{"type":"text-delta","id":"t","delta":"hi"}`}
+	up := cursortest.NewServer(t, cursortest.Always(cursortest.Response{Events: append(start, cursortest.Finish("stop", nil), "[DONE]"), Delay: 20 * time.Millisecond}))
+	c := testClient(up)
+	c.IdleTimeout = 600 * time.Millisecond
+	for range 3 {
+		_, err := c.Stream(context.Background(), upstream.Request{Model: "m", Messages: []models.Turn{{Role: models.RoleUser, Text: "hi"}}},
+			func(upstream.Delta) error { return nil })
+		require.NoError(t, err)
+	}
+	assert.Equal(t, int64(1), up.Conns(), "one connection for three requests")
 }
