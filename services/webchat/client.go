@@ -238,7 +238,7 @@ func (c *Client) attempt(ctx context.Context, req upstream.Request, fn func(upst
 	// connection in the pool. Every other exit (an error, a cut, a client
 	// that left, the core stopping the turn) closes it, which is right
 	// there.
-	finished := false
+	finished, drainNow := false, false
 	defer func() {
 		if !finished || !unlink() {
 			idle.stop()
@@ -256,7 +256,7 @@ func (c *Client) attempt(ctx context.Context, req upstream.Request, fn func(upst
 			resp.Body.Close()
 			cancelReq(nil)
 		}
-		if !upstream.AfterAnswer(ctx, drain) {
+		if drainNow || !upstream.AfterAnswer(ctx, drain) {
 			drain()
 		}
 	}()
@@ -333,6 +333,9 @@ func (c *Client) attempt(ctx context.Context, req upstream.Request, fn func(upst
 			}
 			// [DONE] normally follows; the reply is complete either way.
 			finished = true
+			// A cut answer is continued at once, by a request that wants
+			// this connection: its tail is read now, not after the answer.
+			drainNow = reason == finishLength && c.MaxContinuations > 0
 			return usage, reason, nil
 		case "error":
 			if err := fr.flush(fn); err != nil {

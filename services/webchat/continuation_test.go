@@ -101,8 +101,13 @@ func TestContinuation(t *testing.T) {
 			up := cursortest.NewServer(t, cursortest.LengthCapped(full, capBytes, tc.overlap, &cursortest.Usage{Input: 100, Output: 50}))
 			c := testClient(up)
 			c.MaxContinuations = segments
-			got, length, usage, err := collect(t, c, context.Background())
+			// As the handler runs it: the last reply's tail is read in the
+			// epilogue, a cut one's before its continuation.
+			ctx, epilogue := upstream.WithEpilogue(context.Background())
+			got, length, usage, err := collect(t, c, ctx)
 			require.NoError(t, err)
+			epilogue.Run()
+			assert.Equal(t, int64(1), up.Conns(), "every continuation reuses the connection")
 			assert.Equal(t, full, got, "the answer whole, nothing lost or repeated")
 			assert.False(t, length, "the answer ended")
 			reqs := up.Requests()
