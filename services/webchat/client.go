@@ -206,7 +206,8 @@ func (c *Client) attempt(ctx context.Context, req upstream.Request, fn func(upst
 	ctx, egress := c.pinEgress(ctx)
 	// The upstream request runs under a context of its own, cancelled
 	// with ctx (with its cause) until the reply finishes: a finished
-	// reply's tail is then read after the attempt returns (see drain).
+	// reply's tail may be read after the attempt returns (see the
+	// deferred drain below).
 	reqCtx, cancelReq := context.WithCancelCause(context.WithoutCancel(ctx))
 	unlink := context.AfterFunc(ctx, func() { cancelReq(context.Cause(ctx)) })
 	httpReq, err := c.newRequest(reqCtx, req)
