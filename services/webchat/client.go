@@ -275,14 +275,16 @@ func (c *Client) attempt(ctx context.Context, req upstream.Request, fn func(upst
 	defer c.freeFrameReader(fr)
 	var usage *models.Usage
 	for {
-		// Deliver what is merged before waiting for more: nothing that
-		// could already be sent is held back.
-		if !fr.complete() {
+		line, whole := fr.buffered()
+		var err error
+		if !whole {
+			// Deliver what is merged before waiting for more: nothing
+			// that could already be sent is held back.
 			if err := fr.flush(fn); err != nil {
 				return usage, "", err
 			}
+			line, err = fr.line()
 		}
-		line, err := fr.line()
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				break

@@ -98,23 +98,35 @@ func (f *frameReader) line() ([]byte, error) {
 	if err != nil && (len(line) == 0 || !errors.Is(err, io.EOF)) {
 		return nil, err
 	}
-	// Trimmed by hand: bytes.TrimRight builds its set of bytes anew on
-	// every call, once per frame.
+	return trimEOL(line), nil
+}
+
+// trimEOL is line without its end, trimmed by hand: bytes.TrimRight
+// builds its set of bytes anew on every call, once per frame.
+func trimEOL(line []byte) []byte {
 	for len(line) > 0 && (line[len(line)-1] == '\n' || line[len(line)-1] == '\r') {
 		line = line[:len(line)-1]
 	}
-	return line, nil
+	return line
 }
 
-// complete reports whether a whole line is already buffered, so that
-// reading it needs no wait on the network.
-func (f *frameReader) complete() bool {
+// buffered returns the next line, without its end, when it is whole in
+// the buffer already, so that reading it needs no wait on the network;
+// ok is false when it is not (the caller then delivers what is merged
+// before line waits). The line is valid until the next read. The line is
+// found by one scan, which ReadSlice would otherwise make again.
+func (f *frameReader) buffered() (line []byte, ok bool) {
 	n := f.r.Buffered()
 	if n == 0 {
-		return false
+		return nil, false
 	}
 	buf, _ := f.r.Peek(n)
-	return bytes.IndexByte(buf, '\n') >= 0
+	i := bytes.IndexByte(buf, '\n')
+	if i < 0 {
+		return nil, false
+	}
+	_, _ = f.r.Discard(i + 1) // within what is buffered: no read
+	return trimEOL(buf[:i+1]), true
 }
 
 // add appends a delta to the pending run of its kind; a delta of the
