@@ -22,6 +22,7 @@ func TestReadAll(t *testing.T) {
 		{"declared too small", 10, 1 << 20},
 		{"declared too large", int64(len(body)) * 2, 1 << 20},
 		{"declared over the limit", 2 << 20, 1 << 20},
+		{"declared larger than what is set aside", 1 << 20, 2 << 20},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -34,4 +35,13 @@ func TestReadAll(t *testing.T) {
 	boom := errors.New("boom")
 	_, err := readAll(io.MultiReader(strings.NewReader("abc"), iotest.ErrReader(boom)), 3, 100)
 	assert.ErrorIs(t, err, boom, "a read error is returned")
+}
+
+// TestReadAllSetsAsideLittleForADeclaredSize: a body that declares a
+// large size and sends a few bytes costs at most maxPrealloc.
+func TestReadAllSetsAsideLittleForADeclaredSize(t *testing.T) {
+	got, err := readAll(strings.NewReader("{}"), 64<<20, 128<<20)
+	require.NoError(t, err)
+	assert.Equal(t, "{}", string(got))
+	assert.LessOrEqual(t, cap(got), maxPrealloc)
 }

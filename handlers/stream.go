@@ -202,14 +202,16 @@ func (s *server) fail(c *gin.Context, err error, w answerStream) {
 }
 
 // readAll is io.ReadAll into a buffer of the body's declared size (when
-// it declares one within limit), so that a large prompt is not copied
-// through a series of growing buffers.
+// it declares one within limit), so that a prompt is not copied through a
+// series of growing buffers. The declared size is the client's word: what
+// is set aside before the bytes come is at most maxPrealloc, past which
+// the buffer grows as they do.
 func readAll(r io.Reader, size, limit int64) ([]byte, error) {
 	if size <= 0 || size > limit {
 		return io.ReadAll(r)
 	}
 	// One byte more, so that the read that meets the end needs no growth.
-	b := make([]byte, 0, size+1)
+	b := make([]byte, 0, min(size+1, maxPrealloc))
 	for {
 		n, err := r.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]
@@ -224,6 +226,11 @@ func readAll(r io.Reader, size, limit int64) ([]byte, error) {
 		}
 	}
 }
+
+// maxPrealloc bounds the buffer readAll sets aside for a body before its
+// bytes arrive: a client that declares a large body and sends little
+// cannot make every connection hold a large buffer.
+const maxPrealloc = 64 << 10
 
 // connectionLost reports whether err is a write to a client that has
 // closed its connection, which can come before the request's context
