@@ -1,14 +1,16 @@
 // Command e2e measures the gateway as an operator runs it: the fake
-// upstream, the gateway's binary and a bare Go reverse proxy
-// (httputil.ReverseProxy, pure pass-through, flushed per read) each in a
-// process of its own, on loopback. The same streamed ~2 KB answer in about
-// 520 deltas of 2 to 6 bytes, for a ~2 KB prompt, goes through the proxy
-// and through each front door of the gateway, interleaved, round after
-// round, at each concurrency. It reports requests per second, the time to
-// the first content byte (p50, p99), the CPU time per request of the
-// process in the middle relative to the fake's (read from /proc; steadier
-// on a shared machine than req/s or milliseconds), and the new upstream
-// connections per request (counted by the fake). Run it with
+// upstream, the gateway's binary, a bare Go reverse proxy
+// (httputil.ReverseProxy, pure pass-through, flushed per read) and, when
+// it is installed, nginx, each in a process of its own, on loopback. The
+// same streamed ~2 KB answer in about 520 deltas of 2 to 6 bytes, for a
+// ~2 KB prompt, goes through the proxies and through each front door of
+// the gateway, interleaved, round after round, at each concurrency. It
+// reports requests per second, the time to the first content byte (p50,
+// p99), the CPU time per request of the process in the middle relative
+// to the fake's (read from /proc; steadier on a shared machine than req/s
+// or milliseconds) and to the bare proxy's, the new upstream connections
+// per request (counted by the fake), and the read and write system calls
+// per request. Run it with
 //
 //	go run ./bench/e2e
 //
