@@ -33,6 +33,7 @@ var importRules = map[string][]string{
 	"config":            nil,
 	"utils":             nil,
 	"utils/toolproto":   {"models", "utils"},
+	"utils/gobuild":     nil,
 	"services/upstream": {"models"},
 	// The core: no wire format, no back door, no configuration.
 	"services/chat":       {"models", "utils", "utils/toolproto", "services/upstream"},
@@ -42,7 +43,7 @@ var importRules = map[string][]string{
 	"services/cursortest": nil,
 	// The Cursor Agent CLI back door, and its fake for tests.
 	"services/agentcli":              {"models", "utils", "services/upstream"},
-	"services/agentcli/agentclitest": nil,
+	"services/agentcli/agentclitest": {"utils/gobuild"},
 	// The generated protobuf and Connect code of Cursor's native agent API.
 	"services/native/aiserverv1":                   nil,
 	"services/native/aiserverv1/aiserverv1connect": {"services/native/aiserverv1"},
@@ -66,7 +67,7 @@ var importRules = map[string][]string{
 	// The MCP bridge implements chat.ToolRunner without importing the
 	// core; its test server is the official SDK's.
 	"services/mcp":         {"models"},
-	"services/mcp/mcptest": nil,
+	"services/mcp/mcptest": {"utils/gobuild"},
 	// Metrics and readiness see the back door only through its contract.
 	"services/metrics":   {"models", "services/upstream"},
 	"services/readiness": {"models", "utils", "services/upstream"},

@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -21,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"cursor2api/utils/gobuild"
 )
 
 // Build compiles the fake agent into a temporary directory of t and
@@ -42,20 +43,9 @@ func BuildTo(dir string) (string, error) {
 		return "", errors.New("agentclitest: cannot locate the fake agent's source")
 	}
 	src := filepath.Join(filepath.Dir(self), "..", "testdata", "fakeagent")
-	// Reading the source lets go test's cache see it as an input of the
-	// tests that build it: a changed fake reruns them.
-	if _, err := os.ReadFile(filepath.Join(src, "main.go")); err != nil {
-		return "", fmt.Errorf("agentclitest: the fake agent's source: %w", err)
-	}
-	bin := filepath.Join(dir, "agent")
-	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goTool); err != nil {
-		goTool = "go"
-	}
-	cmd := exec.Command(goTool, "build", "-o", bin, ".")
-	cmd.Dir = src
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("agentclitest: building the fake agent: %v\n%s", err, out)
+	bin, err := gobuild.Program(src, dir, "agent")
+	if err != nil {
+		return "", fmt.Errorf("agentclitest: building the fake agent: %w", err)
 	}
 	return bin, nil
 }

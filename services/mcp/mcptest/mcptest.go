@@ -22,6 +22,8 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"cursor2api/utils/gobuild"
 )
 
 type echoIn struct {
@@ -110,18 +112,9 @@ func BuildTo(dir string) (string, error) {
 		return "", errors.New("mcptest: cannot locate the server's source")
 	}
 	src := filepath.Join(filepath.Dir(self), "..", "testdata", "mcpserver")
-	if _, err := os.ReadFile(filepath.Join(src, "main.go")); err != nil {
-		return "", fmt.Errorf("mcptest: the server's source: %w", err)
-	}
-	bin := filepath.Join(dir, "mcpserver")
-	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goTool); err != nil {
-		goTool = "go"
-	}
-	cmd := exec.Command(goTool, "build", "-o", bin, ".")
-	cmd.Dir = src
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("mcptest: building the server: %v\n%s", err, out)
+	bin, err := gobuild.Program(src, dir, "mcpserver")
+	if err != nil {
+		return "", fmt.Errorf("mcptest: building the server: %w", err)
 	}
 	return bin, nil
 }
