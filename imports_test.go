@@ -97,10 +97,12 @@ var importRules = map[string][]string{
 	"services/doctor": with(wiring, "services"),
 	// The benchmark program runs its gateway through server, as main does.
 	"bench": with(wiring, "services", "services/cursortest", "handlers/server", "handlers/sse", "handlers/openai", "handlers/responses", "handlers/anthropic", "handlers/gemini", "handlers",
-		"services/state", "services/usage", "services/native/nativetest", "services/native/agentv1", "services/native/agentv1/agentv1connect"),
+		"services/state", "services/usage", "services/native/nativetest", "services/native/agentv1", "services/native/agentv1/agentv1connect", "bench/loadgen"),
 	// The out-of-process benchmark runs the gateway's binary: it only
 	// borrows the fake's frames.
-	"bench/e2e": {"services/cursortest"},
+	"bench/e2e": {"services/cursortest", "bench/loadgen"},
+	// The load both benchmarks put: nothing of the gateway.
+	"bench/loadgen": nil,
 }
 
 func TestImportRules(t *testing.T) {

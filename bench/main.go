@@ -48,6 +48,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/tidwall/gjson"
 
+	"cursor2api/bench/loadgen"
 	"cursor2api/config"
 	"cursor2api/handlers/server"
 	"cursor2api/services/cursortest"
@@ -294,32 +295,17 @@ func load(client *http.Client, t target, conc, n int) (result, error) {
 
 // loadFunc runs once n times from conc workers and keeps its timings.
 func loadFunc(conc, n int, once func() (ttfb, total time.Duration, err error)) (result, error) {
-	var next atomic.Int64
-	var mu sync.Mutex
-	var res result
-	var firstErr error
-	var wg sync.WaitGroup
-	start := time.Now()
-	for range conc {
-		wg.Go(func() {
-			for next.Add(1) <= int64(n) {
-				ttfb, total, err := once()
-				mu.Lock()
-				if err != nil && firstErr == nil {
-					firstErr = err
-				}
-				res.ttfbs = append(res.ttfbs, ttfb)
-				res.totals = append(res.totals, total)
-				mu.Unlock()
-				if err != nil {
-					return
-				}
-			}
-		})
+	type timing struct{ ttfb, total time.Duration }
+	timings, wall, err := loadgen.Run(conc, n, func() (timing, error) {
+		ttfb, total, err := once()
+		return timing{ttfb, total}, err
+	})
+	res := result{wall: wall}
+	for _, t := range timings {
+		res.ttfbs = append(res.ttfbs, t.ttfb)
+		res.totals = append(res.totals, t.total)
 	}
-	wg.Wait()
-	res.wall = time.Since(start)
-	return res, firstErr
+	return res, err
 }
 
 // once sends one request and reads its event stream to [DONE], timing

@@ -35,13 +35,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/tidwall/gjson"
 
+	"cursor2api/bench/loadgen"
 	"cursor2api/services/cursortest"
 )
 
@@ -371,35 +371,10 @@ type result struct {
 }
 
 // load sends n requests from conc workers, each read to the end of its
-// stream; the first failure stops the workers.
+// stream; a worker stops at its first failure.
 func load(client *http.Client, u string, t target, conc, n int) (result, error) {
-	var next atomic.Int64
-	var mu sync.Mutex
-	var res result
-	var firstErr error
-	var wg sync.WaitGroup
-	start := time.Now()
-	for range conc {
-		wg.Go(func() {
-			for next.Add(1) <= int64(n) {
-				ttfb, err := once(client, u, t)
-				mu.Lock()
-				if err != nil && firstErr == nil {
-					firstErr = err
-				}
-				if err == nil {
-					res.ttfbs = append(res.ttfbs, ttfb)
-				}
-				mu.Unlock()
-				if err != nil {
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	res.wall = time.Since(start)
-	return res, firstErr
+	ttfbs, wall, err := loadgen.Run(conc, n, func() (time.Duration, error) { return once(client, u, t) })
+	return result{ttfbs: ttfbs, wall: wall}, err
 }
 
 // once sends one request and reads its event stream to the end, timing
