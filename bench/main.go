@@ -38,7 +38,6 @@ import (
 	"os/exec"
 	"runtime"
 	"runtime/pprof"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -265,7 +264,7 @@ type result struct {
 	wall          time.Duration
 }
 
-func (r result) ttfb(p int) time.Duration { return percentile(r.ttfbs, p) }
+func (r result) ttfb(p int) time.Duration { return loadgen.Percentile(r.ttfbs, p) }
 func (r result) rate() float64            { return float64(len(r.totals)) / r.wall.Seconds() }
 func (r result) meanTotal() time.Duration {
 	var sum time.Duration
@@ -273,15 +272,6 @@ func (r result) meanTotal() time.Duration {
 		sum += t
 	}
 	return sum / time.Duration(max(1, len(r.totals)))
-}
-
-func percentile(ds []time.Duration, p int) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[min(len(s)-1, len(s)*p/100)]
 }
 
 func ms(d time.Duration) string {

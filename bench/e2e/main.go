@@ -321,7 +321,7 @@ func report(w io.Writer, ts []target, concs []int, cells map[string]*cell, key f
 				calls = fmt.Sprintf("%.0f, %.0f", float64(ce.reads)/float64(ce.n), float64(ce.writes)/float64(ce.n))
 			}
 			fmt.Fprintf(w, "| %s | %d | %d | %.0f | %s | %s | %s | %s | %s | %s |\n", t.name, c, ce.n, float64(ce.n)/ce.wall.Seconds(),
-				ms(percentile(ce.ttfbs, 50)), ms(percentile(ce.ttfbs, 99)), ratio, vsProxy, conns, calls)
+				ms(loadgen.Percentile(ce.ttfbs, 50)), ms(loadgen.Percentile(ce.ttfbs, 99)), ratio, vsProxy, conns, calls)
 			if ce.firstErr != nil {
 				failures = append(failures, fmt.Sprintf("%s at c=%d: %d failed runs, the first: %v", t.name, c, ce.errors, ce.firstErr))
 			}
@@ -664,15 +664,6 @@ func childrenOf(pid int) []int {
 		}
 	}
 	return out
-}
-
-func percentile(ds []time.Duration, p int) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[min(len(s)-1, len(s)*p/100)]
 }
 
 func ms(d time.Duration) string {

@@ -4,6 +4,7 @@
 package loadgen
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,4 +37,15 @@ func Run[T any](conc, n int, once func() (T, error)) (results []T, wall time.Dur
 	}
 	wg.Wait()
 	return results, time.Since(start), err
+}
+
+// Percentile is the p-th percentile of ds (0 for none), the nearest rank
+// at or below.
+func Percentile(ds []time.Duration, p int) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[min(len(s)-1, len(s)*p/100)]
 }

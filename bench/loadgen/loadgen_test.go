@@ -4,6 +4,7 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 )
@@ -44,4 +45,17 @@ func TestRun(t *testing.T) {
 			assert.Positive(t, wall)
 		})
 	}
+}
+
+func TestPercentile(t *testing.T) {
+	ds := []time.Duration{5, 1, 4, 2, 3, 10, 9, 8, 7, 6}
+	cases := []struct {
+		p    int
+		want time.Duration
+	}{{0, 1}, {50, 6}, {90, 10}, {99, 10}, {100, 10}}
+	for _, tc := range cases {
+		assert.Equal(t, tc.want, Percentile(ds, tc.p), "p%d", tc.p)
+	}
+	assert.Zero(t, Percentile(nil, 50))
+	assert.Equal(t, time.Duration(5), ds[0], "the input is left as it was")
 }
