@@ -57,6 +57,14 @@ func accessLog(logger *slog.Logger) gin.HandlerFunc {
 		if s := c.GetInt(keyStatus); s != 0 {
 			status = s
 		}
+		level := slog.LevelInfo
+		e := c.GetString(keyError)
+		if e != "" && status >= 500 {
+			level = slog.LevelWarn
+		}
+		if !logger.Enabled(c.Request.Context(), level) {
+			return // LOG_LEVEL drops the line: build none of it
+		}
 		attrs := []any{
 			"request_id", c.GetString(keyRequestID),
 			"door", doorOf(c).name,
@@ -67,14 +75,10 @@ func accessLog(logger *slog.Logger) gin.HandlerFunc {
 			"status", status,
 			"duration_ms", time.Since(start).Milliseconds(),
 		}
-		level := slog.LevelInfo
-		if e := c.GetString(keyError); e != "" {
+		if e != "" {
 			// The doors clip what they quote of the client; the sink
 			// bounds the line whatever a message holds.
 			attrs = append(attrs, "error", utils.Clip(e, errorClipLen))
-			if status >= 500 {
-				level = slog.LevelWarn
-			}
 		}
 		logger.Log(c.Request.Context(), level, "request", attrs...)
 	}

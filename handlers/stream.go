@@ -98,28 +98,40 @@ func (s *server) keepAlive(ctx context.Context, w answerStream) (stop func()) {
 	if s.PingInterval <= 0 {
 		return func() {}
 	}
-	var mu sync.Mutex
-	stopped := false
-	var t *time.Timer
-	mu.Lock() // the callback reads t
-	defer mu.Unlock()
-	t = time.AfterFunc(s.PingInterval, func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if stopped || ctx.Err() != nil {
-			return
-		}
-		if w.PingIfIdle(s.PingInterval) != nil {
-			return // the client is gone; the request context ends too
-		}
-		t.Reset(s.PingInterval)
-	})
-	return func() {
-		mu.Lock()
-		stopped = true
-		t.Stop()
-		mu.Unlock()
+	p := &pinger{ctx: ctx, w: w, every: s.PingInterval}
+	p.mu.Lock() // the callback reads p.t
+	defer p.mu.Unlock()
+	p.t = time.AfterFunc(p.every, p.ping)
+	return p.stop
+}
+
+// pinger is keepAlive's state, one allocation per stream.
+type pinger struct {
+	ctx     context.Context
+	w       answerStream
+	every   time.Duration
+	mu      sync.Mutex
+	stopped bool
+	t       *time.Timer
+}
+
+func (p *pinger) ping() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopped || p.ctx.Err() != nil {
+		return
 	}
+	if p.w.PingIfIdle(p.every) != nil {
+		return // the client is gone; the request context ends too
+	}
+	p.t.Reset(p.every)
+}
+
+func (p *pinger) stop() {
+	p.mu.Lock()
+	p.stopped = true
+	p.t.Stop()
+	p.mu.Unlock()
 }
 
 // heldStream makes each step the core hands a door one write to the

@@ -56,11 +56,34 @@ const QuoteLen = 100
 // error message: runs of white space become one space, and past n bytes
 // it is cut at a rune and ends with "…".
 func Clip(s string, n int) string {
+	if len(s) <= n && clipped(s) {
+		return s // the common case, which every request's log line meets: no copy
+	}
 	s = strings.Join(strings.Fields(s), " ")
 	if len(s) <= n {
 		return s
 	}
 	return CutRunes(s, n) + "…"
+}
+
+// clipped reports whether Clip would leave s as it is but for its
+// length: printable ASCII, with single spaces between words. Anything
+// else (other white space, a run of it, non-ASCII bytes, which may be
+// Unicode spaces) takes Clip's general path.
+func clipped(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == ' ' {
+			if i == 0 || i == len(s)-1 || s[i-1] == ' ' {
+				return false
+			}
+			continue
+		}
+		if c < 0x21 || c > 0x7e {
+			return false
+		}
+	}
+	return true
 }
 
 // JSONSpace is the white space JSON allows between tokens. Only it is

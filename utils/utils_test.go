@@ -46,12 +46,38 @@ func TestCutRunesAndClip(t *testing.T) {
 		{"a  b\n\tc", 10, "a  b\n\tc", "a b c"},
 		{"日本語", 4, "日", "日…"},
 		{"", 0, "", ""},
+		{" lead", 10, " lead", "lead"},
+		{"trail ", 10, "trail ", "trail"},
+		{"a b", 3, "a b", "a b"},
+		{"a\u00a0b", 10, "a\u00a0b", "a b"}, // a Unicode space
+		{"/v1/chat/completions", 100, "/v1/chat/completions", "/v1/chat/completions"},
 	}
 	for _, tc := range cases {
 		assert.Equal(t, tc.cut, CutRunes(tc.in, tc.n), "CutRunes(%q, %d)", tc.in, tc.n)
 		assert.True(t, utf8.ValidString(CutRunes(tc.in, tc.n)))
 		assert.Equal(t, tc.clip, Clip(tc.in, tc.n), "Clip(%q, %d)", tc.in, tc.n)
 	}
+}
+
+// TestClipFastPath checks the copy-free path against the general one on
+// every short string of a few telling bytes.
+func TestClipFastPath(t *testing.T) {
+	alphabet := []string{"a", " ", "\t", "\n", "\u00a0", "é", "~", "\x7f"}
+	var walk func(prefix string, depth int)
+	walk = func(prefix string, depth int) {
+		want := strings.Join(strings.Fields(prefix), " ")
+		if len(want) > 4 {
+			want = CutRunes(want, 4) + "…"
+		}
+		assert.Equal(t, want, Clip(prefix, 4), "Clip(%q, 4)", prefix)
+		if depth == 0 {
+			return
+		}
+		for _, c := range alphabet {
+			walk(prefix+c, depth-1)
+		}
+	}
+	walk("", 4)
 }
 
 func TestJSONSpace(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"cursor2api/handlers/sse"
+	"cursor2api/models"
 )
 
 // encodeStrings are texts whose JSON encoding has every special case.
@@ -58,5 +59,34 @@ func BenchmarkTextChunk(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = w.Text("word00042 ")
+	}
+}
+
+// TestFixedChunksMatchEncodingJSON holds the role chunk and the finish
+// chunk, appended by hand, to the bytes the reflective encoder writes.
+func TestFixedChunksMatchEncodingJSON(t *testing.T) {
+	for _, id := range []string{"chatcmpl-abc", "odd \"id\"\n"} {
+		var fast, slow bytes.Buffer
+		fw := NewStreamWriter(sse.NewWriter(&fast, nil, nil, nil), id, "model <x>\u2028", 1700000000, false)
+		sw := NewStreamWriter(sse.NewWriter(&slow, nil, nil, nil), id, "model <x>\u2028", 1700000000, false)
+		if err := fw.open(); err != nil {
+			t.Fatal(err)
+		}
+		empty := ""
+		if err := sw.chunk(Delta{Role: "assistant", Content: &empty}, nil); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range []models.FinishReason{models.FinishStop, models.FinishLength, models.FinishToolCalls} {
+			if err := fw.fixedChunk(`},"finish_reason":"`, finishReason(r), `"}]}`); err != nil {
+				t.Fatal(err)
+			}
+			reason := finishReason(r)
+			if err := sw.chunk(Delta{}, &reason); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if fast.String() != slow.String() {
+			t.Errorf("id %q:\nappend:  %s\nreflect: %s", id, fast.String(), slow.String())
+		}
 	}
 }

@@ -60,8 +60,20 @@ func (s *StreamWriter) open() error {
 		return nil
 	}
 	s.started = true
-	empty := ""
-	return s.chunk(Delta{Role: "assistant", Content: &empty}, nil)
+	return s.fixedChunk(`"role":"assistant","content":""},"finish_reason":null}]}`)
+}
+
+// fixedChunk writes a chunk whose delta's object, after its opening
+// brace, and the rest of the chunk are tail...: the opening role chunk
+// and the finish chunk, once per stream each, without reflection
+// (TestFixedChunksMatchEncodingJSON).
+func (s *StreamWriter) fixedChunk(tail ...string) error {
+	b := append(s.buf[:0], s.prefix[:len(s.prefix)-1]...) // up to the delta's "{"
+	for _, t := range tail {
+		b = append(b, t...)
+	}
+	s.buf = b
+	return s.EventJSON("", b)
 }
 
 // Text writes a content delta.
@@ -139,8 +151,7 @@ func (s *StreamWriter) Finish(r models.FinishReason, usage models.Usage) error {
 	if err := s.open(); err != nil {
 		return err
 	}
-	reason := finishReason(r)
-	if err := s.chunk(Delta{}, &reason); err != nil {
+	if err := s.fixedChunk(`},"finish_reason":"`, finishReason(r), `"}]}`); err != nil {
 		return err
 	}
 	if s.includeUsage {
