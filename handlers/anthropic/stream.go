@@ -94,10 +94,30 @@ func (s *StreamWriter) start() error {
 		return nil
 	}
 	s.started = true
-	return s.Event("message_start", map[string]any{"type": "message_start", "message": Response{
+	return s.Event("message_start", messageStart{Type: "message_start", Message: Response{
 		ID: s.id, Type: "message", Role: "assistant", Model: s.model, Content: []ResponseBlock{},
 		Usage: Usage{InputTokens: s.inputTokens, OutputTokens: 1},
 	}})
+}
+
+// messageStop is message_stop's data, which never changes.
+var messageStop = []byte(`{"type":"message_stop"}`)
+
+// messageStart and messageDelta are their events' data, their fields in
+// the order of sorted keys, as Anthropic's own streams (and maps) have
+// them; structs rather than maps spare the reflective encoder its sorting.
+type messageStart struct {
+	Message Response `json:"message"`
+	Type    string   `json:"type"`
+}
+
+type messageDelta struct {
+	Delta struct {
+		StopReason   string  `json:"stop_reason"`
+		StopSequence *string `json:"stop_sequence"`
+	} `json:"delta"`
+	Type  string     `json:"type"`
+	Usage DeltaUsage `json:"usage"`
 }
 
 // openBlock closes the open block unless it is of kind, and opens one of
@@ -127,9 +147,11 @@ func (s *StreamWriter) closeBlock() error {
 		}
 	}
 	s.open = blockNone
-	err := s.Event("content_block_stop", map[string]any{"type": "content_block_stop", "index": s.index})
+	b := append(s.buf[:0], `{"index":`...)
+	b = strconv.AppendInt(b, int64(s.index), 10)
+	s.buf = append(b, `,"type":"content_block_stop"}`...)
 	s.index++
-	return err
+	return s.EventJSON("content_block_stop", s.buf)
 }
 
 // delta writes a content_block_delta of the open block: the delta's type
@@ -159,8 +181,10 @@ func (s *StreamWriter) Text(text string) error {
 	if text == "" {
 		return nil
 	}
-	if err := s.openBlock(blockText, map[string]any{"type": "text", "text": ""}); err != nil {
-		return err
+	if s.open != blockText { // the block is built only when it opens
+		if err := s.openBlock(blockText, ResponseBlock{"type": "text", "text": ""}); err != nil {
+			return err
+		}
 	}
 	return s.delta("text_delta", "text", text)
 }
@@ -170,8 +194,10 @@ func (s *StreamWriter) Reasoning(text string) error {
 	if text == "" {
 		return nil
 	}
-	if err := s.openBlock(blockThinking, map[string]any{"type": "thinking", "thinking": "", "signature": ""}); err != nil {
-		return err
+	if s.open != blockThinking {
+		if err := s.openBlock(blockThinking, ResponseBlock{"type": "thinking", "thinking": "", "signature": ""}); err != nil {
+			return err
+		}
 	}
 	return s.delta("thinking_delta", "thinking", text)
 }
@@ -230,15 +256,13 @@ func (s *StreamWriter) Finish(r models.FinishReason, usage models.Usage) error {
 		r = models.FinishStop // every call was dropped
 	}
 	reason, seq := stopReason(r, s.stopSeq)
-	if err := s.Event("message_delta", map[string]any{
-		"type":  "message_delta",
-		"delta": map[string]any{"stop_reason": reason, "stop_sequence": seq},
-		"usage": deltaUsageOf(usage),
-	}); err != nil {
+	md := messageDelta{Type: "message_delta", Usage: deltaUsageOf(usage)}
+	md.Delta.StopReason, md.Delta.StopSequence = reason, seq
+	if err := s.Event("message_delta", md); err != nil {
 		return err
 	}
 	s.Close()
-	return s.Event("message_stop", map[string]any{"type": "message_stop"})
+	return s.EventJSON("message_stop", messageStop)
 }
 
 // Error ends a stream that has already started with an error event.

@@ -62,3 +62,26 @@ func TestFromAnswer(t *testing.T) {
 	assert.Equal(t, "STOP", r.Candidates[0].FinishReason)
 	assert.Len(t, FromAnswer("R", "m", ans, false).Candidates[0].Content.Parts, 2, "no thoughts unasked")
 }
+
+// TestTextPartMatchesEncodingJSON holds the appended text and thought
+// events to what the reflective encoder writes for the same part.
+func TestTextPartMatchesEncodingJSON(t *testing.T) {
+	texts := []string{
+		"plain", `quote " and backslash \`, "new\nline\r\ttab", "\b\f\x00\x01\x1f\x7f", "<html> & 'apostrophe'",
+		"é ü 漢字 🎉", "\u2028\u2029", "bad \xff utf-8 \xe2\x82", "\xed\xa0\x80 surrogate",
+	}
+	for _, names := range [][2]string{{"resp_1", "gemini-2.5-pro"}, {"", ""}, {"odd \"id\"", "model <x>\u2028"}} {
+		for _, text := range texts {
+			for _, thought := range []bool{false, true} {
+				var fast, slow bytes.Buffer
+				fw := NewStreamWriter(sse.NewWriter(&fast, nil, nil, NoPing), names[0], names[1], true)
+				sw := NewStreamWriter(sse.NewWriter(&slow, nil, nil, NoPing), names[0], names[1], true)
+				for range 2 { // the second through the reused buffer
+					require.NoError(t, fw.textPart(text, thought))
+					require.NoError(t, sw.part(ResponsePart{Text: &text, Thought: thought}))
+				}
+				require.Equal(t, slow.String(), fast.String(), "%q thought=%v names %q", text, thought, names)
+			}
+		}
+	}
+}

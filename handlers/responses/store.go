@@ -1,7 +1,6 @@
 package responses
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -109,7 +108,7 @@ func (s *Store) Put(ctx context.Context, id string, st Stored) error {
 // items, and the conversation's items, which are JSON as they came (each
 // checked by its decoder) and not compacted again.
 func encodeKept(st Stored) ([]byte, error) {
-	var resp []byte
+	var resp [][]byte // the response object, in pieces
 	if st.Output != nil && st.Response.IncompleteDetails == nil {
 		shell := st.Response
 		shell.Output = nil
@@ -118,22 +117,28 @@ func encodeKept(st Stored) ([]byte, error) {
 			return nil, err
 		}
 		if ok {
-			resp = bytes.Join(pieces, nil)
+			resp = pieces
 		}
 	}
 	if resp == nil {
-		var err error
-		if resp, err = json.Marshal(st.Response); err != nil {
+		whole, err := json.Marshal(st.Response)
+		if err != nil {
 			return nil, err
 		}
+		resp = [][]byte{whole}
 	}
-	size := len(resp) + 32
+	size := 32
+	for _, p := range resp {
+		size += len(p)
+	}
 	for _, it := range st.Items {
 		size += len(it) + 1
 	}
 	b := make([]byte, 0, size)
 	b = append(b, `{"response":`...)
-	b = append(b, resp...)
+	for _, p := range resp {
+		b = append(b, p...)
+	}
 	b = append(b, `,"items":[`...)
 	for i, it := range st.Items {
 		if i > 0 {

@@ -34,11 +34,39 @@ type Writer struct {
 	committed bool // start ran: the status and headers are sent
 	closed    bool // the stream has ended: no more pings
 	lastWrite time.Time
-	held      int          // Hold calls not yet released
-	unflushed bool         // a held write waits for Release's flush
-	buf       bytes.Buffer // the event being framed
-	data      bytes.Buffer // what enc encodes
-	enc       *json.Encoder
+	held      int  // Hold calls not yet released
+	unflushed bool // a held write waits for Release's flush
+}
+
+// A frame is where an event is encoded and framed. Frames are pooled
+// rather than kept per Writer: a stream's largest event (a Responses
+// stream's last one repeats the whole answer) then grows a buffer once
+// for many streams, not once per stream.
+type frame struct {
+	buf  []byte
+	data bytes.Buffer // what enc encodes
+	enc  *json.Encoder
+}
+
+var frames = sync.Pool{New: func() any {
+	f := &frame{}
+	f.enc = json.NewEncoder(&f.data)
+	// The text reads as the model wrote it, which is equally valid JSON.
+	f.enc.SetEscapeHTML(false)
+	return f
+}}
+
+// maxPooledFrame is the largest buffer given back to the pool: a rare
+// huge event's memory is not kept.
+const maxPooledFrame = 64 << 10
+
+func freeFrame(f *frame) {
+	if cap(f.buf) > maxPooledFrame || f.data.Cap() > maxPooledFrame {
+		return
+	}
+	f.buf = f.buf[:0]
+	f.data.Reset()
+	frames.Put(f)
 }
 
 // NewWriter returns a Writer on w. flush, if not nil, is called after
@@ -49,11 +77,7 @@ func NewWriter(w io.Writer, flush, start func(), ping []byte) *Writer {
 	if ping == nil {
 		ping = DefaultPing
 	}
-	s := &Writer{w: w, flush: flush, start: start, ping: ping, lastWrite: time.Now()}
-	s.enc = json.NewEncoder(&s.data)
-	// The text reads as the model wrote it, which is equally valid JSON.
-	s.enc.SetEscapeHTML(false)
-	return s
+	return &Writer{w: w, flush: flush, start: start, ping: ping, lastWrite: time.Now()}
 }
 
 // Started reports whether anything has been written, so that the HTTP
@@ -67,14 +91,15 @@ func (s *Writer) Started() bool {
 // Event writes one event: an "event: name" line when name is not empty,
 // then v as one "data:" line of JSON.
 func (s *Writer) Event(name string, v any) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.data.Reset()
-	if err := s.enc.Encode(v); err != nil {
+	f := frames.Get().(*frame)
+	defer freeFrame(f)
+	if err := f.enc.Encode(v); err != nil {
 		return fmt.Errorf("encoding event data: %w", err)
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	// Encode ended the line; event adds the blank line that ends the event.
-	return s.event(name, bytes.TrimSuffix(s.data.Bytes(), []byte("\n")))
+	return s.event(f, name, bytes.TrimSuffix(f.data.Bytes(), []byte("\n")))
 }
 
 // EventJSON writes one event whose data is json, already encoded on one
@@ -82,9 +107,11 @@ func (s *Writer) Event(name string, v any) error {
 // line may come in pieces, written in order, so that a door repeating a
 // long text in several events encodes it once and copies it never.
 func (s *Writer) EventJSON(name string, json ...[]byte) error {
+	f := frames.Get().(*frame)
+	defer freeFrame(f)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.event(name, json...)
+	return s.event(f, name, json...)
 }
 
 // copyBelow is the size of data under which an event is framed in one
@@ -94,30 +121,32 @@ const copyBelow = 32 << 10
 
 var eventEnd = []byte("\n\n")
 
-// event frames and writes one event; s.mu is held.
-func (s *Writer) event(name string, data ...[]byte) error {
-	s.buf.Reset()
+// event frames one event in f and writes it; s.mu is held.
+func (s *Writer) event(f *frame, name string, data ...[]byte) error {
+	b := f.buf[:0]
 	if name != "" {
-		s.buf.WriteString("event: ")
-		s.buf.WriteString(name)
-		s.buf.WriteByte('\n')
+		b = append(b, "event: "...)
+		b = append(b, name...)
+		b = append(b, '\n')
 	}
-	s.buf.WriteString("data: ")
+	b = append(b, "data: "...)
 	size := 0
 	for _, d := range data {
 		size += len(d)
 	}
 	if size >= copyBelow {
+		f.buf = b
 		parts := make([][]byte, 0, len(data)+2)
-		parts = append(parts, s.buf.Bytes())
+		parts = append(parts, b)
 		parts = append(parts, data...)
 		return s.write(append(parts, eventEnd)...)
 	}
 	for _, d := range data {
-		s.buf.Write(d)
+		b = append(b, d...)
 	}
-	s.buf.Write(eventEnd)
-	return s.write(s.buf.Bytes())
+	b = append(b, eventEnd...)
+	f.buf = b
+	return s.write(b)
 }
 
 // Data writes one unnamed event whose data is the literal line, such as
