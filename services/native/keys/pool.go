@@ -162,6 +162,7 @@ func (p *Pool) choose(now time.Time, session string) (*key, error) {
 		}
 	}
 	var refused []string
+	p.syncDue(now)
 	for _, k := range p.keys {
 		if k.bad != "" && now.Sub(k.badAt) >= p.opts.BadRecheck {
 			p.log.Info("trying a refused Cursor API key again", "key", k.name)
@@ -238,7 +239,8 @@ func (l *Lease) Done(o Outcome) {
 		}
 		if current && k.failures > 0 {
 			p.log.Info("a Cursor API key works again after its rest", "key", k.name, "failures", k.failures)
-			k.failures, k.coolUntil = 0, time.Time{}
+			k.failures, k.coolUntil, k.restKind, k.okAt = 0, time.Time{}, "", now
+			p.changed(k)
 		}
 	case Unauthorized:
 		// Held against the token once, however many calls it failed.
@@ -255,7 +257,7 @@ func (l *Lease) Done(o Outcome) {
 		}
 	case Quota, RateLimited:
 		if current {
-			p.coolDown(k, now, o.RetryAfter)
+			p.coolDown(k, now, o.Kind, o.RetryAfter)
 		}
 	}
 }
@@ -272,17 +274,20 @@ func (p *Pool) markBad(k *key, now time.Time, reason string) {
 	k.lastErr, k.lastErrAt = k.bad, now
 	k.epoch++
 	k.probe = nil
+	p.changed(k)
 	p.log.Warn("Cursor refuses an API key in CURSOR_API_KEY; its conversations move to the other keys", "key", k.name, "reason", k.bad, "recheck_in", p.opts.BadRecheck)
 }
 
-// coolDown rests k after a quota or rate-limit failure. p.mu is held.
-func (p *Pool) coolDown(k *key, now time.Time, retryAfter time.Duration) {
+// coolDown rests k after a quota or rate-limit failure (kind). p.mu is
+// held.
+func (p *Pool) coolDown(k *key, now time.Time, kind OutcomeKind, retryAfter time.Duration) {
 	k.failures++
 	k.cooldowns++
 	d := cooldown(p.opts, k.failures, retryAfter)
-	k.coolUntil = now.Add(d)
+	k.coolUntil, k.restKind, k.restAt = now.Add(d), kind.String(), now
 	k.epoch++
 	k.probe = nil
+	p.changed(k)
 	p.log.Info("a Cursor API key rests after a quota or rate limit; its conversations move to the other keys", "key", k.name, "for", d, "failures", k.failures, "err", k.lastErr)
 }
 
@@ -334,6 +339,7 @@ func (p *Pool) Snapshot() []KeyState {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.now()
+	p.syncDue(now) // so that /ready and /metrics show other replicas' rests on a quiet replica too
 	out := make([]KeyState, 0, len(p.keys))
 	for _, k := range p.keys {
 		s := KeyState{
