@@ -29,6 +29,7 @@ type Lease struct {
 	gen   uint64 // the token's generation
 	epoch uint64 // the key's rest count when the lease was taken
 	probe bool
+	aside bool // taken from a resting key by AcquireAny: says nothing of its rest
 	done  atomic.Bool
 }
 
@@ -148,6 +149,43 @@ func (p *Pool) Acquire(ctx context.Context, session string) (*Lease, error) {
 		"no Cursor API key in CURSOR_API_KEY could be used after trying each; retry shortly")
 }
 
+// AcquireAny leases a key for a call that a key's rest does not stop:
+// the account's model list, which Cursor serves whatever the key's
+// quota. It is Acquire when a key is usable; when every key Cursor
+// accepts rests, it is the one whose rest ends first, and the lease's
+// outcome leaves its rest as it is (a refusal of its token still
+// counts). A gateway that starts while its keys rest (another replica's
+// rests, or its own before a restart) learns its models all the same.
+func (p *Pool) AcquireAny(ctx context.Context) (*Lease, error) {
+	l, err := p.Acquire(ctx, "")
+	var me *models.Error
+	if err == nil || !errors.As(err, &me) || me.Status != http.StatusTooManyRequests {
+		return l, err
+	}
+	p.mu.Lock()
+	var k *key
+	for _, c := range p.keys {
+		if c.bad == "" && (k == nil || c.coolUntil.Before(k.coolUntil)) {
+			k = c
+		}
+	}
+	p.mu.Unlock()
+	if k == nil {
+		return nil, err
+	}
+	l = &Lease{pool: p, k: k, aside: true}
+	if l.token, l.gen, err = p.token(ctx, k); err != nil {
+		if errors.Is(err, errKeyOut) {
+			return p.Acquire(ctx, "") // says why no key serves now
+		}
+		return nil, err
+	}
+	p.mu.Lock()
+	k.requests++
+	p.mu.Unlock()
+	return l, nil
+}
+
 // choose picks session's key among the usable ones, by rendezvous
 // hashing. A key is usable when Cursor has not refused it (or refused it
 // BadRecheck ago), it is not resting, and no other lease is probing it.
@@ -231,7 +269,7 @@ func (l *Lease) Done(o Outcome) {
 	// An outcome counts for the key's health only if the key has not
 	// rested (nor been refused) since the lease was taken: leases taken
 	// before a rest report what the rest already knows.
-	current := l.epoch == k.epoch && k.bad == ""
+	current := l.epoch == k.epoch && k.bad == "" && !l.aside
 	switch o.Kind {
 	case OK:
 		if l.gen == k.gen {
