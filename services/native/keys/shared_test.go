@@ -16,6 +16,7 @@ import (
 
 	"cursor2api/models"
 	"cursor2api/services/state"
+	"cursor2api/services/state/redistest"
 )
 
 // wait waits for the pool's reads and writes of the store under way.
@@ -397,4 +398,52 @@ func TestNoKeyMaterialInTheStore(t *testing.T) {
 	for _, w := range store.writes {
 		assert.Regexp(t, `^key_rests key-[0-9a-f]{8} \{`, w)
 	}
+}
+
+// On a real Redis shared by replicas: a rest reaches a replica started
+// afterwards and one already running; while Redis is lost, requests go
+// on with the local view and the rest's write waits in the queue, which
+// delivers it once Redis is back.
+func TestRestsOnRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	open := func() state.Store {
+		s, err := state.Open(t.Context(), state.Options{URL: srv.URL()})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	c := newClock()
+	f := newFakeAuth(t, c)
+	A, B := Fingerprint(keyA), Fingerprint(keyB)
+	one, q, _ := sharedPool(t, f, []string{keyA, keyB}, open())
+	running, _, _ := sharedPool(t, f, []string{keyA, keyB}, open())
+
+	l := acquire(t, one, homeOn(t, A, B))
+	require.Equal(t, A, l.Name())
+	l.Done(Outcome{Kind: Quota, Err: errors.New("resource_exhausted: usage limit reached")})
+	one.wait()
+	later, _, _ := sharedPool(t, f, []string{keyA, keyB}, open())
+	assert.Equal(t, StateCooling, stateOf(t, later, A).State, "started afterwards")
+	catchUp(c, running)
+	assert.Equal(t, StateCooling, stateOf(t, running, A).State, "already running")
+
+	// Redis is lost: B's rest stays local, and waits for it.
+	srv.Stop()
+	l = acquire(t, one, homeOn(t, B, A))
+	require.Equal(t, B, l.Name())
+	l.Done(Outcome{Kind: RateLimited})
+	one.wait()
+	assert.Equal(t, 1, q.Stats().Queued)
+	catchUp(c, running)
+	assert.Equal(t, StateOK, stateOf(t, running, B).State, "not written yet")
+	assert.Equal(t, StateCooling, stateOf(t, running, A).State, "a failed read keeps what was learned")
+
+	srv.Start()
+	require.Eventually(t, func() bool { q.Retry(t.Context()); return q.Stats().Queued == 0 }, 10*time.Second, 100*time.Millisecond)
+	// The running replica's connections to the old server may fail once
+	// more before they are dialled again.
+	require.Eventually(t, func() bool {
+		catchUp(c, running)
+		return stateOf(t, running, B).State == StateCooling
+	}, 10*time.Second, 100*time.Millisecond, "the queued rest arrived")
 }
