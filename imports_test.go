@@ -17,7 +17,7 @@ var wiring = []string{
 	"services/webchat", "services/vercel", "services/agentcli", "services/metrics", "services/readiness",
 	"services/native", "services/native/keys", "services/native/agentv1", "services/native/agentv1/agentv1connect",
 	"services/native/aiserverv1", "services/native/aiserverv1/aiserverv1connect",
-	"services/cloud", "services/mcp",
+	"services/cloud", "services/mcp", "services/state",
 }
 
 // with returns rules and more, as a new slice.
@@ -52,9 +52,10 @@ var importRules = map[string][]string{
 	// The fake native backend for tests speaks the generated code only.
 	"services/native/nativetest": {"services/native/agentv1", "services/native/aiserverv1", "services/native/agentv1/agentv1connect", "services/native/aiserverv1/aiserverv1connect"},
 	// Cursor's native agent API back door.
-	"services/native": {"models", "utils", "services/upstream", "services/native/keys", "services/native/agentv1", "services/native/agentv1/agentv1connect", "services/native/aiserverv1", "services/native/aiserverv1/aiserverv1connect"},
-	// The native back door's pool of Cursor API keys: no wire format.
-	"services/native/keys": {"models", "utils"},
+	"services/native": {"models", "utils", "services/upstream", "services/native/keys", "services/state", "services/native/agentv1", "services/native/agentv1/agentv1connect", "services/native/aiserverv1", "services/native/aiserverv1/aiserverv1connect"},
+	// The native back door's pool of Cursor API keys: no wire format; its
+	// rests shared through the state store's interface.
+	"services/native/keys": {"models", "utils", "services/state"},
 	// The gateway's state (responses, usage) behind one interface, three
 	// engines; and a real redis-server for tests.
 	"services/state":           {"utils"},

@@ -27,6 +27,7 @@ import (
 	"cursor2api/services/native"
 	"cursor2api/services/native/keys"
 	"cursor2api/services/readiness"
+	"cursor2api/services/state"
 	"cursor2api/services/upstream"
 	"cursor2api/services/vercel"
 	"cursor2api/services/webchat"
@@ -82,8 +83,16 @@ func cloudService(cfg *config.Config, logger *slog.Logger) *cloud.Service {
 		ModelsTTL: cfg.CursorModelsTTL.Duration(), WebhookSecret: cfg.CloudWebhookSecret, Logger: logger}, client)
 }
 
-// FromConfig builds the gateway the configuration describes.
+// FromConfig builds the gateway the configuration describes, with what
+// outlives a request kept in this process only (see FromConfigState).
 func FromConfig(cfg *config.Config, logger *slog.Logger) (*Gateway, error) {
+	return FromConfigState(cfg, logger, nil)
+}
+
+// FromConfigState builds the gateway the configuration describes, on the
+// gateway's state store (nil: none): the native back door's key rests
+// are kept there, shared by the replicas and kept over a restart.
+func FromConfigState(cfg *config.Config, logger *slog.Logger, q *state.Queue) (*Gateway, error) {
 	aliases, err := models.ParseAliases(cfg.ModelAliases)
 	if err != nil {
 		return nil, fmt.Errorf("configuration: MODEL_ALIASES: %w", err)
@@ -95,7 +104,7 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (*Gateway, error) {
 	case "agent":
 		gw, err = agentGateway(cfg, m, ready, logger)
 	case "cursor":
-		gw, err = cursorGateway(cfg, m, ready, logger)
+		gw, err = cursorGateway(cfg, m, ready, q, logger)
 		if err == nil && !cfg.AliasesSet {
 			// Cursor's own spellings of the families clients send come
 			// first; the defaults stay behind them.
@@ -322,7 +331,7 @@ func agentGateway(cfg *config.Config, m *metrics.Metrics, ready *readiness.Track
 // every CURSOR_MODELS_TTL. A missing or refused key, an unreachable Cursor
 // or a version gate never stops the gateway: it serves, /ready says what
 // is wrong, and requests get the error.
-func cursorGateway(cfg *config.Config, m *metrics.Metrics, ready *readiness.Tracker, logger *slog.Logger) (*Gateway, error) {
+func cursorGateway(cfg *config.Config, m *metrics.Metrics, ready *readiness.Tracker, q *state.Queue, logger *slog.Logger) (*Gateway, error) {
 	connectURL, restURL := native.DefaultConnectURL, native.DefaultRESTURL
 	if cfg.CursorBackendURL != "" {
 		connectURL, restURL = cfg.CursorBackendURL, cfg.CursorBackendURL
@@ -337,6 +346,7 @@ func cursorGateway(cfg *config.Config, m *metrics.Metrics, ready *readiness.Trac
 	}
 	client := native.New(native.Options{
 		APIKeys:    cfg.CursorAPIKeys(),
+		State:      q,
 		ConnectURL: connectURL, RESTURL: restURL,
 		ClientVersion: cfg.CursorClientVersion, ClientType: cfg.CursorClientType,
 		Transport:   cfg.CursorTransport,

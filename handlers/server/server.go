@@ -65,15 +65,18 @@ type Server struct {
 // nothing; Serve does. A Server that is never served is closed with
 // Close.
 func New(cfg *config.Config, logger *slog.Logger, opts Options) (*Server, error) {
-	gw, err := services.FromConfig(cfg, logger)
-	if err != nil {
-		return nil, err
-	}
+	// The store first: the gateway keeps some of its state there (the
+	// native back door's key rests).
 	store, err := state.Open(context.Background(), state.Options{URL: cfg.StateURL, Dir: cfg.StateDir, ConnectTimeout: cfg.StateConnectTimeout.Duration(), Logger: logger})
 	if err != nil {
 		return nil, err
 	}
 	q := state.NewQueue(store, 0, logger)
+	gw, err := services.FromConfigState(cfg, logger, q)
+	if err != nil {
+		_ = store.Close()
+		return nil, err
+	}
 	ledger := usage.New(q, cfg.UsageRetention.Duration(), logger)
 	gw.Metrics.State(store.Engine(), func() metrics.StateStats {
 		st := q.Stats()

@@ -27,7 +27,7 @@ var (
 	keyRequestsDesc = prometheus.NewDesc(namespace+"_cursor_key_requests_total",
 		"Turns handed to each Cursor API key (by fingerprint).", []string{"key"}, nil)
 	keyCooldownsDesc = prometheus.NewDesc(namespace+"_cursor_key_cooldowns_total",
-		"Rests each Cursor API key (by fingerprint) was put in after a quota or rate limit.", []string{"key"}, nil)
+		"Rests this replica put each Cursor API key (by fingerprint) in after a quota or rate limit; a rest learned from another replica (through the state store) counts on that one.", []string{"key"}, nil)
 	keyCoolingDesc = prometheus.NewDesc(namespace+"_cursor_key_cooling_seconds",
 		"How long each Cursor API key (by fingerprint) still rests; 0 when it is not cooling.", []string{"key"}, nil)
 )

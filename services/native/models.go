@@ -23,7 +23,13 @@ import (
 // names: GET /v1/models (REST, with the raw API key), else
 // AgentService/GetUsableModels.
 func (c *Client) ListModels(ctx context.Context) ([]models.NamedModel, error) {
-	lease, err := c.acquire(ctx, "")
+	if c.keys == nil {
+		_, err := c.acquire(ctx, "")
+		return nil, err
+	}
+	// A key's rest does not stop the model list: a gateway started
+	// while its keys rest still learns its models.
+	lease, err := c.keys.AcquireAny(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -38,6 +38,7 @@ import (
 	"cursor2api/services/native/aiserverv1"
 	"cursor2api/services/native/aiserverv1/aiserverv1connect"
 	"cursor2api/services/native/keys"
+	"cursor2api/services/state"
 	"cursor2api/services/upstream"
 )
 
@@ -68,6 +69,10 @@ type Options struct {
 	// gets an error naming CURSOR_API_KEY).
 	Keys    *keys.Pool
 	APIKeys []string
+	// State is where the pool over APIKeys shares its keys' rests with
+	// the other replicas and its next start (keys.Options.State); nil:
+	// in this process only.
+	State *state.Queue
 	// ConnectURL is where Connect calls go, RESTURL where REST calls go.
 	ConnectURL, RESTURL string
 	// ClientVersion and ClientType are the client the gateway says it is.
@@ -177,7 +182,7 @@ func New(o Options) *Client {
 	if c.keys == nil && len(o.APIKeys) > 0 {
 		h := http.Header{}
 		c.clientHeaders(h)
-		pool, err := keys.New(keys.Options{Keys: o.APIKeys, BaseURL: o.ConnectURL, HTTP: o.HTTP, Header: h, Logger: o.Logger})
+		pool, err := keys.New(keys.Options{Keys: o.APIKeys, BaseURL: o.ConnectURL, HTTP: o.HTTP, Header: h, Logger: o.Logger, State: o.State})
 		if err != nil {
 			c.keyErr = models.Upstream(http.StatusServiceUnavailable, "cursor_bad_key_config", err, "%v", err)
 		} else {

@@ -4,7 +4,9 @@
 // conversation to the same key, so that the upstream's prompt cache keeps
 // hitting, and spreads conversations over the keys by rendezvous hashing;
 // and it rests a key that hit its quota or a rate limit until one live
-// request shows that the key works again.
+// request shows that the key works again. With a state store, the rests
+// and refusals are shared: another replica, or this one after a restart,
+// leaves a resting key alone too (shared.go).
 //
 // It knows nothing of protobuf or turns: the back door takes a Lease for a
 // conversation, makes its calls with the lease's token, and tells the pool
@@ -13,6 +15,7 @@
 package keys
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -21,6 +24,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"cursor2api/services/state"
 )
 
 // DefaultBaseURL is where Cursor exchanges API keys for access tokens
@@ -38,6 +43,7 @@ const (
 	DefaultMaxCooldown      = 30 * time.Minute
 	DefaultProbeTimeout     = 10 * time.Minute
 	DefaultBadRecheck       = 10 * time.Minute
+	DefaultSyncEvery        = 5 * time.Second
 )
 
 // Options configure a Pool. Only Keys is required.
@@ -76,6 +82,18 @@ type Options struct {
 	// BadRecheck is how long a refused key stays out before it is
 	// exchanged again (its account may have been put right).
 	BadRecheck time.Duration
+
+	// State, when set, is where the pool shares its keys' rests and
+	// refusals (table RestsTable, by fingerprint) with the other
+	// replicas and with its own next start; nil keeps them in this
+	// process alone. Writes go through the queue, so a store that is
+	// lost for a while gets them when it is back; reads are bounded by
+	// the queue's timeout and never on a request's way.
+	State *state.Queue
+	// SyncEvery is how often the pool reads the shared rests again, at
+	// most: a rest another replica began is honoured here within about
+	// this long.
+	SyncEvery time.Duration
 }
 
 // Split reads CURSOR_API_KEY: one key or several, comma-separated, with
@@ -91,7 +109,9 @@ func Split(env string) []string {
 }
 
 // Pool hands out Cursor API keys and their access tokens per conversation.
-// It is safe for concurrent use; it starts no goroutine of its own.
+// It is safe for concurrent use. Without Options.State it starts no
+// goroutine of its own; with it, its reads and writes of the store run in
+// short goroutines, each bounded by the store's timeout.
 type Pool struct {
 	opts     Options
 	exchange string // the exchange's URL
@@ -100,6 +120,14 @@ type Pool struct {
 
 	mu   sync.Mutex
 	keys []*key // in configuration order
+
+	// Sharing the rests (Options.State); see shared.go.
+	state    *state.Queue
+	bg       sync.WaitGroup // the reads and writes of the store under way
+	wmu      sync.Mutex     // one write of a record at a time, so the last written is the last state
+	flushing bool           // a writer goroutine runs (guarded by mu)
+	syncing  bool           // a read of the shared rests runs (guarded by mu)
+	syncedAt time.Time      // when the last read began (guarded by mu)
 }
 
 // key is one API key and everything the pool knows of it. All fields
@@ -126,6 +154,13 @@ type key struct {
 	epoch      uint64    // counts rests: an outcome of a lease from before the last rest is stale
 	probe      *Lease    // the one lease trying the key after its rest
 	probeAt    time.Time // when the probe was handed out (ProbeTimeout)
+	restKind   string    // what began the rest: quota or rate_limited
+	restAt     time.Time // when the rest began
+	okAt       time.Time // when the key last worked again after a rest or refusal
+
+	// Sharing (Options.State).
+	ver   uint64 // counts this process's changes of the key's health
+	dirty bool   // a change is still to be written to the store
 
 	// For Snapshot.
 	requests  int64
@@ -185,14 +220,25 @@ func New(opts Options) (*Pool, error) {
 	positive(&opts.MaxCooldown, DefaultMaxCooldown)
 	positive(&opts.ProbeTimeout, DefaultProbeTimeout)
 	positive(&opts.BadRecheck, DefaultBadRecheck)
+	positive(&opts.SyncEvery, DefaultSyncEvery)
 	opts.Keys = nil // the pool's keys live in p.keys only
-	return &Pool{
+	p := &Pool{
 		opts:     opts,
 		exchange: strings.TrimSuffix(opts.BaseURL, "/") + ExchangePath,
 		log:      opts.Logger,
 		now:      opts.Now,
 		keys:     keys,
-	}, nil
+		state:    opts.State,
+	}
+	if p.state != nil {
+		// A restarted gateway does not hammer the keys that were
+		// resting when it stopped: it reads their rests first, within
+		// the store's short timeout (a store that fails leaves every
+		// key usable, as without one).
+		p.syncedAt = p.now()
+		_ = p.sync(context.Background())
+	}
+	return p, nil
 }
 
 // Len is the number of distinct keys in the pool.

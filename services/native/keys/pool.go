@@ -29,6 +29,7 @@ type Lease struct {
 	gen   uint64 // the token's generation
 	epoch uint64 // the key's rest count when the lease was taken
 	probe bool
+	aside bool // taken from a resting key by AcquireAny: says nothing of its rest
 	done  atomic.Bool
 }
 
@@ -148,6 +149,43 @@ func (p *Pool) Acquire(ctx context.Context, session string) (*Lease, error) {
 		"no Cursor API key in CURSOR_API_KEY could be used after trying each; retry shortly")
 }
 
+// AcquireAny leases a key for a call that a key's rest does not stop:
+// the account's model list, which Cursor serves whatever the key's
+// quota. It is Acquire when a key is usable; when every key Cursor
+// accepts rests, it is the one whose rest ends first, and the lease's
+// outcome leaves its rest as it is (a refusal of its token still
+// counts). A gateway that starts while its keys rest (another replica's
+// rests, or its own before a restart) learns its models all the same.
+func (p *Pool) AcquireAny(ctx context.Context) (*Lease, error) {
+	l, err := p.Acquire(ctx, "")
+	var me *models.Error
+	if err == nil || !errors.As(err, &me) || me.Status != http.StatusTooManyRequests {
+		return l, err
+	}
+	p.mu.Lock()
+	var k *key
+	for _, c := range p.keys {
+		if c.bad == "" && (k == nil || c.coolUntil.Before(k.coolUntil)) {
+			k = c
+		}
+	}
+	p.mu.Unlock()
+	if k == nil {
+		return nil, err
+	}
+	l = &Lease{pool: p, k: k, aside: true}
+	if l.token, l.gen, err = p.token(ctx, k); err != nil {
+		if errors.Is(err, errKeyOut) {
+			return p.Acquire(ctx, "") // says why no key serves now
+		}
+		return nil, err
+	}
+	p.mu.Lock()
+	k.requests++
+	p.mu.Unlock()
+	return l, nil
+}
+
 // choose picks session's key among the usable ones, by rendezvous
 // hashing. A key is usable when Cursor has not refused it (or refused it
 // BadRecheck ago), it is not resting, and no other lease is probing it.
@@ -162,6 +200,7 @@ func (p *Pool) choose(now time.Time, session string) (*key, error) {
 		}
 	}
 	var refused []string
+	p.syncDue(now)
 	for _, k := range p.keys {
 		if k.bad != "" && now.Sub(k.badAt) >= p.opts.BadRecheck {
 			p.log.Info("trying a refused Cursor API key again", "key", k.name)
@@ -230,7 +269,7 @@ func (l *Lease) Done(o Outcome) {
 	// An outcome counts for the key's health only if the key has not
 	// rested (nor been refused) since the lease was taken: leases taken
 	// before a rest report what the rest already knows.
-	current := l.epoch == k.epoch && k.bad == ""
+	current := l.epoch == k.epoch && k.bad == "" && !l.aside
 	switch o.Kind {
 	case OK:
 		if l.gen == k.gen {
@@ -238,7 +277,8 @@ func (l *Lease) Done(o Outcome) {
 		}
 		if current && k.failures > 0 {
 			p.log.Info("a Cursor API key works again after its rest", "key", k.name, "failures", k.failures)
-			k.failures, k.coolUntil = 0, time.Time{}
+			k.failures, k.coolUntil, k.restKind, k.okAt = 0, time.Time{}, "", now
+			p.changed(k)
 		}
 	case Unauthorized:
 		// Held against the token once, however many calls it failed.
@@ -255,7 +295,7 @@ func (l *Lease) Done(o Outcome) {
 		}
 	case Quota, RateLimited:
 		if current {
-			p.coolDown(k, now, o.RetryAfter)
+			p.coolDown(k, now, o.Kind, o.RetryAfter)
 		}
 	}
 }
@@ -272,17 +312,20 @@ func (p *Pool) markBad(k *key, now time.Time, reason string) {
 	k.lastErr, k.lastErrAt = k.bad, now
 	k.epoch++
 	k.probe = nil
+	p.changed(k)
 	p.log.Warn("Cursor refuses an API key in CURSOR_API_KEY; its conversations move to the other keys", "key", k.name, "reason", k.bad, "recheck_in", p.opts.BadRecheck)
 }
 
-// coolDown rests k after a quota or rate-limit failure. p.mu is held.
-func (p *Pool) coolDown(k *key, now time.Time, retryAfter time.Duration) {
+// coolDown rests k after a quota or rate-limit failure (kind). p.mu is
+// held.
+func (p *Pool) coolDown(k *key, now time.Time, kind OutcomeKind, retryAfter time.Duration) {
 	k.failures++
 	k.cooldowns++
 	d := cooldown(p.opts, k.failures, retryAfter)
-	k.coolUntil = now.Add(d)
+	k.coolUntil, k.restKind, k.restAt = now.Add(d), kind.String(), now
 	k.epoch++
 	k.probe = nil
+	p.changed(k)
 	p.log.Info("a Cursor API key rests after a quota or rate limit; its conversations move to the other keys", "key", k.name, "for", d, "failures", k.failures, "err", k.lastErr)
 }
 
@@ -334,6 +377,7 @@ func (p *Pool) Snapshot() []KeyState {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.now()
+	p.syncDue(now) // so that /ready and /metrics show other replicas' rests on a quiet replica too
 	out := make([]KeyState, 0, len(p.keys))
 	for _, k := range p.keys {
 		s := KeyState{

@@ -446,3 +446,57 @@ func TestSecretsNeverShown(t *testing.T) {
 	}
 	assert.NotEqual(t, Fingerprint(keyA), Fingerprint(keyB))
 }
+
+// AcquireAny serves a call that a rest does not stop (the model list):
+// a usable key when there is one, else the resting key whose rest ends
+// first, whose rest the lease's outcome leaves alone; never a refused key.
+func TestAcquireAny(t *testing.T) {
+	c := newClock()
+	f := newFakeAuth(t, c)
+	p, _ := newPool(t, f, []string{keyA, keyB}, nil)
+	A, B := Fingerprint(keyA), Fingerprint(keyB)
+	rest := func(name string, ra time.Duration) {
+		t.Helper()
+		for _, s := range sessions(20) {
+			l, err := p.Acquire(t.Context(), s)
+			require.NoError(t, err)
+			if l.Name() == name {
+				l.Done(Outcome{Kind: Quota, RetryAfter: ra})
+				return
+			}
+			l.Done(Outcome{})
+		}
+		t.Fatalf("no session went to %s", name)
+	}
+	rest(A, 60*time.Second)
+	l, err := p.AcquireAny(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, B, l.Name(), "the usable key")
+	l.Done(Outcome{})
+
+	rest(B, 20*time.Second)
+	for _, o := range []Outcome{{}, {Kind: Quota, RetryAfter: time.Hour}} {
+		l, err = p.AcquireAny(t.Context())
+		require.NoError(t, err)
+		assert.Equal(t, B, l.Name(), "the rest that ends first")
+		assert.False(t, l.Probe())
+		assert.NotEmpty(t, l.AccessToken())
+		l.Done(o)
+		b := stateOf(t, p, B)
+		assert.Equal(t, StateCooling, b.State, "the outcome leaves the rest alone: %v", o.Kind)
+		assert.WithinDuration(t, c.Now().Add(20*time.Second), b.CoolingUntil, 0)
+		assert.Equal(t, 1, b.Failures)
+	}
+	_, err = p.Acquire(t.Context(), "s")
+	var me *models.Error
+	require.ErrorAs(t, err, &me, "conversations still wait")
+	assert.Equal(t, http.StatusTooManyRequests, me.Status)
+
+	// Refused keys are never handed out.
+	f.setRefuse(keyA, http.StatusUnauthorized, "revoked")
+	f.setRefuse(keyB, http.StatusUnauthorized, "revoked")
+	c.Advance(2 * time.Hour)
+	_, err = p.AcquireAny(t.Context())
+	require.ErrorAs(t, err, &me)
+	assert.Equal(t, http.StatusUnauthorized, me.Status)
+}

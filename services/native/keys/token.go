@@ -124,6 +124,8 @@ func (p *Pool) refresh(ctx context.Context, k *key, f *flight, ahead bool) {
 		}
 		if k.rechecking {
 			p.log.Info("Cursor accepts a refused API key again", "key", k.name)
+			k.okAt = now
+			p.changed(k) // the other replicas may take it again too
 		}
 		k.rechecking = false
 		f.token, f.gen = k.token, k.gen
@@ -132,7 +134,7 @@ func (p *Pool) refresh(ctx context.Context, k *key, f *flight, ahead bool) {
 		f.err = errKeyOut
 	case errors.As(err, &limited):
 		k.lastErr, k.lastErrAt = limited.reason, now
-		p.coolDown(k, now, limited.retryAfter)
+		p.coolDown(k, now, RateLimited, limited.retryAfter)
 		f.err = errKeyOut
 	default:
 		if !isContextError(err) || ctx.Err() == nil {
