@@ -275,6 +275,7 @@ func (c *Client) attempt(ctx context.Context, req upstream.Request, fn func(upst
 	defer c.freeFrameReader(fr)
 	var usage *models.Usage
 	for {
+		fr.deltaRun()
 		line, whole := fr.buffered()
 		var err error
 		if !whole {

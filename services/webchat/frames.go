@@ -129,6 +129,38 @@ func (f *frameReader) buffered() (line []byte, ok bool) {
 	return trimEOL(buf[:i+1]), true
 }
 
+// dataPrefix starts an upstream frame's line, as the upstream writes it.
+var dataPrefix = []byte("data: ")
+
+// deltaRun takes, in one pass over what is buffered, the whole lines that
+// need nothing but fastDelta: the upstream's text and reasoning deltas
+// and the blank lines between them, nearly all of a reply. It stops at
+// the first line that is not whole yet or that fastDelta does not take,
+// which it leaves in the buffer for the general loop, so the result is
+// the loop's own, without its per-line bookkeeping.
+func (f *frameReader) deltaRun() {
+	n := f.r.Buffered()
+	if n == 0 {
+		return
+	}
+	buf, _ := f.r.Peek(n)
+	used := 0
+	for {
+		i := bytes.IndexByte(buf[used:], '\n')
+		if i < 0 {
+			break
+		}
+		if line := trimEOL(buf[used : used+i+1]); len(line) > 0 {
+			data, ok := bytes.CutPrefix(line, dataPrefix)
+			if !ok || !f.fastDelta(data) {
+				break
+			}
+		}
+		used += i + 1
+	}
+	_, _ = f.r.Discard(used) // within what is buffered: no read
+}
+
 // add appends a delta to the pending run of its kind; a delta of the
 // other kind starts a new run after it.
 func (f *frameReader) add(kind upstream.DeltaKind, text string) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/tidwall/gjson"
 
 	"cursor2api/services/upstream"
 )
@@ -88,4 +90,72 @@ func TestLongFrames(t *testing.T) {
 	_, err = tooLong.Stream(context.Background(), hiRequest, func(upstream.Delta) error { return nil })
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "frame over")
+}
+
+// TestDeltaRunReadsAsTheLoop holds the reply read through the client's
+// loop (its one-pass run of deltas included) to what the general decoder
+// reads of the same lines, on random streams of delta frames, other
+// frames, comments, blank lines and bent prefixes, cut into random
+// writes: the same texts, in the same order, whatever arrives together.
+func TestDeltaRunReadsAsTheLoop(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for round := range 60 {
+		var stream strings.Builder
+		var want []upstream.Delta
+		for range r.IntN(40) {
+			data := randomFrame(r)
+			if strings.ContainsAny(string(data), "\r\n") {
+				continue // a raw line break would split the frame: JSON has none
+			}
+			eol := []string{"\n\n", "\r\n\r\n", "\n"}[r.IntN(3)]
+			switch r.IntN(10) {
+			case 0:
+				stream.WriteString(": comment\n")
+				continue
+			case 1:
+				stream.WriteString("event: delta\ndata: " + string(data) + eol)
+			case 2:
+				stream.WriteString("data:" + string(data) + eol) // no space: the general loop's
+			case 3:
+				stream.WriteString("data:  " + string(data) + " " + eol)
+			default:
+				stream.WriteString("data: " + string(data) + eol)
+			}
+			if kind, text, ok := generalDelta(data); ok && text != "" && gjson.GetBytes(data, "type").String() != "finish" {
+				want = append(want, upstream.Delta{Kind: kind, Text: text})
+			}
+			if gjson.GetBytes(data, "type").String() == "finish" {
+				break
+			}
+		}
+		stream.WriteString("data: {\"type\":\"finish\"}\n\n")
+		all := stream.String()
+		var writes []string
+		for len(all) > 0 {
+			n := min(len(all), 1+r.IntN(200))
+			writes, all = append(writes, all[:n]), all[n:]
+		}
+		c := streamOf(t, nil, writes...)
+		var got []upstream.Delta
+		_, err := c.Stream(context.Background(), hiRequest, func(d upstream.Delta) error {
+			got = append(got, d)
+			return nil
+		})
+		require.NoError(t, err, "round %d", round)
+		assert.Equal(t, merged(want), merged(got), "round %d: %q", round, writes)
+	}
+}
+
+// merged joins consecutive deltas of a kind, which is all that arriving
+// together changes.
+func merged(ds []upstream.Delta) []upstream.Delta {
+	var out []upstream.Delta
+	for _, d := range ds {
+		if n := len(out); n > 0 && out[n-1].Kind == d.Kind {
+			out[n-1].Text += d.Text
+			continue
+		}
+		out = append(out, d)
+	}
+	return out
 }
