@@ -16,7 +16,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"unicode/utf8"
+
+	"cursor2api/utils"
 )
 
 // ChatRequest is the body of POST /v1/chat/completions.
@@ -73,14 +74,11 @@ func (c *Content) UnmarshalJSON(data []byte) error {
 	case len(data) == 0 || bytes.Equal(data, []byte("null")):
 		return nil
 	case data[0] == '"':
-		// The outer decoder has checked the string already: one without
-		// escapes is its bytes, and decoding it again would scan the
-		// whole prompt twice.
-		if len(data) >= 2 && data[len(data)-1] == '"' {
-			if inner := data[1 : len(data)-1]; bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
-				c.Text = string(inner)
-				return nil
-			}
+		// The outer decoder has checked the string already: decoding it
+		// with encoding/json would scan the whole prompt twice more.
+		if text, ok := utils.UnquoteJSON(data); ok {
+			c.Text = text
+			return nil
 		}
 		return json.Unmarshal(data, &c.Text)
 	case data[0] == '[':

@@ -111,7 +111,7 @@ func ToRequest(req *Request, history []json.RawMessage) (*Decoded, error) {
 	} else if note != "" {
 		r.Messages = append(r.Messages, textMessage(models.RoleSystem, note))
 	}
-	items, err := inputItems(req.Input)
+	items, text, err := inputItems(req.Input)
 	if err != nil {
 		return nil, err
 	}
@@ -121,9 +121,14 @@ func ToRequest(req *Request, history []json.RawMessage) (*Decoded, error) {
 			return nil, models.InvalidRequest("previous_response_id", "the stored conversation of previous_response_id cannot be read: %v", err)
 		}
 	}
-	for i, raw := range items {
-		if err := c.add(raw, "input", i); err != nil {
-			return nil, err
+	if text != nil {
+		// The user message a string input stands for, as add reads its item.
+		c.push(models.Message{Role: models.RoleUser, Blocks: blocks(openai.Content{Text: *text})})
+	} else {
+		for i, raw := range items {
+			if err := c.add(raw, "input", i); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if c.turns == 0 {
@@ -324,30 +329,32 @@ func formatNote(t *TextConfig) (string, error) {
 }
 
 // inputItems splits input into items: a string is one user message.
-func inputItems(input json.RawMessage) ([]json.RawMessage, error) {
+//
+// A string stands for one user message, whose text is returned as well
+// (text is set), so that the caller need not decode the item again.
+func inputItems(input json.RawMessage) (items []json.RawMessage, text *string, err error) {
 	input = bytes.TrimSpace(input)
 	switch {
 	case len(input) == 0 || bytes.Equal(input, []byte("null")):
-		return nil, nil
+		return nil, nil, nil
 	case input[0] == '"':
-		var s string
-		if err := json.Unmarshal(input, &s); err != nil {
-			return nil, models.InvalidRequest("input", "input is not a valid JSON string")
+		s, ok := utils.UnquoteJSON(input)
+		if !ok && json.Unmarshal(input, &s) != nil {
+			return nil, nil, models.InvalidRequest("input", "input is not a valid JSON string")
 		}
 		// The item a string stands for, appended rather than encoded by
 		// reflection: it is the whole prompt.
 		item := make([]byte, 0, len(input)+48)
 		item = append(item, `{"type":"message","role":"user","content":`...)
 		item = utils.AppendJSONString(item, s)
-		return []json.RawMessage{append(item, '}')}, nil
+		return []json.RawMessage{append(item, '}')}, &s, nil
 	case input[0] == '[':
-		var items []json.RawMessage
 		if err := json.Unmarshal(input, &items); err != nil {
-			return nil, models.InvalidRequest("input", "input must be a string or an array of items: %v", err)
+			return nil, nil, models.InvalidRequest("input", "input must be a string or an array of items: %v", err)
 		}
-		return items, nil
+		return items, nil, nil
 	}
-	return nil, models.InvalidRequest("input", "input must be a string or an array of items")
+	return nil, nil, models.InvalidRequest("input", "input must be a string or an array of items")
 }
 
 // conversation builds the core's messages from items. The items of one

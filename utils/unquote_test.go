@@ -1,0 +1,73 @@
+package utils
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// unquotePieces are bits of string literals with every case of the
+// decoder: escapes, surrogates (paired, lone, reversed, cut), invalid
+// UTF-8, and what is not allowed inside a literal.
+var unquotePieces = []string{
+	"a", "Z", " ", "é", "漢", "🎉", "\u2028", "<", "&", "\xff", "\xe2\x82", "\xed\xa0\x80", "\xc0\xaf",
+	`\"`, `\\`, `\/`, `\b`, `\f`, `\n`, `\r`, `\t`, `\u00e9`, `\u00E9`, `\u0000`, `\u001f`, `\u2028`,
+	`\ud83d`, `\ude00`, `\ud83d\ude00`, `\udbff\udfff`, `\ud800\u0041`, `\ude00\ud83d`, `\ud83d\ud83d\ude00`,
+	`\uzzzz`, `\u12`, `\x`, `\`, `\u`, `"`, "\x00", "\t", "\n", "\x1f", "\x7f",
+	"plain text of some length", strings.Repeat("abcdefgh", 3),
+}
+
+// TestUnquoteJSONMatchesEncodingJSON holds UnquoteJSON to encoding/json
+// on random literals: the same string where encoding/json reads one, and
+// ok false where it fails.
+func TestUnquoteJSONMatchesEncodingJSON(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	check := func(lit string) {
+		t.Helper()
+		var want string
+		err := json.Unmarshal([]byte(lit), &want)
+		got, ok := UnquoteJSON([]byte(lit))
+		switch {
+		case err != nil && ok:
+			t.Fatalf("%q: encoding/json fails (%v), UnquoteJSON reads %q", lit, err, got)
+		case err == nil && !ok:
+			t.Fatalf("%q: encoding/json reads %q, UnquoteJSON fails", lit, want)
+		case ok && got != want:
+			t.Fatalf("%q:\nUnquoteJSON:   %q\nencoding/json: %q", lit, got, want)
+		}
+	}
+	for _, lit := range []string{`""`, `"a"`, `"`, ``, `x`, `"a`, `a"`, `"\"`, `"\u"`, `"\ud83d\u"`, `"abc\ud83d"`} {
+		check(lit)
+	}
+	for range 100000 {
+		var b strings.Builder
+		b.WriteByte('"')
+		for range r.IntN(12) {
+			b.WriteString(unquotePieces[r.IntN(len(unquotePieces))])
+		}
+		b.WriteByte('"')
+		check(b.String())
+	}
+}
+
+func BenchmarkUnquoteJSON(b *testing.B) {
+	for name, lit := range map[string]string{
+		"2KB plain":   `"` + strings.Repeat("Summarise the design of a small HTTP gateway. ", 45) + `"`,
+		"2KB escaped": `"` + strings.Repeat(`line \"one\"\n\tand é `, 100) + `"`,
+	} {
+		b.Run(name+"/encoding-json", func(b *testing.B) {
+			b.SetBytes(int64(len(lit)))
+			for b.Loop() {
+				var s string
+				_ = json.Unmarshal([]byte(lit), &s)
+			}
+		})
+		b.Run(name+"/UnquoteJSON", func(b *testing.B) {
+			b.SetBytes(int64(len(lit)))
+			for b.Loop() {
+				_, _ = UnquoteJSON([]byte(lit))
+			}
+		})
+	}
+}
