@@ -121,7 +121,7 @@ func add(tk string, n map[string]int64, ttl time.Duration) step {
 	return step{add: tk, n: n, ttl: ttl}
 }
 func wait(d time.Duration) step { return step{wait: d} }
-func get(tk string) step         { return step{get: tk} }
+func get(tk string) step        { return step{get: tk} }
 
 // run does the steps on s, time passing on c.
 func run(t *testing.T, s Store, c *clock, steps []step) {
