@@ -69,7 +69,7 @@ func New(cfg *config.Config, logger *slog.Logger, opts Options) (*Server, error)
 	if err != nil {
 		return nil, err
 	}
-	store, err := state.Open(context.Background(), state.Options{URL: cfg.StateURL, Dir: cfg.StateDir, ConnectTimeout: cfg.StateConnectTimeout.Duration(), Logger: logger})
+	store, err := state.Open(context.Background(), state.Options{URL: cfg.StateURL, Dir: cfg.StateDir, Sync: cfg.StateSync, ConnectTimeout: cfg.StateConnectTimeout.Duration(), Logger: logger})
 	if err != nil {
 		return nil, err
 	}

@@ -240,7 +240,7 @@ func (f *File) load() error {
 		return fmt.Errorf("STATE_DIR=%s: %s is of version %d, which this gateway does not read (a newer gateway wrote it): run the newer gateway, or move the file away to start empty", f.dir, FileName, v)
 	}
 	body := io.NewSectionReader(f.file, int64(headerLen), fi.Size()-int64(headerLen))
-	good, err := replay(body, &f.state)
+	good, err := replay(body, body.Size(), &f.state)
 	var unknown errUnknownKind
 	switch {
 	case errors.As(err, &unknown):
@@ -364,6 +364,11 @@ func (f *File) lock(ctx context.Context) error {
 // appendRecord appends the record f.buf holds to the log with one
 // write, under mu, and returns its number.
 func (f *File) appendRecord() (int64, error) {
+	if n := len(f.buf) - frameLen; n > maxRecord {
+		// Replay would take it for a torn tail and cut it off, with all
+		// after it.
+		return 0, fmt.Errorf("state: a write of %d bytes is over the state log's limit of %d", n, maxRecord)
+	}
 	if f.torn {
 		if err := f.file.Truncate(f.size); err != nil {
 			f.werr = fmt.Errorf("state: cutting a torn write off %s: %w", f.path, err)

@@ -256,12 +256,12 @@ func apply(s *memState, payload []byte) error {
 	return d.err
 }
 
-// replay applies the records of the log r, whose header has been read,
+// replay applies the records of the log r, size bytes after its header,
 // to s. It returns how many bytes of r end in a sound record: past them
 // the log is torn (a record incomplete or failing its CRC), and the
 // caller truncates it. A sound record that cannot be applied is an
 // error.
-func replay(r io.Reader, s *memState) (good int64, err error) {
+func replay(r io.Reader, size int64, s *memState) (good int64, err error) {
 	br := bufio.NewReaderSize(r, 1<<20)
 	var frame [frameLen]byte
 	var payload []byte
@@ -273,8 +273,8 @@ func replay(r io.Reader, s *memState) (good int64, err error) {
 			return good, err
 		}
 		n := binary.LittleEndian.Uint32(frame[0:4])
-		if n == 0 || n > maxRecord {
-			return good, nil
+		if n == 0 || n > maxRecord || int64(n) > size-good-frameLen {
+			return good, nil // a garbled length: nothing is allocated for it
 		}
 		if cap(payload) < int(n) {
 			payload = make([]byte, n)
