@@ -238,6 +238,7 @@ func TestOpenErrorsNameTheSetting(t *testing.T) {
 		{name: "not a dir", opts: Options{Dir: file}, want: []string{"STATE_DIR=", "not a directory"}},
 		{name: "held by another process", opts: Options{Dir: held}, want: []string{"STATE_DIR=", "another gateway process"}},
 		{name: "unknown scheme", opts: Options{URL: "postgres://u:secret@db/x"}, want: []string{"STATE_URL=", "redis://"}},
+		{name: "unknown sync", opts: Options{Dir: t.TempDir(), Sync: "everysec"}, want: []string{`STATE_SYNC="everysec"`, "second", "always"}},
 		{name: "redis unreachable", opts: Options{URL: "redis://:hunter2@127.0.0.1:1/0", ConnectTimeout: 1500 * time.Millisecond}, want: []string{"STATE_URL=redis://:xxxxx@127.0.0.1:1/0", "did not answer within 1.5s"}},
 	}
 	for _, tt := range tests {
