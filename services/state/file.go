@@ -34,6 +34,10 @@ import (
 //     together share one sync: the first to wait syncs all that was
 //     written so far, those that come meanwhile wait for the next.
 //
+// A write checks its context once, before it is logged; a SyncAlways
+// write then waits for its sync whatever becomes of the context, since
+// it is in the log (the wait is one fdatasync or two).
+//
 // A write whose append fails returns the error and is not applied, so
 // the log and memory always agree; a partly written record is cut off
 // the log before the next write. Reads come from memory.
