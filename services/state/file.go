@@ -3,6 +3,7 @@ package state
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -240,7 +241,7 @@ func (f *File) load() error {
 	if string(header[:len(logMagic)]) != logMagic {
 		return fmt.Errorf("STATE_DIR=%s: %s is not a cursor2api state log: move it away, or point STATE_DIR elsewhere", f.dir, FileName)
 	}
-	if v := uint32(header[len(logMagic)]) | uint32(header[len(logMagic)+1])<<8 | uint32(header[len(logMagic)+2])<<16 | uint32(header[len(logMagic)+3])<<24; v != logVersion {
+	if v := binary.LittleEndian.Uint32(header[len(logMagic):]); v != logVersion {
 		return fmt.Errorf("STATE_DIR=%s: %s is of version %d, which this gateway does not read (a newer gateway wrote it): run the newer gateway, or move the file away to start empty", f.dir, FileName, v)
 	}
 	body := io.NewSectionReader(f.file, int64(headerLen), fi.Size()-int64(headerLen))
