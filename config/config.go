@@ -138,6 +138,11 @@ type Config struct {
 	StateDir string `env:"STATE_DIR"`
 	// StateConnectTimeout bounds the wait for a Redis STATE_URL at start.
 	StateConnectTimeout Seconds `env:"STATE_CONNECT_TIMEOUT" envDefault:"30"`
+	// StateSync is when the state file's log is synced to disk: second
+	// (a second after a write; a power cut loses about the last second)
+	// or always (before a write returns). A killed process loses nothing
+	// either way.
+	StateSync string `env:"STATE_SYNC" envDefault:"second"`
 	// UsageRetention is how long the usage ledger keeps its records;
 	// AdminKey guards the usage endpoint (empty: off).
 	UsageRetention Seconds `env:"USAGE_RETENTION" envDefault:"7776000"`
@@ -435,6 +440,13 @@ func (c *Config) validate() error {
 			scheme = scheme[:20]
 		}
 		bad("STATE_URL has the scheme %q: leave it empty (a file under STATE_DIR), or use memory: (no persistence) or a redis:// or rediss:// URL", scheme)
+	}
+	if c.StateSync = strings.TrimSpace(c.StateSync); c.StateSync != "second" && c.StateSync != "always" {
+		v := c.StateSync
+		if len(v) > 20 {
+			v = v[:20] + "…"
+		}
+		bad("STATE_SYNC=%q: use second (sync the state file a second after a write, the default) or always (sync before each write returns)", v)
 	}
 	if c.StateConnectTimeout.Duration() < time.Second {
 		bad("STATE_CONNECT_TIMEOUT=%s: wait at least 1 second for the state store at start", c.StateConnectTimeout.Duration())

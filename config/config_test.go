@@ -78,7 +78,13 @@ func TestStateSettings(t *testing.T) {
 	assert.Empty(t, cfg.StateDir)
 	assert.Equal(t, 90*24*time.Hour, cfg.UsageRetention.Duration())
 	assert.Equal(t, 30*time.Second, cfg.StateConnectTimeout.Duration())
+	assert.Equal(t, "second", cfg.StateSync)
 	assert.Empty(t, cfg.AdminKey, "the usage endpoint is off")
+	for _, v := range []string{"second", " always "} {
+		cfg, err := FromMap(map[string]string{"STATE_SYNC": v})
+		require.NoError(t, err, v)
+		assert.Equal(t, map[string]string{"second": "second", " always ": "always"}[v], cfg.StateSync)
+	}
 	for _, u := range []string{"memory:", "redis://:pw@r:6379/0", "rediss://r:6380/1"} {
 		cfg, err := FromMap(map[string]string{"STATE_URL": " " + u + " ", "USAGE_RETENTION": "720h"})
 		require.NoError(t, err, u)
@@ -178,6 +184,7 @@ func TestInvalidValues(t *testing.T) {
 		"CURSOR_PARK_BYTES":       {"CURSOR_PARK_BYTES": "1000"},
 		"STATE_URL":               {"STATE_URL": "postgres://u:pw@db/x"},
 		"STATE_CONNECT_TIMEOUT":   {"STATE_CONNECT_TIMEOUT": "0"},
+		"STATE_SYNC":              {"STATE_SYNC": "everysec"},
 		"USAGE_RETENTION":         {"USAGE_RETENTION": "60"},
 	}
 	for name, env := range cases {

@@ -67,7 +67,7 @@ type Server struct {
 func New(cfg *config.Config, logger *slog.Logger, opts Options) (*Server, error) {
 	// The store first: the gateway keeps some of its state there (the
 	// native back door's key rests).
-	store, err := state.Open(context.Background(), state.Options{URL: cfg.StateURL, Dir: cfg.StateDir, ConnectTimeout: cfg.StateConnectTimeout.Duration(), Logger: logger})
+	store, err := state.Open(context.Background(), state.Options{URL: cfg.StateURL, Dir: cfg.StateDir, Sync: cfg.StateSync, ConnectTimeout: cfg.StateConnectTimeout.Duration(), Logger: logger})
 	if err != nil {
 		return nil, err
 	}

@@ -1,381 +1,444 @@
 package state
 
 import (
-	"bytes"
+	"bufio"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
-	berrors "go.etcd.io/bbolt/errors"
 )
 
-// File is the default engine: one bbolt file, cursor2api.db, in
-// STATE_DIR. One process holds the file at a time.
+// File is the default engine: the state in the process's memory, as the
+// memory engine keeps it, and an append-only log of every write,
+// cursor2api.log in STATE_DIR, replayed at the next start (the model of
+// Redis's AOF). One process holds the log at a time.
 //
-// A write returns only once the transaction that holds it is committed
-// and synced to disk, so a process killed mid-write leaves the file as of
-// its last committed write. Writes commit as a group: bbolt has one
-// writer and every commit pays an fsync, so a goroutine of File's own
-// runs the writes, and those that arrive while it commits go together
-// into its next transaction, one commit and one fsync for all of them. A
-// lone write commits at once; nothing waits for company. The writes of a
-// group run in the order they arrived, each seeing those before it, so
-// the group leaves the file as the same writes one by one would. Each
-// keeps its own result: when one fails, the transaction is rolled back,
-// the writes before it commit together again, it runs on its own and
-// gets its own error, and the rest go on as a group.
+// A write is encoded as one record carrying the moment of the call and
+// all its arguments, appended to the log by one write(2), then applied
+// to memory; it returns after both. A write that returned is therefore
+// in the operating system's page cache, and a process killed at any
+// moment loses none of them: only a power cut or a kernel crash can lose
+// what was not yet synced to disk, and how much is STATE_SYNC's choice:
 //
-// A write whose context ends while it waits in the queue returns the
-// context's error and is never applied. Once taken into a transaction it
-// is no longer cancelled: it returns what its commit returns, because by
-// then it may be on disk. Close waits for the writes already queued, then
-// closes the file; writes after it get ErrClosed. Reads are bbolt read
-// transactions and run beside the writer.
+//   - SyncSecond (the default): a goroutine of File's own syncs the log
+//     (fdatasync) at most a second after a write, and never while idle;
+//     a power cut loses about the last second of writes, as Redis's
+//     appendfsync everysec.
+//   - SyncAlways: a write returns once a sync covers it. Writes that wait
+//     together share one sync: the first to wait syncs all that was
+//     written so far, those that come meanwhile wait for the next.
+//
+// A write checks its context once, before it is logged; a SyncAlways
+// write then waits for its sync whatever becomes of the context, since
+// it is in the log (the wait is one fdatasync or two).
+//
+// A write whose append fails returns the error and is not applied, so
+// the log and memory always agree; a partly written record is cut off
+// the log before the next write. Reads come from memory.
+//
+// At open the log is replayed, each write at its recorded moment, so
+// eviction and expiry come out as they were. A torn tail (a record cut
+// short or failing its CRC, what a crash mid-append leaves) ends the log
+// and is cut off with a warning.
+//
+// The log grows with every write; once it is larger than twice the live
+// state plus compactSlack, it is rewritten as a snapshot of the live
+// state (see compact). The whole live state is in memory, as Redis's:
+// the Responses store's limits (RESPONSES_STORE_MAX, RESPONSES_STORE_BYTES)
+// bound most of it.
+//
+// A bbolt file cursor2api.db of an earlier gateway is imported into a
+// new log at the first open, then renamed cursor2api.db.migrated.
 type File struct {
-	db  *bolt.DB
-	now func() time.Time
+	path, dir string
+	now       func() time.Time
+	logger    *slog.Logger
+	always    bool
+	slack     int64                // compactSlack; tests lower it
+	syncFile  func(*os.File) error // fdatasync; tests count or slow it
 
-	mu        sync.Mutex
-	lastSweep time.Time
+	mu      sync.Mutex // the live state and the log's end; held by each write
+	state   memState
+	file    *os.File // changed under mu and smu both
+	buf     []byte   // the record being encoded
+	size    int64    // the log's length as of its last sound record
+	torn    bool     // a failed append may have left bytes past size
+	checkAt int64    // a log past this size is considered for compaction
+	werr    error    // the last append's error (nil after a good one)
+	closed  bool
 
-	wmu     sync.Mutex
-	queue   []*writeOp    // waiting for the writer, in order of arrival
-	closed  bool          // Close has begun: no more writes queued
-	wake    chan struct{} // one pending signal: the queue has writes
-	stopped chan struct{} // closed when the writer has ended
-	commits atomic.Int64  // transactions the writer committed
+	written atomic.Int64 // records appended since open
+	pending atomic.Bool  // SyncSecond: written since the syncer last synced
+	kick    chan struct{}
+	stop    chan struct{}
+	stopped chan struct{}
+
+	smu        sync.Mutex // the syncs
+	scond      *sync.Cond // signalled when a sync ends
+	syncing    bool
+	synced     int64 // records a sync has covered
+	failedUpTo int64 // records a failed sync was to cover
+	syncErr    error // the last sync's error (nil after a good one)
+	gone       bool  // Close has closed the file
+
+	syncs       atomic.Int64 // fdatasyncs of the log
+	compactions atomic.Int64
 }
+
+// STATE_SYNC's values.
+const (
+	SyncSecond = "second"
+	SyncAlways = "always"
+)
+
+// syncEvery is how long after a write SyncSecond syncs it.
+const syncEvery = time.Second
+
+// compactSlack is what the log may grow past twice the live state before
+// it is compacted: a small state is not rewritten every few writes.
+const compactSlack = 16 << 20
+
+// lockTimeout bounds the wait for a log (or a bbolt file) another
+// process holds.
+const lockTimeout = 2 * time.Second
 
 // ErrClosed is the error of a write to a File after its Close.
 var ErrClosed = errors.New("state: the state file is closed (the gateway is shutting down)")
 
-// A writeOp is one write waiting for the writer. Its fn may run more
-// than once, in transactions rolled back before the one that commits,
-// so it keeps nothing across runs but what its transaction holds.
-type writeOp struct {
-	fn    func(*bolt.Tx) error
-	stage atomic.Int32 // opQueued, then opTaken by the writer or opCancelled by the caller
-	err   error        // set before done is closed
-	done  chan struct{}
+// fileOptions open a File.
+type fileOptions struct {
+	dir    string
+	now    func() time.Time
+	logger *slog.Logger
+	sync   string
 }
 
-const (
-	opQueued int32 = iota
-	opTaken
-	opCancelled
-)
-
-// write runs fn in a transaction of the writer and returns once it is
-// committed and synced, or ctx ends before the writer takes it.
-func (f *File) write(ctx context.Context, fn func(*bolt.Tx) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	op := &writeOp{fn: fn, done: make(chan struct{})}
-	f.wmu.Lock()
-	if f.closed {
-		f.wmu.Unlock()
-		return ErrClosed
-	}
-	f.queue = append(f.queue, op)
-	f.wmu.Unlock()
-	select {
-	case f.wake <- struct{}{}:
-	default: // a signal is pending already: the writer will see this op
-	}
-	select {
-	case <-op.done:
-		return op.err
-	case <-ctx.Done():
-		if op.stage.CompareAndSwap(opQueued, opCancelled) {
-			return ctx.Err()
-		}
-		// Taken already: its transaction is under way, and ends.
-		<-op.done
-		return op.err
-	}
+func heldError(dir, name string) error {
+	return fmt.Errorf("STATE_DIR=%s: %s is held by another gateway process; give each process its own STATE_DIR, or share state between replicas with STATE_URL=redis://…", dir, name)
 }
 
-// writer runs the queued writes until Close, and then those still
-// queued.
-func (f *File) writer() {
-	defer close(f.stopped)
-	for range f.wake {
-		f.wmu.Lock()
-		queued, closed := f.queue, f.closed
-		f.queue = nil
-		f.wmu.Unlock()
-		group := queued[:0]
-		for _, op := range queued {
-			if op.stage.CompareAndSwap(opQueued, opTaken) {
-				group = append(group, op)
-			}
-		}
-		f.commit(group)
-		if closed {
-			// Nothing is queued after Close's flag, which this pass
-			// saw: it took the last writes.
-			return
-		}
+func openFile(opts fileOptions) (*File, error) {
+	always := false
+	switch opts.sync {
+	case "", SyncSecond:
+	case SyncAlways:
+		always = true
+	default:
+		return nil, fmt.Errorf("STATE_SYNC=%q: use second (sync the state file every second) or always (sync before each write returns)", opts.sync)
 	}
-}
-
-// commit runs ops in one transaction, in order, and gives each its
-// result: when one fails, those before it commit without it and it runs
-// on its own, so it fails no other.
-func (f *File) commit(ops []*writeOp) {
-	for len(ops) > 0 {
-		failed := -1
-		err := f.db.Update(func(tx *bolt.Tx) error {
-			for i, op := range ops {
-				if err := op.run(tx); err != nil {
-					failed = i
-					return err
-				}
-			}
-			return nil
-		})
-		switch {
-		case err == nil:
-			f.commits.Add(1)
-			finish(ops, nil)
-			return
-		case failed == 0:
-			// It ran first, on the file as last committed: its own result.
-			finish(ops[:1], err)
-			ops = ops[1:]
-		case failed > 0:
-			f.commit(ops[:failed])
-			ops = ops[failed:]
-		default:
-			// The transaction failed outside every op (its begin or
-			// commit): each tries on its own.
-			if len(ops) == 1 {
-				finish(ops, err)
-				return
-			}
-			for _, op := range ops {
-				f.commit([]*writeOp{op})
-			}
-			return
-		}
+	dir, err := stateDir(opts.dir)
+	if err != nil {
+		return nil, err
 	}
-}
-
-// run runs the op's fn; a panic (a record the file should not hold)
-// fails this write alone instead of the writer, and so the process.
-func (op *writeOp) run(tx *bolt.Tx) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("state: a write failed: %v", r)
-		}
-	}()
-	return op.fn(tx)
-}
-
-func finish(ops []*writeOp, err error) {
-	for _, op := range ops {
-		op.err = err
-		close(op.done)
+	f := &File{
+		path: filepath.Join(dir, FileName), dir: dir, now: opts.now, logger: opts.logger, always: always,
+		slack: compactSlack, syncFile: fdatasync,
+		state: newMemState(), kick: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{}),
 	}
-}
-
-// Within a table's bucket: values by key, the index of values in the
-// order they were put, the total size and the count.
-var (
-	valuesBucket = []byte("v")
-	indexBucket  = []byte("i")
-	bytesKey     = []byte("bytes")
-	countKey     = []byte("count")
-)
-
-func meta(b *bolt.Bucket, key []byte) int64 {
-	if v := b.Get(key); len(v) == 8 {
-		return int64(binary.BigEndian.Uint64(v))
+	f.scond = sync.NewCond(&f.smu)
+	f.file, err = openLocked(f.path, dir)
+	if err != nil {
+		return nil, err
 	}
-	return 0
-}
-
-func putMeta(b *bolt.Bucket, total, count int64) error {
-	if err := b.Put(bytesKey, binary.BigEndian.AppendUint64(nil, uint64(total))); err != nil {
-		return err
+	_ = os.Remove(f.path + ".tmp") // a compaction's, cut short
+	if err := f.load(); err != nil {
+		_ = f.file.Close()
+		return nil, err
 	}
-	return b.Put(countKey, binary.BigEndian.AppendUint64(nil, uint64(count)))
+	if always {
+		close(f.stopped)
+	} else {
+		go f.syncer()
+	}
+	return f, nil
 }
 
-// lockTimeout bounds the wait for a file another process holds.
-const lockTimeout = 2 * time.Second
-
-// sweepEvery is how often expired counters are dropped.
-const sweepEvery = 10 * time.Minute
-
-func openFile(dir string, now func() time.Time) (*File, error) {
+// stateDir checks STATE_DIR (or makes its default): a writable
+// directory.
+func stateDir(dir string) (string, error) {
 	if dir == "" {
 		d, err := DefaultDir()
 		if err != nil {
-			return nil, err
+			return "", err
 		}
 		if err := os.MkdirAll(d, 0o700); err != nil {
-			return nil, fmt.Errorf("STATE_DIR is not set and its default %s cannot be created (%w): set STATE_DIR to a writable directory, or STATE_URL=memory: to keep no state", d, err)
+			return "", fmt.Errorf("STATE_DIR is not set and its default %s cannot be created (%w): set STATE_DIR to a writable directory, or STATE_URL=memory: to keep no state", d, err)
 		}
 		dir = d
 	}
 	fi, err := os.Stat(dir)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		return nil, fmt.Errorf("STATE_DIR=%s does not exist: create it (the gateway keeps its state in %s there), or set STATE_URL=memory: to keep no state", dir, FileName)
+		return "", fmt.Errorf("STATE_DIR=%s does not exist: create it (the gateway keeps its state in %s there), or set STATE_URL=memory: to keep no state", dir, FileName)
 	case err != nil:
-		return nil, fmt.Errorf("STATE_DIR=%s: %w", dir, err)
+		return "", fmt.Errorf("STATE_DIR=%s: %w", dir, err)
 	case !fi.IsDir():
-		return nil, fmt.Errorf("STATE_DIR=%s is not a directory: point it at a writable directory", dir)
+		return "", fmt.Errorf("STATE_DIR=%s is not a directory: point it at a writable directory", dir)
 	}
 	probe, err := os.CreateTemp(dir, ".write-check-*")
 	if err != nil {
-		return nil, fmt.Errorf("STATE_DIR=%s is not writable (%w): give the gateway's user write access, mount a volume there, or set STATE_URL=memory: to keep no state", dir, err)
+		return "", fmt.Errorf("STATE_DIR=%s is not writable (%w): give the gateway's user write access, mount a volume there, or set STATE_URL=memory: to keep no state", dir, err)
 	}
 	_ = probe.Close()
 	_ = os.Remove(probe.Name())
-	path := filepath.Join(dir, FileName)
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: lockTimeout})
-	if errors.Is(err, berrors.ErrTimeout) {
-		return nil, fmt.Errorf("STATE_DIR=%s: %s is held by another gateway process; give each process its own STATE_DIR, or share state between replicas with STATE_URL=redis://…", dir, FileName)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("STATE_DIR=%s: opening %s: %w", dir, FileName, err)
-	}
-	f := &File{db: db, now: now, wake: make(chan struct{}, 1), stopped: make(chan struct{})}
-	f.lastSweep = now()
-	if err := db.Update(sweepTx(f.lastSweep)); err != nil {
-		_ = db.Close()
-		return nil, fmt.Errorf("STATE_DIR=%s: %w", dir, err)
-	}
-	go f.writer()
-	return f, nil
+	return dir, nil
 }
 
-// Path is the file's path.
-func (f *File) Path() string { return f.db.Path() }
+// openLocked opens (or creates) the log at path and locks it, waiting
+// lockTimeout at most for another process to let go. A compaction
+// renames a new file over the log: a lock taken on the file the path no
+// longer names is let go and taken again.
+func openLocked(path, dir string) (*os.File, error) {
+	deadline := time.Now().Add(lockTimeout)
+	for {
+		file, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("STATE_DIR=%s: opening %s: %w", dir, FileName, err)
+		}
+		err = lockFile(file)
+		if err == nil {
+			held, herr := file.Stat()
+			named, nerr := os.Stat(path)
+			if herr == nil && nerr == nil && os.SameFile(held, named) {
+				return file, nil
+			}
+			_ = file.Close()
+			continue
+		}
+		_ = file.Close()
+		if !errors.Is(err, errLocked) {
+			return nil, fmt.Errorf("STATE_DIR=%s: locking %s: %w", dir, FileName, err)
+		}
+		if time.Now().After(deadline) {
+			return nil, heldError(dir, FileName)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// load reads the log into memory: an empty one is started (from the
+// bbolt file of an earlier gateway when there is one), a torn tail cut
+// off.
+func (f *File) load() error {
+	fi, err := f.file.Stat()
+	if err != nil {
+		return fmt.Errorf("STATE_DIR=%s: %w", f.dir, err)
+	}
+	if fi.Size() < int64(headerLen) {
+		return f.start(fi.Size())
+	}
+	var header [headerLen]byte
+	if _, err := f.file.ReadAt(header[:], 0); err != nil {
+		return fmt.Errorf("STATE_DIR=%s: reading %s: %w", f.dir, FileName, err)
+	}
+	if string(header[:len(logMagic)]) != logMagic {
+		return fmt.Errorf("STATE_DIR=%s: %s is not a cursor2api state log: move it away, or point STATE_DIR elsewhere", f.dir, FileName)
+	}
+	if v := binary.LittleEndian.Uint32(header[len(logMagic):]); v != logVersion {
+		return fmt.Errorf("STATE_DIR=%s: %s is of version %d, which this gateway does not read (a newer gateway wrote it): run the newer gateway, or move the file away to start empty", f.dir, FileName, v)
+	}
+	body := io.NewSectionReader(f.file, int64(headerLen), fi.Size()-int64(headerLen))
+	good, err := replay(body, body.Size(), &f.state)
+	var unknown errUnknownKind
+	switch {
+	case errors.As(err, &unknown):
+		return fmt.Errorf("STATE_DIR=%s: %s has %w: run the newer gateway, or move the file away to start empty", f.dir, f.path, err)
+	case err != nil:
+		return fmt.Errorf("STATE_DIR=%s: replaying %s: %w", f.dir, f.path, err)
+	}
+	f.size = int64(headerLen) + good
+	if dropped := fi.Size() - f.size; dropped > 0 {
+		// What a crash mid-append leaves: the write never returned.
+		f.logger.Warn("state: the log ended in a torn record, cut off", "file", f.path, "dropped_bytes", dropped)
+		if err := f.file.Truncate(f.size); err != nil {
+			return fmt.Errorf("STATE_DIR=%s: cutting the torn end off %s: %w", f.dir, f.path, err)
+		}
+		if err := fdatasync(f.file); err != nil {
+			return fmt.Errorf("STATE_DIR=%s: syncing %s: %w", f.dir, f.path, err)
+		}
+	}
+	f.checkAt = 2*snapshotSize(&f.state, f.now().Round(0)) + f.slack
+	return nil
+}
+
+// start begins a log that has no header (size bytes, fewer than a
+// header's: new, or cut short as it was begun).
+func (f *File) start(size int64) error {
+	legacy := filepath.Join(f.dir, legacyFileName)
+	if _, err := os.Stat(legacy); err == nil {
+		return f.migrate(legacy)
+	}
+	if size > 0 {
+		f.logger.Warn("state: the log ended in a torn header, cut off", "file", f.path, "dropped_bytes", size)
+		if err := f.file.Truncate(0); err != nil {
+			return fmt.Errorf("STATE_DIR=%s: %w", f.dir, err)
+		}
+	}
+	if _, err := f.file.Write(appendHeader(nil)); err != nil {
+		return fmt.Errorf("STATE_DIR=%s: writing %s: %w", f.dir, FileName, err)
+	}
+	if err := fdatasync(f.file); err != nil {
+		return fmt.Errorf("STATE_DIR=%s: syncing %s: %w", f.dir, FileName, err)
+	}
+	// The new file's name, synced, so that the log is found after a
+	// power cut.
+	if err := syncDir(f.dir); err != nil {
+		return fmt.Errorf("STATE_DIR=%s: %w", f.dir, err)
+	}
+	f.size = int64(headerLen)
+	f.checkAt = f.slack
+	return nil
+}
+
+// Path is the log's path.
+func (f *File) Path() string { return f.path }
 
 // Engine implements Store.
 func (*File) Engine() string { return "file" }
 
-// Ping implements Store.
+// Ping implements Store: it fails once the store is closed or while the
+// log's last append or sync failed.
 func (f *File) Ping(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return f.db.View(func(*bolt.Tx) error { return nil })
+	f.mu.Lock()
+	closed, werr := f.closed, f.werr
+	f.mu.Unlock()
+	if closed {
+		return ErrClosed
+	}
+	if werr != nil {
+		return werr
+	}
+	f.smu.Lock()
+	defer f.smu.Unlock()
+	return f.syncErr
 }
 
-// Close implements Store. It waits for the writes already queued to
-// commit; writes after it get ErrClosed.
+// Close implements Store. It stops the syncer, syncs the log and closes
+// it, which lets go of its lock; writes after it get ErrClosed. A second
+// Close does nothing.
 func (f *File) Close() error {
-	f.wmu.Lock()
-	first := !f.closed
+	f.mu.Lock()
+	if f.closed {
+		f.mu.Unlock()
+		return nil
+	}
 	f.closed = true
-	f.wmu.Unlock()
-	if first {
-		// A signal sent or pending after the flag makes the writer pass
-		// once more, see it and end. (wake is never closed: a write
-		// queued before the flag may still be signalling.)
-		select {
-		case f.wake <- struct{}{}:
-		default:
-		}
+	f.mu.Unlock()
+	if !f.always {
+		close(f.stop)
 	}
 	<-f.stopped
-	return f.db.Close()
+	err := f.syncTo(f.written.Load())
+	f.smu.Lock()
+	for f.syncing {
+		f.scond.Wait()
+	}
+	f.gone = true
+	if cerr := f.file.Close(); err == nil {
+		err = cerr
+	}
+	f.scond.Broadcast()
+	f.smu.Unlock()
+	return err
 }
 
-func valuesName(table string) []byte   { return []byte("t:" + table) }
-func countersName(table string) []byte { return []byte("c:" + table) }
-
-func stamp(t time.Time) []byte { return binary.BigEndian.AppendUint64(nil, uint64(t.UnixNano())) }
-
-func unstamp(b []byte) time.Time { return time.Unix(0, int64(binary.BigEndian.Uint64(b))) }
-
-// A value's record is its expiry, its sequence number (the order of
-// the Puts of its table) and the value; the index is by sequence number,
-// so its front is the oldest.
-const recHeader = 16
-
-func indexKey(rec, key []byte) []byte { return append(bytes.Clone(rec[8:16]), key...) }
-
-// Put implements Store.
-func (f *File) Put(ctx context.Context, table, key string, value []byte, lim Limits) error {
+// lock begins a write: it locks mu, unless the store is closed or ctx
+// has ended.
+func (f *File) lock(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	now := f.now()
-	return f.write(ctx, func(tx *bolt.Tx) error {
-		tb, err := tx.CreateBucketIfNotExists(valuesName(table))
-		if err != nil {
-			return err
+	f.mu.Lock()
+	if f.closed {
+		f.mu.Unlock()
+		return ErrClosed
+	}
+	return nil
+}
+
+// appendRecord appends the record f.buf holds to the log with one
+// write, under mu, and returns its number.
+func (f *File) appendRecord() (int64, error) {
+	if n := len(f.buf) - frameLen; n > maxRecord {
+		// Replay would take it for a torn tail and cut it off, with all
+		// after it.
+		return 0, fmt.Errorf("state: a write of %d bytes is over the state log's limit of %d", n, maxRecord)
+	}
+	if f.torn {
+		if err := f.file.Truncate(f.size); err != nil {
+			f.werr = fmt.Errorf("state: cutting a torn write off %s: %w", f.path, err)
+			return 0, f.werr
 		}
-		vals, err := tb.CreateBucketIfNotExists(valuesBucket)
-		if err != nil {
-			return err
-		}
-		idx, err := tb.CreateBucketIfNotExists(indexBucket)
-		if err != nil {
-			return err
-		}
-		total, count := meta(tb, bytesKey), meta(tb, countKey)
-		remove := func(k, rec []byte) error {
-			total -= int64(len(rec) - recHeader)
-			count--
-			if err := idx.Delete(indexKey(rec, k)); err != nil {
-				return err
-			}
-			return vals.Delete(k)
-		}
-		k := []byte(key)
-		if old := vals.Get(k); old != nil {
-			if err := remove(k, bytes.Clone(old)); err != nil {
-				return err
-			}
-		}
-		seq, err := tb.NextSequence()
-		if err != nil {
-			return err
-		}
-		rec := binary.BigEndian.AppendUint64(stamp(expiry(now, lim.TTL)), seq)
-		if err := vals.Put(k, append(rec, value...)); err != nil {
-			return err
-		}
-		if err := idx.Put(indexKey(rec, k), nil); err != nil {
-			return err
-		}
-		total += int64(len(value))
-		count++
-		c := idx.Cursor()
-		for ik, _ := c.First(); ik != nil; ik, _ = c.First() {
-			vk := bytes.Clone(ik[8:])
-			old := vals.Get(vk)
-			if old == nil { // an index entry without its value: drop it
-				if err := idx.Delete(bytes.Clone(ik)); err != nil {
-					return err
-				}
-				continue
-			}
-			within := (lim.Max <= 0 || count <= int64(lim.Max)) && (lim.MaxBytes <= 0 || total <= lim.MaxBytes)
-			if now.Before(unstamp(old[:8])) && within {
-				break
-			}
-			if err := remove(vk, bytes.Clone(old)); err != nil {
-				return err
+		f.torn = false
+	}
+	n, err := f.file.Write(f.buf)
+	if err != nil {
+		if n > 0 {
+			f.torn = true
+			if f.file.Truncate(f.size) == nil {
+				f.torn = false
 			}
 		}
-		return putMeta(tb, total, count)
-	})
+		f.werr = fmt.Errorf("state: appending to %s: %w", f.path, err)
+		return 0, f.werr
+	}
+	f.werr = nil
+	f.size += int64(n)
+	if cap(f.buf) > 1<<20 {
+		f.buf = nil // one large value does not keep its buffer
+	}
+	return f.written.Add(1), nil
+}
+
+// applied ends a write applied at now under mu: it compacts the log when
+// due, unlocks, and waits for the sync STATE_SYNC asks of record seq.
+func (f *File) applied(now time.Time, seq int64) error {
+	if f.size > f.checkAt {
+		f.maybeCompact(now)
+	}
+	f.mu.Unlock()
+	if f.always {
+		return f.syncTo(seq)
+	}
+	if !f.pending.Swap(true) {
+		select {
+		case f.kick <- struct{}{}:
+		default: // the syncer has a kick pending already
+		}
+	}
+	return nil
+}
+
+// Put implements Store.
+func (f *File) Put(ctx context.Context, table, key string, value []byte, lim Limits) error {
+	_, err := f.put(ctx, table, key, value, lim)
+	return err
+}
+
+// put is Put, which also returns its record's number.
+func (f *File) put(ctx context.Context, table, key string, value []byte, lim Limits) (int64, error) {
+	if err := f.lock(ctx); err != nil {
+		return 0, err
+	}
+	now := f.now().Round(0) // the moment as the log keeps it
+	f.buf = encodePut(f.buf, now, table, key, value, lim)
+	seq, err := f.appendRecord()
+	if err != nil {
+		f.mu.Unlock()
+		return 0, err
+	}
+	f.state.put(now, table, key, value, lim)
+	return seq, f.applied(now, seq)
 }
 
 // Get implements Store.
@@ -383,100 +446,46 @@ func (f *File) Get(ctx context.Context, table, key string) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	var out []byte
-	err := f.db.View(func(tx *bolt.Tx) error {
-		tb := tx.Bucket(valuesName(table))
-		if tb == nil {
-			return ErrNotFound
-		}
-		vals := tb.Bucket(valuesBucket)
-		if vals == nil {
-			return ErrNotFound
-		}
-		rec := vals.Get([]byte(key))
-		if rec == nil || !f.now().Before(unstamp(rec[:8])) {
-			return ErrNotFound
-		}
-		out = bytes.Clone(rec[recHeader:])
-		return nil
-	})
-	return out, err
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return nil, ErrClosed
+	}
+	// An expired value stays (unreadable) until a write evicts it, as
+	// the log's replay would have it.
+	return f.state.get(f.now(), table, key, false)
 }
 
 // Delete implements Store.
 func (f *File) Delete(ctx context.Context, table, key string) (bool, error) {
-	if err := ctx.Err(); err != nil {
+	if err := f.lock(ctx); err != nil {
 		return false, err
 	}
-	var kept bool
-	err := f.write(ctx, func(tx *bolt.Tx) error {
-		kept = false // as of this run: a rolled-back one may have found the key
-		tb := tx.Bucket(valuesName(table))
-		if tb == nil {
-			return nil
-		}
-		vals, idx := tb.Bucket(valuesBucket), tb.Bucket(indexBucket)
-		if vals == nil || idx == nil {
-			return nil
-		}
-		k := []byte(key)
-		rec := vals.Get(k)
-		if rec == nil {
-			return nil
-		}
-		rec = bytes.Clone(rec)
-		kept = f.now().Before(unstamp(rec[:8]))
-		if err := idx.Delete(indexKey(rec, k)); err != nil {
-			return err
-		}
-		if err := vals.Delete(k); err != nil {
-			return err
-		}
-		return putMeta(tb, meta(tb, bytesKey)-int64(len(rec)-recHeader), meta(tb, countKey)-1)
-	})
-	return kept, err
+	now := f.now().Round(0)
+	f.buf = encodeDelete(f.buf, now, table, key)
+	seq, err := f.appendRecord()
+	if err != nil {
+		f.mu.Unlock()
+		return false, err
+	}
+	kept := f.state.del(now, table, key)
+	return kept, f.applied(now, seq)
 }
 
 // Add implements Store.
 func (f *File) Add(ctx context.Context, table, key string, add map[string]int64, ttl time.Duration) error {
-	if err := ctx.Err(); err != nil {
+	if err := f.lock(ctx); err != nil {
 		return err
 	}
-	now := f.now()
-	err := f.write(ctx, func(tx *bolt.Tx) error {
-		cb, err := tx.CreateBucketIfNotExists(countersName(table))
-		if err != nil {
-			return err
-		}
-		values := map[string]int64{}
-		k := []byte(key)
-		if rec := cb.Get(k); rec != nil && now.Before(unstamp(rec[:8])) {
-			if err := json.Unmarshal(rec[8:], &values); err != nil {
-				return fmt.Errorf("counters %s/%s: %w", table, key, err)
-			}
-		}
-		for f, n := range add {
-			values[f] += n
-		}
-		b, err := json.Marshal(values)
-		if err != nil {
-			return err
-		}
-		return cb.Put(k, append(stamp(expiry(now, ttl)), b...))
-	})
+	now := f.now().Round(0)
+	f.buf = encodeAdd(f.buf, now, table, key, add, ttl)
+	seq, err := f.appendRecord()
 	if err != nil {
+		f.mu.Unlock()
 		return err
 	}
-	f.mu.Lock()
-	due := now.Sub(f.lastSweep) >= sweepEvery
-	if due {
-		f.lastSweep = now
-	}
-	f.mu.Unlock()
-	if due {
-		return f.write(ctx, sweepTx(now))
-	}
-	return nil
+	f.state.add(now, table, key, add, ttl)
+	return f.applied(now, seq)
 }
 
 // Counters implements Store.
@@ -484,43 +493,172 @@ func (f *File) Counters(ctx context.Context, table, key string) (map[string]int6
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	values := map[string]int64{}
-	err := f.db.View(func(tx *bolt.Tx) error {
-		cb := tx.Bucket(countersName(table))
-		if cb == nil {
-			return nil
-		}
-		rec := cb.Get([]byte(key))
-		if rec == nil || !f.now().Before(unstamp(rec[:8])) {
-			return nil
-		}
-		return json.Unmarshal(rec[8:], &values)
-	})
-	return values, err
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return nil, ErrClosed
+	}
+	return f.state.counterValues(f.now(), table, key), nil
 }
 
-// sweepTx drops the counters of every table expired at now.
-func sweepTx(now time.Time) func(*bolt.Tx) error {
-	return func(tx *bolt.Tx) error {
-		return tx.ForEach(func(name []byte, b *bolt.Bucket) error {
-			if !bytes.HasPrefix(name, []byte("c:")) {
-				return nil
-			}
-			var expired [][]byte
-			if err := b.ForEach(func(k, v []byte) error {
-				if len(v) < 8 || !now.Before(unstamp(v[:8])) {
-					expired = append(expired, bytes.Clone(k))
-				}
-				return nil
-			}); err != nil {
-				return err
-			}
-			for _, k := range expired {
-				if err := b.Delete(k); err != nil {
-					return err
-				}
-			}
+// syncTo returns once a sync covers record seq, syncing itself when no
+// sync is under way: writes that wait together share one sync.
+func (f *File) syncTo(seq int64) error {
+	f.smu.Lock()
+	defer f.smu.Unlock()
+	for {
+		switch {
+		case seq <= f.synced:
 			return nil
-		})
+		case seq <= f.failedUpTo:
+			return f.syncErr
+		case f.gone:
+			return ErrClosed
+		case f.syncing:
+			f.scond.Wait()
+			continue
+		}
+		f.syncing = true
+		file, target := f.file, f.written.Load()
+		f.smu.Unlock()
+		err := f.syncFile(file)
+		f.syncs.Add(1)
+		f.smu.Lock()
+		f.syncing = false
+		if err != nil {
+			f.syncErr = fmt.Errorf("state: syncing %s: %w", f.path, err)
+			f.failedUpTo = max(f.failedUpTo, target)
+		} else {
+			f.syncErr = nil
+			f.synced = max(f.synced, target)
+		}
+		f.scond.Broadcast()
 	}
+}
+
+// syncer is SyncSecond's goroutine: woken by the first write after a
+// sync, it syncs a second later what was written by then. An idle store
+// is not synced.
+func (f *File) syncer() {
+	defer close(f.stopped)
+	for {
+		select {
+		case <-f.kick:
+		case <-f.stop:
+			return
+		}
+		t := time.NewTimer(syncEvery)
+		select {
+		case <-t.C:
+		case <-f.stop:
+			t.Stop()
+			return
+		}
+		// A write after this is kicked again; one before is covered.
+		f.pending.Store(false)
+		if err := f.syncTo(f.written.Load()); err != nil {
+			f.logger.Warn("state: syncing the state log failed", "error", err)
+		}
+	}
+}
+
+// maybeCompact compacts the log, under mu, when it is past twice the
+// live state's snapshot plus compactSlack; else it puts off the next
+// look until the log is past that.
+func (f *File) maybeCompact(now time.Time) {
+	live := snapshotSize(&f.state, now)
+	if f.size <= 2*live+f.slack {
+		f.checkAt = 2*live + f.slack
+		return
+	}
+	if err := f.compact(now); err != nil {
+		f.logger.Warn("state: compacting the state log failed; it goes on growing", "file", f.path, "error", err)
+		f.checkAt = f.size + f.slack
+	}
+}
+
+// compact rewrites the log, under mu, as a snapshot of the live state at
+// now (expired entries dropped, from memory too): written to
+// cursor2api.log.tmp, synced, renamed over the log, and the directory
+// synced. Writes wait meanwhile: the time of writing the live state and
+// one sync; with the default limits (1000 responses, 256 MB) a typical
+// state of a few MB takes milliseconds, the worst of 256 MB about a
+// second on an SSD.
+func (f *File) compact(now time.Time) error {
+	tmp := f.path + ".tmp"
+	out, size, err := f.writeSnapshot(tmp, now)
+	if err != nil {
+		return err
+	}
+	if err := f.install(out, tmp); err != nil {
+		return err
+	}
+	// Memory as the new log has it.
+	f.state.dropExpired(now)
+	f.size, f.torn, f.werr = size, false, nil
+	f.checkAt = 2*size + f.slack
+	f.compactions.Add(1)
+	f.logger.Debug("state: compacted the state log", "file", f.path, "bytes", size)
+	return nil
+}
+
+// writeSnapshot writes a log holding the live state at now to path,
+// synced and locked, and returns it open with its size.
+func (f *File) writeSnapshot(path string, now time.Time) (*os.File, int64, error) {
+	out, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, 0, fmt.Errorf("creating %s: %w", path, err)
+	}
+	fail := func(err error) (*os.File, int64, error) {
+		_ = out.Close()
+		_ = os.Remove(path)
+		return nil, 0, err
+	}
+	// Locked from before it is the log: another process never holds it.
+	if err := lockFile(out); err != nil {
+		return fail(fmt.Errorf("locking %s: %w", path, err))
+	}
+	w := bufio.NewWriterSize(out, 1<<20)
+	if _, err := w.Write(appendHeader(nil)); err != nil {
+		return fail(fmt.Errorf("writing %s: %w", path, err))
+	}
+	n, buf, err := snapshot(w, &f.state, now, f.buf)
+	f.buf = buf
+	if err == nil {
+		err = w.Flush()
+	}
+	if err == nil {
+		err = fdatasync(out)
+	}
+	if err != nil {
+		return fail(fmt.Errorf("writing %s: %w", path, err))
+	}
+	return out, int64(headerLen) + n, nil
+}
+
+// install renames the synced log out (at path tmp) over the log and makes
+// it the one appended to, under mu; every record written is then synced.
+func (f *File) install(out *os.File, tmp string) error {
+	if err := os.Rename(tmp, f.path); err != nil {
+		_ = out.Close()
+		_ = os.Remove(tmp)
+		return fmt.Errorf("renaming %s: %w", tmp, err)
+	}
+	derr := syncDir(f.dir)
+	f.smu.Lock()
+	for f.syncing {
+		f.scond.Wait()
+	}
+	old := f.file
+	f.file = out
+	f.synced = f.written.Load()
+	f.syncErr = nil
+	f.scond.Broadcast()
+	f.smu.Unlock()
+	_ = old.Close()
+	if derr != nil {
+		// The rename may not survive a power cut; it stands otherwise.
+		f.logger.Warn("state: syncing the state directory failed", "dir", f.dir, "error", derr)
+	}
+	return nil
 }

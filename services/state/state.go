@@ -1,10 +1,16 @@
 // Package state keeps what the gateway must remember across requests,
 // restarts and replicas: kept responses, the usage ledger, and whatever
 // else needs the same. One small interface, Store, has three engines
-// chosen by one setting, STATE_URL: an embedded bbolt file under
-// STATE_DIR (the default), a Redis or Valkey server shared by every
-// replica (redis:// or rediss://), or process memory (memory:). The
-// packages that keep state see only the interface.
+// chosen by one setting, STATE_URL: the process's memory backed by an
+// append-only log under STATE_DIR (the default, File), a Redis or Valkey
+// server shared by every replica (redis:// or rediss://), or process
+// memory alone (memory:). The packages that keep state see only the
+// interface.
+//
+// The memory and file engines hold the whole live state in memory, as
+// Redis does; the bounds of what is kept (the Responses store's
+// RESPONSES_STORE_MAX and RESPONSES_STORE_BYTES, the usage ledger's
+// retention) bound it.
 //
 // A Store holds tables. A table holds values by key, which expire and
 // are evicted oldest first within the table's Limits, and counters by
@@ -74,8 +80,12 @@ type Options struct {
 	// ConnectTimeout bounds the wait for a Redis server at start
 	// (0: DefaultConnectTimeout).
 	ConnectTimeout time.Duration
-	// Logger reports the wait for a Redis server; nil: discarded.
+	// Logger reports the wait for a Redis server and the file's repairs
+	// and migration; nil: discarded.
 	Logger *slog.Logger
+	// Sync is STATE_SYNC, when the file engine syncs its log to disk:
+	// SyncSecond ("" too) or SyncAlways. Memory and Redis ignore it.
+	Sync string
 	// Now is the clock of the memory and file engines (tests set it);
 	// nil means time.Now. Redis keeps time by itself.
 	Now func() time.Time
@@ -84,8 +94,8 @@ type Options struct {
 // DefaultConnectTimeout bounds the wait for a Redis server at start.
 const DefaultConnectTimeout = 30 * time.Second
 
-// FileName is the embedded store's file in STATE_DIR.
-const FileName = "cursor2api.db"
+// FileName is the file engine's log in STATE_DIR.
+const FileName = "cursor2api.log"
 
 // DefaultDir is the user's state directory for the gateway:
 // $XDG_STATE_HOME/cursor2api, else ~/.local/state/cursor2api.
@@ -108,9 +118,13 @@ func Open(ctx context.Context, opts Options) (Store, error) {
 	if now == nil {
 		now = time.Now
 	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
 	switch u := strings.TrimSpace(opts.URL); {
 	case u == "":
-		f, err := openFile(opts.Dir, now)
+		f, err := openFile(fileOptions{dir: opts.Dir, now: now, logger: logger, sync: opts.Sync})
 		if err != nil {
 			return nil, err
 		}
@@ -121,10 +135,6 @@ func Open(ctx context.Context, opts Options) (Store, error) {
 		timeout := opts.ConnectTimeout
 		if timeout <= 0 {
 			timeout = DefaultConnectTimeout
-		}
-		logger := opts.Logger
-		if logger == nil {
-			logger = slog.New(slog.DiscardHandler)
 		}
 		r, err := openRedis(ctx, u, timeout, logger)
 		if err != nil {

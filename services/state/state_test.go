@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -237,6 +238,7 @@ func TestOpenErrorsNameTheSetting(t *testing.T) {
 		{name: "not a dir", opts: Options{Dir: file}, want: []string{"STATE_DIR=", "not a directory"}},
 		{name: "held by another process", opts: Options{Dir: held}, want: []string{"STATE_DIR=", "another gateway process"}},
 		{name: "unknown scheme", opts: Options{URL: "postgres://u:secret@db/x"}, want: []string{"STATE_URL=", "redis://"}},
+		{name: "unknown sync", opts: Options{Dir: t.TempDir(), Sync: "everysec"}, want: []string{`STATE_SYNC="everysec"`, "second", "always"}},
 		{name: "redis unreachable", opts: Options{URL: "redis://:hunter2@127.0.0.1:1/0", ConnectTimeout: 1500 * time.Millisecond}, want: []string{"STATE_URL=redis://:xxxxx@127.0.0.1:1/0", "did not answer within 1.5s"}},
 	}
 	for _, tt := range tests {
@@ -358,4 +360,47 @@ func TestQueueOnALostRedis(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "v", string(got))
 	assert.Equal(t, "ok", q.Stats().Status)
+}
+
+// BenchmarkEnginePut puts the Responses door's kind of value (5 KB,
+// within the default limits) into each engine, one writer: what a kept
+// response costs the request that keeps it.
+func BenchmarkEnginePut(b *testing.B) {
+	value := make([]byte, 5000)
+	lim := Limits{TTL: time.Hour, Max: 1000, MaxBytes: 256 << 20}
+	opens := []struct {
+		name string
+		open func(b *testing.B) Store
+	}{
+		{name: "memory", open: func(b *testing.B) Store { return NewMemory(nil) }},
+		{name: "file,sync=second", open: func(b *testing.B) Store {
+			s, err := Open(b.Context(), Options{Dir: b.TempDir(), Sync: SyncSecond})
+			require.NoError(b, err)
+			return s
+		}},
+		{name: "file,sync=always", open: func(b *testing.B) Store {
+			s, err := Open(b.Context(), Options{Dir: b.TempDir(), Sync: SyncAlways})
+			require.NoError(b, err)
+			return s
+		}},
+		{name: "redis", open: func(b *testing.B) Store {
+			s, err := Open(b.Context(), Options{URL: redistest.Start(b).URL(), ConnectTimeout: 5 * time.Second})
+			require.NoError(b, err)
+			return s
+		}},
+	}
+	for _, o := range opens {
+		b.Run(o.name, func(b *testing.B) {
+			s := o.open(b)
+			defer s.Close()
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if err := s.Put(b.Context(), "responses", "resp_"+strconv.Itoa(i), value, lim); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+	}
 }

@@ -1,0 +1,401 @@
+package state
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"time"
+)
+
+// The log's format. A header, logMagic then the version as 4 bytes
+// little-endian, then records: the payload's length and its CRC-32C
+// (Castagnoli), 4 bytes each, little-endian, then the payload: a kind
+// byte and the kind's fields, integers as varints, strings and values as
+// a uvarint length and their bytes.
+//
+// Writes are logged as they were called, with the moment of the call, so
+// that replaying them at those moments evicts and expires exactly as the
+// live store did:
+//
+//	recPut:      now, table, key, TTL, Max, MaxBytes, value
+//	recDelete:   now, table, key
+//	recAdd:      now, table, key, ttl, n, n × (name, delta)
+//
+// A compaction writes the live state as it is, values in each table's
+// order (the eviction order) and counters, each with its expiry:
+//
+//	recValue:    table, key, expires, value
+//	recCounters: table, key, expires, n, n × (name, value)
+//
+// Moments are Unix nanoseconds.
+const (
+	logMagic   = "C2APILOG"
+	logVersion = 1
+	headerLen  = len(logMagic) + 4
+	frameLen   = 8 // length and CRC before each payload
+)
+
+const (
+	recPut byte = 1 + iota
+	recDelete
+	recAdd
+	recValue
+	recCounters
+)
+
+// maxRecord bounds a payload's length: a length beyond it is a torn or
+// garbled frame, not a record.
+const maxRecord = 1 << 30
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+func appendHeader(b []byte) []byte {
+	b = append(b, logMagic...)
+	return binary.LittleEndian.AppendUint32(b, logVersion)
+}
+
+// beginRecord starts a record in b (emptied): room for its frame, then
+// its kind.
+func beginRecord(b []byte, kind byte) []byte {
+	return append(b[:0], 0, 0, 0, 0, 0, 0, 0, 0, kind)
+}
+
+// endRecord fills in the frame of the record b holds.
+func endRecord(b []byte) []byte {
+	binary.LittleEndian.PutUint32(b[0:4], uint32(len(b)-frameLen))
+	binary.LittleEndian.PutUint32(b[4:8], crc32.Checksum(b[frameLen:], castagnoli))
+	return b
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func appendBytes(b, v []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(v)))
+	return append(b, v...)
+}
+
+func appendTime(b []byte, t time.Time) []byte { return binary.AppendVarint(b, t.UnixNano()) }
+
+func appendCounts(b []byte, m map[string]int64) []byte {
+	b = binary.AppendUvarint(b, uint64(len(m)))
+	for name, n := range m {
+		b = appendString(b, name)
+		b = binary.AppendVarint(b, n)
+	}
+	return b
+}
+
+func encodePut(b []byte, now time.Time, table, key string, value []byte, lim Limits) []byte {
+	b = beginRecord(b, recPut)
+	b = appendTime(b, now)
+	b = appendString(b, table)
+	b = appendString(b, key)
+	b = binary.AppendVarint(b, int64(lim.TTL))
+	b = binary.AppendVarint(b, int64(lim.Max))
+	b = binary.AppendVarint(b, lim.MaxBytes)
+	return endRecord(appendBytes(b, value))
+}
+
+func encodeDelete(b []byte, now time.Time, table, key string) []byte {
+	b = beginRecord(b, recDelete)
+	b = appendTime(b, now)
+	b = appendString(b, table)
+	return endRecord(appendString(b, key))
+}
+
+func encodeAdd(b []byte, now time.Time, table, key string, add map[string]int64, ttl time.Duration) []byte {
+	b = beginRecord(b, recAdd)
+	b = appendTime(b, now)
+	b = appendString(b, table)
+	b = appendString(b, key)
+	b = binary.AppendVarint(b, int64(ttl))
+	return endRecord(appendCounts(b, add))
+}
+
+func encodeValue(b []byte, table string, e *memEntry) []byte {
+	b = beginRecord(b, recValue)
+	b = appendString(b, table)
+	b = appendString(b, e.key)
+	b = appendTime(b, e.expires)
+	return endRecord(appendBytes(b, e.value))
+}
+
+func encodeCounters(b []byte, table, key string, c *memCounters) []byte {
+	b = beginRecord(b, recCounters)
+	b = appendString(b, table)
+	b = appendString(b, key)
+	b = appendTime(b, c.expires)
+	return endRecord(appendCounts(b, c.values))
+}
+
+// decoder reads a payload's fields; the first error sticks.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+var errShortField = errors.New("a field runs past the record's end")
+
+func (d *decoder) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.err = errShortField
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) varint() int64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.err = errShortField
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+// bytes is the next length-prefixed field, a slice of the payload.
+func (d *decoder) bytes() []byte {
+	n := d.uvarint()
+	if d.err != nil {
+		return nil
+	}
+	if n > uint64(len(d.b)) {
+		d.err = errShortField
+		return nil
+	}
+	v := d.b[:n:n]
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) string() string { return string(d.bytes()) }
+func (d *decoder) time() time.Time {
+	return time.Unix(0, d.varint())
+}
+
+func (d *decoder) counts() map[string]int64 {
+	n := d.uvarint()
+	if d.err != nil || n > uint64(len(d.b)) { // each count takes 2 bytes at least
+		if d.err == nil {
+			d.err = errShortField
+		}
+		return nil
+	}
+	m := make(map[string]int64, n)
+	for range n {
+		name := d.string()
+		m[name] += d.varint()
+	}
+	return m
+}
+
+// errUnknownKind is the error of a sound record of a kind this gateway
+// does not know.
+type errUnknownKind byte
+
+func (k errUnknownKind) Error() string {
+	return fmt.Sprintf("a record of kind %d, which this gateway does not know (a newer gateway wrote it?)", byte(k))
+}
+
+// apply applies one record's payload to s.
+func apply(s *memState, payload []byte) error {
+	if len(payload) == 0 {
+		return errShortField
+	}
+	d := &decoder{b: payload[1:]}
+	switch kind := payload[0]; kind {
+	case recPut:
+		now, table, key := d.time(), d.string(), d.string()
+		lim := Limits{TTL: time.Duration(d.varint()), Max: int(d.varint()), MaxBytes: d.varint()}
+		value := d.bytes()
+		if d.err == nil {
+			s.put(now, table, key, value, lim)
+		}
+	case recDelete:
+		now, table, key := d.time(), d.string(), d.string()
+		if d.err == nil {
+			s.del(now, table, key)
+		}
+	case recAdd:
+		now, table, key, ttl := d.time(), d.string(), d.string(), time.Duration(d.varint())
+		add := d.counts()
+		if d.err == nil {
+			s.add(now, table, key, add, ttl)
+		}
+	case recValue:
+		table, key, expires, value := d.string(), d.string(), d.time(), d.bytes()
+		if d.err == nil {
+			s.table(table).set(key, value, expires)
+		}
+	case recCounters:
+		table, key, expires, values := d.string(), d.string(), d.time(), d.counts()
+		if d.err == nil {
+			s.setCounters(table, key, values, expires)
+		}
+	default:
+		return errUnknownKind(kind)
+	}
+	if d.err == nil && len(d.b) > 0 {
+		d.err = fmt.Errorf("%d bytes past the record's fields", len(d.b))
+	}
+	return d.err
+}
+
+// replay applies the records of the log r, size bytes after its header,
+// to s. It returns how many bytes of r end in a sound record: past them
+// the log is torn (a record incomplete or failing its CRC), and the
+// caller truncates it. A sound record that cannot be applied is an
+// error.
+func replay(r io.Reader, size int64, s *memState) (good int64, err error) {
+	br := bufio.NewReaderSize(r, 1<<20)
+	var frame [frameLen]byte
+	var payload []byte
+	for {
+		if _, err := io.ReadFull(br, frame[:]); err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				return good, nil
+			}
+			return good, err
+		}
+		n := binary.LittleEndian.Uint32(frame[0:4])
+		if n == 0 || n > maxRecord || int64(n) > size-good-frameLen {
+			return good, nil // a garbled length: nothing is allocated for it
+		}
+		if cap(payload) < int(n) {
+			payload = make([]byte, n)
+		}
+		payload = payload[:n]
+		if _, err := io.ReadFull(br, payload); err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				return good, nil
+			}
+			return good, err
+		}
+		if crc32.Checksum(payload, castagnoli) != binary.LittleEndian.Uint32(frame[4:8]) {
+			return good, nil
+		}
+		if err := apply(s, payload); err != nil {
+			return good, fmt.Errorf("the record at byte %d: %w", int64(headerLen)+good, err)
+		}
+		good += int64(frameLen) + int64(n)
+	}
+}
+
+// snapshot writes the records of the live state of s at now to w,
+// what has expired left out. It returns the bytes written and the buffer
+// it encoded in.
+func snapshot(w io.Writer, s *memState, now time.Time, buf []byte) (int64, []byte, error) {
+	var total int64
+	for name, t := range s.tables {
+		for el := t.order.Front(); el != nil; el = el.Next() {
+			if e := el.Value.(*memEntry); now.Before(e.expires) {
+				buf = encodeValue(buf, name, e)
+				n, err := w.Write(buf)
+				total += int64(n)
+				if err != nil {
+					return total, buf, err
+				}
+			}
+		}
+	}
+	for name, byKey := range s.counters {
+		for key, c := range byKey {
+			if now.Before(c.expires) {
+				buf = encodeCounters(buf, name, key, c)
+				n, err := w.Write(buf)
+				total += int64(n)
+				if err != nil {
+					return total, buf, err
+				}
+			}
+		}
+	}
+	return total, buf, nil
+}
+
+// dropExpired forgets what has expired at now, as a snapshot at now
+// leaves it out.
+func (s *memState) dropExpired(now time.Time) {
+	for name, t := range s.tables {
+		for el := t.order.Front(); el != nil; {
+			next := el.Next()
+			if !now.Before(el.Value.(*memEntry).expires) {
+				t.remove(el)
+			}
+			el = next
+		}
+		if t.order.Len() == 0 {
+			delete(s.tables, name)
+		}
+	}
+	for name, byKey := range s.counters {
+		for key, c := range byKey {
+			if !now.Before(c.expires) {
+				delete(byKey, key)
+			}
+		}
+		if len(byKey) == 0 {
+			delete(s.counters, name)
+		}
+	}
+}
+
+func uvarintLen(v uint64) int64 {
+	n := int64(1)
+	for v >= 0x80 {
+		v >>= 7
+		n++
+	}
+	return n
+}
+
+func varintLen(v int64) int64 {
+	u := uint64(v) << 1
+	if v < 0 {
+		u = ^u
+	}
+	return uvarintLen(u)
+}
+
+func fieldLen(n int) int64 { return uvarintLen(uint64(n)) + int64(n) }
+
+// snapshotSize is the size snapshot would write for s at now (without
+// the header), counted without encoding.
+func snapshotSize(s *memState, now time.Time) int64 {
+	var total int64
+	for name, t := range s.tables {
+		for el := t.order.Front(); el != nil; el = el.Next() {
+			e := el.Value.(*memEntry)
+			if now.Before(e.expires) {
+				total += frameLen + 1 + fieldLen(len(name)) + fieldLen(len(e.key)) + varintLen(e.expires.UnixNano()) + fieldLen(len(e.value))
+			}
+		}
+	}
+	for name, byKey := range s.counters {
+		for key, c := range byKey {
+			if !now.Before(c.expires) {
+				continue
+			}
+			total += frameLen + 1 + fieldLen(len(name)) + fieldLen(len(key)) + varintLen(c.expires.UnixNano()) + uvarintLen(uint64(len(c.values)))
+			for f, n := range c.values {
+				total += fieldLen(len(f)) + varintLen(n)
+			}
+		}
+	}
+	return total
+}
