@@ -196,7 +196,7 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	// The gateway's default state store: a bbolt file in STATE_DIR.
+	// The gateway's default state store: its log in STATE_DIR.
 	stateDir := filepath.Join(dir, "state")
 	if err := os.Mkdir(stateDir, 0o700); err != nil {
 		return err
