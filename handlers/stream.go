@@ -82,12 +82,20 @@ func (s *server) stream(c *gin.Context, p *chat.Prepared, w answerStream) {
 func (s *server) eventStream(c *gin.Context, ping []byte) *sse.Writer {
 	return sse.NewWriter(c.Writer, c.Writer.Flush, func() {
 		h := c.Writer.Header()
-		h.Set("Content-Type", "text/event-stream; charset=utf-8")
-		h.Set("Cache-Control", "no-cache")
-		h.Set("Connection", "keep-alive")
-		h.Set("X-Accel-Buffering", "no")
+		for k, v := range eventStreamHeader {
+			h[k] = v // read only, and copied by WriteHeader: shared by every stream
+		}
 		c.Writer.WriteHeader(http.StatusOK)
 	}, ping)
+}
+
+// eventStreamHeader is the header of every event stream, its keys in
+// canonical form.
+var eventStreamHeader = http.Header{
+	"Content-Type":      {"text/event-stream; charset=utf-8"},
+	"Cache-Control":     {"no-cache"},
+	"Connection":        {"keep-alive"},
+	"X-Accel-Buffering": {"no"},
 }
 
 // keepAlive pings the stream while it is silent, until the returned stop
