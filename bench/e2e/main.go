@@ -295,14 +295,17 @@ func run(o options) error {
 
 // report prints the table, and the failures under it.
 func report(w io.Writer, ts []target, concs []int, cells map[string]*cell, key func(target, int) string) {
-	fmt.Fprintf(w, "| target | c | requests | req/s | first byte p50 | p99 | CPU per request / fake's | × bare proxy's | new upstream connections per request | reads, writes per request |\n")
-	fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "| target | c | requests | req/s | first byte p50 | p99 | CPU per request | / fake's | × bare proxy's | new upstream connections per request | reads, writes per request |\n")
+	fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|---|---|---|\n")
 	var failures []string
 	for _, c := range concs {
 		var base float64
 		for _, t := range ts {
 			ce := cells[key(t, c)]
-			ratio, vsProxy := "n/a", "—"
+			ratio, vsProxy, cpu := "n/a", "—", "n/a"
+			if ce.n > 0 {
+				cpu = fmt.Sprintf("%d µs", (ce.cpu / time.Duration(ce.n)).Microseconds())
+			}
 			if ce.fakeCPU > 0 {
 				r := float64(ce.cpu) / float64(ce.fakeCPU)
 				ratio = fmt.Sprintf("%.2f", r)
@@ -320,8 +323,8 @@ func report(w io.Writer, ts []target, concs []int, cells map[string]*cell, key f
 			if ce.n > 0 && ce.reads+ce.writes > 0 {
 				calls = fmt.Sprintf("%.0f, %.0f", float64(ce.reads)/float64(ce.n), float64(ce.writes)/float64(ce.n))
 			}
-			fmt.Fprintf(w, "| %s | %d | %d | %.0f | %s | %s | %s | %s | %s | %s |\n", t.name, c, ce.n, float64(ce.n)/ce.wall.Seconds(),
-				ms(loadgen.Percentile(ce.ttfbs, 50)), ms(loadgen.Percentile(ce.ttfbs, 99)), ratio, vsProxy, conns, calls)
+			fmt.Fprintf(w, "| %s | %d | %d | %.0f | %s | %s | %s | %s | %s | %s | %s |\n", t.name, c, ce.n, float64(ce.n)/ce.wall.Seconds(),
+				ms(loadgen.Percentile(ce.ttfbs, 50)), ms(loadgen.Percentile(ce.ttfbs, 99)), cpu, ratio, vsProxy, conns, calls)
 			if ce.firstErr != nil {
 				failures = append(failures, fmt.Sprintf("%s at c=%d: %d failed runs, the first: %v", t.name, c, ce.errors, ce.firstErr))
 			}
