@@ -35,16 +35,32 @@ func UnquoteJSON(s []byte) (string, bool) {
 		}
 		return string(appendValid(make([]byte, 0, len(s)+8), s)), true
 	}
-	b := make([]byte, 0, len(s))
+	b, ok := AppendJSONUnescaped(make([]byte, 0, len(s)), s, false)
+	if !ok {
+		return "", false
+	}
+	return string(b), true
+}
+
+// AppendJSONUnescaped appends the text of the body of a JSON string (what
+// is between its quotes) to dst, its escapes decoded: \" \\ \/ \b \f \n
+// \r \t and \uXXXX, a surrogate pair as its character and a lone
+// surrogate as U+FFFD. Invalid UTF-8 is kept as it is with keepInvalid
+// (as gjson reads it), else each of its bytes becomes U+FFFD (as
+// encoding/json reads it). ok is false, dst then holding a part of it,
+// for what is not the body of one string: a quote or a raw control
+// character inside, an unknown or cut escape, a \u without four hex
+// digits. Plain text is skipped eight bytes at a time.
+func AppendJSONUnescaped(dst, s []byte, keepInvalid bool) (out []byte, ok bool) {
 	start := 0
-	for i := plain; i < len(s); {
+	for i := 0; i < len(s); {
 		if i+8 <= len(s) {
 			m := JSONSpecial8(binary.LittleEndian.Uint64(s[i:]))
 			if m == 0 {
 				i += 8
 				continue
 			}
-			i += bits.TrailingZeros64(m) / 8
+			i += bits.TrailingZeros64(m) / 8 // the first special byte
 		}
 		c := s[i]
 		if c >= 0x20 && c != '"' && c != '\\' {
@@ -52,51 +68,58 @@ func UnquoteJSON(s []byte) (string, bool) {
 			continue
 		}
 		if c != '\\' || i+1 >= len(s) {
-			return "", false // a quote or a control character inside: not one literal
+			return dst, false // a quote or a control character inside: not one body
 		}
-		b = appendValid(b, s[start:i])
+		dst = appendRun(dst, s[start:i], keepInvalid)
 		switch e := s[i+1]; e {
 		case '"', '\\', '/':
-			b = append(b, e)
+			dst = append(dst, e)
 		case 'b':
-			b = append(b, '\b')
+			dst = append(dst, '\b')
 		case 'f':
-			b = append(b, '\f')
+			dst = append(dst, '\f')
 		case 'n':
-			b = append(b, '\n')
+			dst = append(dst, '\n')
 		case 'r':
-			b = append(b, '\r')
+			dst = append(dst, '\r')
 		case 't':
-			b = append(b, '\t')
+			dst = append(dst, '\t')
 		case 'u':
 			r, ok := hex4(s[i+2:])
 			if !ok {
-				return "", false
+				return dst, false
 			}
 			i += 6
-			if utf16.IsSurrogate(r) {
-				// A pair is one character; anything else is U+FFFD, and
-				// a \u that follows is read on its own.
-				if r2, ok := hex4(s[min(i+2, len(s)):]); ok && i+1 < len(s) && s[i] == '\\' && s[i+1] == 'u' {
-					if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
-						b = utf8.AppendRune(b, dec)
-						i += 6
-						start = i
-						continue
-					}
+			if utf16.IsSurrogate(r) && i+1 < len(s) && s[i] == '\\' && s[i+1] == 'u' {
+				// A pair is one character; a surrogate alone is U+FFFD
+				// (AppendRune's), and a \u after it is read on its own.
+				r2, ok := hex4(s[i+2:])
+				if !ok {
+					return dst, false
 				}
-				r = utf8.RuneError
+				if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
+					r = dec
+					i += 6
+				}
 			}
-			b = utf8.AppendRune(b, r)
+			dst = utf8.AppendRune(dst, r)
 			start = i
 			continue
 		default:
-			return "", false
+			return dst, false
 		}
 		i += 2
 		start = i
 	}
-	return string(appendValid(b, s[start:])), true
+	return appendRun(dst, s[start:], keepInvalid), true
+}
+
+// appendRun appends a run of text without escapes.
+func appendRun(dst, s []byte, keepInvalid bool) []byte {
+	if keepInvalid {
+		return append(dst, s...)
+	}
+	return appendValid(dst, s)
 }
 
 // appendValid appends s with every byte of invalid UTF-8 as U+FFFD, as
