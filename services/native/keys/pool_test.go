@@ -175,21 +175,9 @@ func TestAllResting(t *testing.T) {
 	c := newClock()
 	f := newFakeAuth(t, c)
 	p, _ := newPool(t, f, []string{keyA, keyB}, nil)
-	cool := func(name string, ra time.Duration) {
-		for _, s := range sessions(20) {
-			l, err := p.Acquire(t.Context(), s)
-			require.NoError(t, err)
-			if l.Name() == name {
-				l.Done(Outcome{Kind: Quota, RetryAfter: ra})
-				return
-			}
-			l.Done(Outcome{})
-		}
-		t.Fatalf("no session went to %s", name)
-	}
-	cool(Fingerprint(keyA), 45*time.Second)
+	restKey(t, p, Fingerprint(keyA), 45*time.Second)
 	c.Advance(10 * time.Second)
-	cool(Fingerprint(keyB), 0) // 30 s, ending 5 s before A's 45 s
+	restKey(t, p, Fingerprint(keyB), 0) // 30 s, ending 5 s before A's 45 s
 	c.Advance(500 * time.Millisecond)
 
 	_, err := p.Acquire(t.Context(), "s")
@@ -455,26 +443,13 @@ func TestAcquireAny(t *testing.T) {
 	f := newFakeAuth(t, c)
 	p, _ := newPool(t, f, []string{keyA, keyB}, nil)
 	A, B := Fingerprint(keyA), Fingerprint(keyB)
-	rest := func(name string, ra time.Duration) {
-		t.Helper()
-		for _, s := range sessions(20) {
-			l, err := p.Acquire(t.Context(), s)
-			require.NoError(t, err)
-			if l.Name() == name {
-				l.Done(Outcome{Kind: Quota, RetryAfter: ra})
-				return
-			}
-			l.Done(Outcome{})
-		}
-		t.Fatalf("no session went to %s", name)
-	}
-	rest(A, 60*time.Second)
+	restKey(t, p, A, 60*time.Second)
 	l, err := p.AcquireAny(t.Context())
 	require.NoError(t, err)
 	assert.Equal(t, B, l.Name(), "the usable key")
 	l.Done(Outcome{})
 
-	rest(B, 20*time.Second)
+	restKey(t, p, B, 20*time.Second)
 	for _, o := range []Outcome{{}, {Kind: Quota, RetryAfter: time.Hour}} {
 		l, err = p.AcquireAny(t.Context())
 		require.NoError(t, err)
@@ -499,4 +474,20 @@ func TestAcquireAny(t *testing.T) {
 	_, err = p.AcquireAny(t.Context())
 	require.ErrorAs(t, err, &me)
 	assert.Equal(t, http.StatusUnauthorized, me.Status)
+}
+
+// restKey puts the key named name to rest for a quota with Retry-After
+// ra, through the lease of the first session that goes to it.
+func restKey(t *testing.T, p *Pool, name string, ra time.Duration) {
+	t.Helper()
+	for _, s := range sessions(20) {
+		l, err := p.Acquire(t.Context(), s)
+		require.NoError(t, err)
+		if l.Name() == name {
+			l.Done(Outcome{Kind: Quota, RetryAfter: ra})
+			return
+		}
+		l.Done(Outcome{})
+	}
+	t.Fatalf("no session went to %s", name)
 }
