@@ -17,6 +17,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/tidwall/gjson"
+
 	"cursor2api/utils"
 )
 
@@ -82,43 +84,131 @@ func (c *Content) UnmarshalJSON(data []byte) error {
 		}
 		return json.Unmarshal(data, &c.Text)
 	case data[0] == '[':
-		var parts []json.RawMessage
-		if err := json.Unmarshal(data, &parts); err != nil {
-			return err
+		if c.partsOfPlainShape(data) {
+			return nil
 		}
-		var texts []string
-		for _, raw := range parts {
-			var s string
-			if json.Unmarshal(raw, &s) == nil {
-				texts = append(texts, s)
-				continue
-			}
-			var p struct {
-				Type string          `json:"type"`
-				Text json.RawMessage `json:"text"`
-			}
-			if err := json.Unmarshal(raw, &p); err != nil {
-				return fmt.Errorf("content part must be an object or a string")
-			}
-			var text string
-			if len(p.Text) > 0 && json.Unmarshal(p.Text, &text) == nil && (p.Type == "" || strings.Contains(p.Type, "text")) {
-				texts = append(texts, text)
-				continue
-			}
-			t := p.Type
-			if t == "" {
-				t = "unknown"
-			}
-			c.NonText = append(c.NonText, t)
-		}
-		c.Text = strings.Join(texts, "\n")
-		return nil
+		return c.parts(data)
 	case data[0] == '{':
 		// A single part object instead of an array: seen from hand-written clients.
 		return c.UnmarshalJSON(append(append([]byte("["), data...), ']'))
 	default:
 		return fmt.Errorf("content must be a string, an array of parts, or null")
 	}
+}
+
+// parts is the general reading of an array of parts.
+func (c *Content) parts(data []byte) error {
+	var parts []json.RawMessage
+	if err := json.Unmarshal(data, &parts); err != nil {
+		return err
+	}
+	var texts []string
+	for _, raw := range parts {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			texts = append(texts, s)
+			continue
+		}
+		var p struct {
+			Type string          `json:"type"`
+			Text json.RawMessage `json:"text"`
+		}
+		if err := json.Unmarshal(raw, &p); err != nil {
+			return fmt.Errorf("content part must be an object or a string")
+		}
+		var text string
+		if len(p.Text) > 0 && json.Unmarshal(p.Text, &text) == nil && (p.Type == "" || strings.Contains(p.Type, "text")) {
+			texts = append(texts, text)
+			continue
+		}
+		t := p.Type
+		if t == "" {
+			t = "unknown"
+		}
+		c.NonText = append(c.NonText, t)
+	}
+	c.Text = strings.Join(texts, "\n")
+	return nil
+}
+
+// partsOfPlainShape reads an array of parts (data, checked JSON already)
+// in one pass, when every part has the plain shape agents send: a string,
+// or an object whose "type" and "text" keys, if there, are lower case,
+// unescaped, once each, and strings. It reports false, leaving c as it
+// was, for anything else, which UnmarshalJSON's general reading (one
+// encoding/json pass per part and field, a pass over every text at each
+// level) then takes, with its errors. The result is the general
+// reading's (TestContentPartsReadAsTheGeneralReading).
+func (c *Content) partsOfPlainShape(data []byte) bool {
+	var texts, nonText []string
+	ok := true
+	gjson.ParseBytes(data).ForEach(func(_, part gjson.Result) bool {
+		switch {
+		case part.Type == gjson.String:
+			text, good := utils.UnquoteJSON([]byte(part.Raw))
+			if !good {
+				ok = false
+				return false
+			}
+			texts = append(texts, text)
+			return true
+		case part.IsObject():
+			typ, text, hasText, good := plainPart(part)
+			if !good {
+				ok = false
+				return false
+			}
+			switch {
+			case hasText && (typ == "" || strings.Contains(typ, "text")):
+				texts = append(texts, text)
+			case typ == "":
+				nonText = append(nonText, "unknown")
+			default:
+				nonText = append(nonText, typ)
+			}
+			return true
+		}
+		ok = false // null, a number, a boolean, an array
+		return false
+	})
+	if ok {
+		*c = Content{Text: strings.Join(texts, "\n"), NonText: nonText}
+	}
+	return ok
+}
+
+// plainPart reads a part object's "type" and "text" when they have the
+// plain shape (see partsOfPlainShape); good is false otherwise.
+func plainPart(part gjson.Result) (typ, text string, hasText, good bool) {
+	hasType := false
+	good = true
+	part.ForEach(func(key, value gjson.Result) bool {
+		name := key.Raw[1 : len(key.Raw)-1]
+		if strings.IndexByte(name, '\\') >= 0 {
+			good = false // an escaped key may decode to either name
+			return false
+		}
+		isType, isText := strings.EqualFold(name, "type"), strings.EqualFold(name, "text")
+		if !isType && !isText {
+			return true // a field the general reading skips too
+		}
+		var s string
+		var ok bool
+		if value.Type == gjson.String {
+			s, ok = utils.UnquoteJSON([]byte(value.Raw))
+		}
+		switch {
+		case !ok, isType && (name != "type" || hasType), isText && (name != "text" || hasText):
+			good = false // not a string, another case, or a key met twice
+			return false
+		case isType:
+			typ, hasType = s, true
+		default:
+			text, hasText = s, true
+		}
+		return true
+	})
+	return typ, text, hasText, good
 }
 
 // MarshalJSON writes the text as a plain string.

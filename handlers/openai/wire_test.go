@@ -2,6 +2,8 @@ package openai
 
 import (
 	"encoding/json"
+	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -56,4 +58,65 @@ func TestErrorBody(t *testing.T) {
 	b, err := json.Marshal(ErrorBodyOf(models.InvalidRequest("tools[0].type", "bad %s", "type")))
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"error":{"message":"bad type","type":"invalid_request_error","param":"tools[0].type","code":null}}`, string(b))
+}
+
+// TestContentPartsReadAsTheGeneralReading holds the one-pass reading of
+// content parts to the general one on random arrays of parts: strings,
+// objects with type and text in every case, order and type (lower and
+// upper case keys, escaped keys, duplicates, numbers, null, nested
+// values, extra fields) and other values. Where the one-pass reading
+// takes an array, the result is the general reading's; where it does not,
+// it leaves the content as it was.
+func TestContentPartsReadAsTheGeneralReading(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	texts := []string{`""`, `"plain"`, `"a\nb \"q\" \u00e9 \ud83d\ude00"`, "\"bad \xff\"", `"\ud800"`}
+	values := append([]string{`null`, `1`, `true`, `{}`, `[]`, `{"x":"text"}`}, texts...)
+	types := []string{`"text"`, `"input_text"`, `"output_text"`, `"image_url"`, `"input_image"`, `""`, `"TEXT"`}
+	keys := []string{`"type"`, `"text"`, `"Type"`, `"TEXT"`, `"t\u0065xt"`, `"image_url"`, `"cache_control"`}
+	part := func() string {
+		switch r.IntN(6) {
+		case 0:
+			return texts[r.IntN(len(texts))]
+		case 1:
+			return values[r.IntN(len(values))]
+		default:
+			var fields []string
+			for range r.IntN(4) {
+				k := keys[r.IntN(len(keys))]
+				var v string
+				switch {
+				case r.IntN(6) == 0:
+					v = values[r.IntN(len(values))]
+				case k == `"type"` || k == `"Type"`:
+					v = types[r.IntN(len(types))]
+				default:
+					v = texts[r.IntN(len(texts))]
+				}
+				fields = append(fields, k+":"+v)
+			}
+			return "{" + strings.Join(fields, ",") + "}"
+		}
+	}
+	took := 0
+	for range 20000 {
+		ps := make([]string, r.IntN(5))
+		for i := range ps {
+			ps[i] = part()
+		}
+		data := []byte("[" + strings.Join(ps, ",") + "]")
+		if !json.Valid(data) {
+			continue
+		}
+		var general Content
+		generalErr := general.parts(data)
+		fast := Content{Text: "left as it was"}
+		if !fast.partsOfPlainShape(data) {
+			assert.Equal(t, Content{Text: "left as it was"}, fast, "%s", data)
+			continue
+		}
+		took++
+		require.NoError(t, generalErr, "the one-pass reading took what the general one refuses: %s", data)
+		require.Equal(t, general, fast, "%s", data)
+	}
+	assert.Greater(t, took, 5000, "the one-pass reading is exercised")
 }

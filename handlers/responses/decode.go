@@ -328,10 +328,9 @@ func formatNote(t *TextConfig) (string, error) {
 	return "", models.InvalidRequest("text.format.type", "text.format.type %q is not supported: use \"text\", \"json_object\" or \"json_schema\"", utils.Clip(t.Format.Type, utils.QuoteLen))
 }
 
-// inputItems splits input into items: a string is one user message.
-//
-// A string stands for one user message, whose text is returned as well
-// (text is set), so that the caller need not decode the item again.
+// inputItems splits input (JSON the request's decoder has checked) into
+// items. A string stands for one user message, whose text is returned as
+// well (text is set), so that the caller need not decode the item again.
 func inputItems(input json.RawMessage) (items []json.RawMessage, text *string, err error) {
 	input = bytes.TrimSpace(input)
 	switch {
@@ -349,9 +348,13 @@ func inputItems(input json.RawMessage) (items []json.RawMessage, text *string, e
 		item = utils.AppendJSONString(item, s)
 		return []json.RawMessage{append(item, '}')}, &s, nil
 	case input[0] == '[':
-		if err := json.Unmarshal(input, &items); err != nil {
-			return nil, nil, models.InvalidRequest("input", "input must be a string or an array of items: %v", err)
-		}
+		// The items as they came, each a slice of input, which the
+		// request's decoder has checked: split in one pass, without
+		// encoding/json's check and copy of each.
+		gjson.ParseBytes(input).ForEach(func(_, item gjson.Result) bool {
+			items = append(items, input[item.Index:item.Index+len(item.Raw)])
+			return true
+		})
 		return items, nil, nil
 	}
 	return nil, nil, models.InvalidRequest("input", "input must be a string or an array of items")
