@@ -5,6 +5,8 @@ import (
 	"math/bits"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/tidwall/gjson"
 )
 
 // UnquoteJSON decodes the JSON string literal s (its quotes included) as
@@ -40,6 +42,23 @@ func UnquoteJSON(s []byte) (string, bool) {
 		return "", false
 	}
 	return string(b), true
+}
+
+// StringOf is the text of v, a string value gjson found in JSON checked
+// already, as encoding/json reads it; ok is false when v is not a string.
+// gjson has decoded it (its Str), and its reading differs from
+// encoding/json's only for invalid UTF-8, which it keeps where
+// encoding/json puts U+FFFD: valid UTF-8 is taken as it is (an escape
+// always decodes to whole characters, so Str is valid exactly when the
+// literal's own bytes are), anything else is read again by UnquoteJSON.
+func StringOf(v gjson.Result) (string, bool) {
+	if v.Type != gjson.String {
+		return "", false
+	}
+	if utf8.ValidString(v.Str) {
+		return v.Str, true
+	}
+	return UnquoteJSON([]byte(v.Raw))
 }
 
 // AppendJSONUnescaped appends the text of the body of a JSON string (what

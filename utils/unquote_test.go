@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/tidwall/gjson"
 )
 
 // unquotePieces are bits of string literals with every case of the
@@ -18,9 +20,9 @@ var unquotePieces = []string{
 	"plain text of some length", strings.Repeat("abcdefgh", 3),
 }
 
-// TestUnquoteJSONMatchesEncodingJSON holds UnquoteJSON to encoding/json
-// on random literals: the same string where encoding/json reads one, and
-// ok false where it fails.
+// TestUnquoteJSONMatchesEncodingJSON holds UnquoteJSON and StringOf to
+// encoding/json on random literals: the same string where encoding/json
+// reads one, and UnquoteJSON's ok false where it fails.
 func TestUnquoteJSONMatchesEncodingJSON(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	check := func(lit string) {
@@ -35,6 +37,12 @@ func TestUnquoteJSONMatchesEncodingJSON(t *testing.T) {
 			t.Fatalf("%q: encoding/json reads %q, UnquoteJSON fails", lit, want)
 		case ok && got != want:
 			t.Fatalf("%q:\nUnquoteJSON:   %q\nencoding/json: %q", lit, got, want)
+		}
+		if err == nil {
+			// The same literal as gjson finds it in checked JSON.
+			if got, ok := StringOf(gjson.Parse(lit)); !ok || got != want {
+				t.Fatalf("%q:\nStringOf:      %q (%v)\nencoding/json: %q", lit, got, ok, want)
+			}
 		}
 	}
 	for _, lit := range []string{`""`, `"a"`, `"`, ``, `x`, `"a`, `a"`, `"\"`, `"\u"`, `"\ud83d\u"`, `"abc\ud83d"`} {

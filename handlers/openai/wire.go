@@ -145,7 +145,7 @@ func (c *Content) partsOfPlainShape(data []byte) bool {
 	gjson.ParseBytes(data).ForEach(func(_, part gjson.Result) bool {
 		switch {
 		case part.Type == gjson.String:
-			text, good := utils.UnquoteJSON([]byte(part.Raw))
+			text, good := utils.StringOf(part)
 			if !good {
 				ok = false
 				return false
@@ -192,11 +192,7 @@ func plainPart(part gjson.Result) (typ, text string, hasText, good bool) {
 		if !isType && !isText {
 			return true // a field the general reading skips too
 		}
-		var s string
-		var ok bool
-		if value.Type == gjson.String {
-			s, ok = utils.UnquoteJSON([]byte(value.Raw))
-		}
+		s, ok := utils.StringOf(value)
 		switch {
 		case !ok, isType && (name != "type" || hasType), isText && (name != "text" || hasText):
 			good = false // not a string, another case, or a key met twice

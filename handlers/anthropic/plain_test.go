@@ -1,0 +1,142 @@
+package anthropic
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/tidwall/gjson"
+)
+
+// refContent and refBlock are the general reading of content, as
+// encoding/json alone reads it: the reference plainBlocks is held to.
+type refContent []refBlock
+
+func (c *refContent) UnmarshalJSON(data []byte) error {
+	*c = nil
+	switch {
+	case string(data) == "null":
+		return nil
+	case data[0] == '"':
+		var s string
+		if err := json.Unmarshal(data, &s); err != nil {
+			return err
+		}
+		*c = refContent{{Type: "text", Text: s}}
+		return nil
+	case data[0] == '[':
+		var blocks []refBlock
+		if err := json.Unmarshal(data, &blocks); err != nil {
+			return err
+		}
+		*c = blocks
+		return nil
+	case data[0] == '{':
+		var b refBlock
+		if err := json.Unmarshal(data, &b); err != nil {
+			return err
+		}
+		*c = refContent{b}
+		return nil
+	}
+	return json.Unmarshal(data, new(string)) // an error, as Content's
+}
+
+type refBlock struct {
+	Type       string          `json:"type"`
+	Text       string          `json:"text,omitempty"`
+	ID         string          `json:"id,omitempty"`
+	Name       string          `json:"name,omitempty"`
+	Input      json.RawMessage `json:"input,omitempty"`
+	ToolUseID  string          `json:"tool_use_id,omitempty"`
+	Content    refContent      `json:"content,omitempty"`
+	IsError    bool            `json:"is_error,omitempty"`
+	Thinking   string          `json:"thinking,omitempty"`
+	Signature  string          `json:"signature,omitempty"`
+	Data       string          `json:"data,omitempty"`
+	ServerName string          `json:"server_name,omitempty"`
+}
+
+func (c refContent) content() Content {
+	if c == nil {
+		return nil
+	}
+	out := Content{}
+	for _, b := range c {
+		out = append(out, Block{Type: b.Type, Text: b.Text, ID: b.ID, Name: b.Name, Input: b.Input, ToolUseID: b.ToolUseID,
+			Content: b.Content.content(), IsError: b.IsError, Thinking: b.Thinking, Signature: b.Signature, Data: b.Data, ServerName: b.ServerName})
+	}
+	return out
+}
+
+// TestPlainBlocksReadAsTheGeneralReading holds the one-pass reading of
+// blocks to encoding/json's on random arrays of blocks: every field with
+// values of its type and others, keys in other cases, escaped and
+// repeated, unknown fields, nested content as a string, an array, an
+// object or null, and values that are not blocks. Where plainBlocks takes
+// an array, the result is the general reading's.
+func TestPlainBlocksReadAsTheGeneralReading(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	strs := []string{`""`, `"plain"`, `"a\nb \"q\" \u00e9 \ud83d\ude00"`, "\"bad \xff\"", `"\ud800"`}
+	others := []string{`null`, `1`, `true`, `false`, `{}`, `[]`, `{"a":[1,"x"]}`}
+	keys := append(append([]string{}, blockFields...), "Text", "TYPE", "cache_control", "citations", "t\\u0065xt", "Is_Error")
+	var block func(depth int) string
+	block = func(depth int) string {
+		if r.IntN(12) == 0 {
+			return append(strs, others...)[r.IntN(len(strs)+len(others))] // not a block
+		}
+		var fields []string
+		for range r.IntN(5) {
+			k := keys[r.IntN(len(keys))]
+			var v string
+			switch {
+			case r.IntN(8) == 0:
+				v = append(strs, others...)[r.IntN(len(strs)+len(others))]
+			case strings.EqualFold(k, "is_error"):
+				v = []string{"true", "false"}[r.IntN(2)]
+			case k == "input":
+				v = []string{`{"path":"a.go"}`, `{}`, `"s"`, `[1, 2]`}[r.IntN(4)]
+			case k == "content" && depth < 2:
+				switch r.IntN(3) {
+				case 0:
+					v = strs[r.IntN(len(strs))]
+				case 1:
+					var inner []string
+					for range r.IntN(3) {
+						inner = append(inner, block(depth+1))
+					}
+					v = "[" + strings.Join(inner, ",") + "]"
+				default:
+					v = block(depth + 1)
+				}
+			default:
+				v = strs[r.IntN(len(strs))]
+			}
+			fields = append(fields, `"`+k+`":`+v)
+		}
+		return "{" + strings.Join(fields, ",") + "}"
+	}
+	took := 0
+	for range 20000 {
+		bs := make([]string, r.IntN(4))
+		for i := range bs {
+			bs[i] = block(0)
+		}
+		data := "[" + strings.Join(bs, ",") + "]"
+		if !json.Valid([]byte(data)) {
+			continue
+		}
+		fast, ok := plainBlocks(gjson.Parse(data))
+		if !ok {
+			continue
+		}
+		took++
+		var ref refContent
+		require.NoError(t, json.Unmarshal([]byte(data), &ref), "plainBlocks took what encoding/json refuses: %s", data)
+		require.Equal(t, ref.content(), fast, "%s", data)
+	}
+	assert.Greater(t, took, 3000, "the one-pass reading is exercised")
+}
