@@ -352,7 +352,8 @@ func inputItems(input json.RawMessage) (items []json.RawMessage, text *string, e
 		// request's decoder has checked: split in one pass, without
 		// encoding/json's check and copy of each.
 		gjson.ParseBytes(input).ForEach(func(_, item gjson.Result) bool {
-			items = append(items, input[item.Index:item.Index+len(item.Raw)])
+			end := item.Index + len(item.Raw)
+			items = append(items, input[item.Index:end:end]) // an append to one copies it
 			return true
 		})
 		return items, nil, nil
