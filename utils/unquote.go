@@ -71,6 +71,21 @@ func StringOf(v gjson.Result) (string, bool) {
 // character inside, an unknown or cut escape, a \u without four hex
 // digits. Plain text is skipped eight bytes at a time.
 func AppendJSONUnescaped(dst, s []byte, keepInvalid bool) (out []byte, ok bool) {
+	out, _, ok = unescape(dst, s, keepInvalid, false)
+	return out, ok
+}
+
+// AppendJSONStringBody is AppendJSONUnescaped of the string body that s
+// begins with, up to its closing quote: n is the quote's index in s. ok
+// is false as for AppendJSONUnescaped, and when s has no closing quote.
+// It is for readers that meet a string in a line they have not cut yet.
+func AppendJSONStringBody(dst, s []byte, keepInvalid bool) (out []byte, n int, ok bool) {
+	return unescape(dst, s, keepInvalid, true)
+}
+
+// unescape decodes s, ending at its first unescaped quote when atQuote
+// (a quote is otherwise an error), else at its end.
+func unescape(dst, s []byte, keepInvalid, atQuote bool) (out []byte, n int, ok bool) {
 	start := 0
 	for i := 0; i < len(s); {
 		if i+8 <= len(s) {
@@ -86,8 +101,11 @@ func AppendJSONUnescaped(dst, s []byte, keepInvalid bool) (out []byte, ok bool) 
 			i++
 			continue
 		}
+		if c == '"' && atQuote {
+			return appendRun(dst, s[start:i], keepInvalid), i, true
+		}
 		if c != '\\' || i+1 >= len(s) {
-			return dst, false // a quote or a control character inside: not one body
+			return dst, 0, false // a quote or a control character inside: not one body
 		}
 		dst = appendRun(dst, s[start:i], keepInvalid)
 		switch e := s[i+1]; e {
@@ -106,7 +124,7 @@ func AppendJSONUnescaped(dst, s []byte, keepInvalid bool) (out []byte, ok bool) 
 		case 'u':
 			r, ok := hex4(s[i+2:])
 			if !ok {
-				return dst, false
+				return dst, 0, false
 			}
 			i += 6
 			if utf16.IsSurrogate(r) && i+1 < len(s) && s[i] == '\\' && s[i+1] == 'u' {
@@ -114,7 +132,7 @@ func AppendJSONUnescaped(dst, s []byte, keepInvalid bool) (out []byte, ok bool) 
 				// (AppendRune's), and a \u after it is read on its own.
 				r2, ok := hex4(s[i+2:])
 				if !ok {
-					return dst, false
+					return dst, 0, false
 				}
 				if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
 					r = dec
@@ -125,12 +143,15 @@ func AppendJSONUnescaped(dst, s []byte, keepInvalid bool) (out []byte, ok bool) 
 			start = i
 			continue
 		default:
-			return dst, false
+			return dst, 0, false
 		}
 		i += 2
 		start = i
 	}
-	return appendRun(dst, s[start:], keepInvalid), true
+	if atQuote {
+		return dst, 0, false // no closing quote
+	}
+	return appendRun(dst, s[start:], keepInvalid), len(s), true
 }
 
 // appendRun appends a run of text without escapes.

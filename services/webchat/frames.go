@@ -134,8 +134,9 @@ var dataPrefix = []byte("data: ")
 
 // deltaRun takes, in one pass over what is buffered, the whole lines that
 // need nothing but fastDelta: the upstream's text and reasoning deltas
-// and the blank lines between them, nearly all of a reply. It stops at
-// the first line that is not whole yet or that fastDelta does not take,
+// and the blank lines between them, nearly all of a reply, each frame
+// read from its line's start to its end in one scan (readDelta). It stops
+// at the first line that is not whole yet or that fastDelta does not take,
 // which it leaves in the buffer for the general loop, so the result is
 // the loop's own, without its per-line bookkeeping.
 func (f *frameReader) deltaRun() {
@@ -145,18 +146,20 @@ func (f *frameReader) deltaRun() {
 	}
 	buf, _ := f.r.Peek(n)
 	used := 0
-	for {
-		i := bytes.IndexByte(buf[used:], '\n')
-		if i < 0 {
+	for used < len(buf) {
+		if buf[used] == '\n' {
+			used++ // a blank line
+			continue
+		}
+		data, ok := bytes.CutPrefix(buf[used:], dataPrefix)
+		if !ok {
 			break
 		}
-		if line := trimEOL(buf[used : used+i+1]); len(line) > 0 {
-			data, ok := bytes.CutPrefix(line, dataPrefix)
-			if !ok || !f.fastDelta(data) {
-				break
-			}
+		taken, ok := f.readDelta(data, false)
+		if !ok {
+			break
 		}
-		used += i + 1
+		used += len(dataPrefix) + taken
 	}
 	_, _ = f.r.Discard(used) // within what is buffered: no read
 }
