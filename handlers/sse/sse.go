@@ -31,11 +31,12 @@ type Writer struct {
 	ping  []byte
 
 	mu        sync.Mutex
-	committed bool // start ran: the status and headers are sent
-	closed    bool // the stream has ended: no more pings
-	lastWrite time.Time
-	held      int  // Hold calls not yet released
-	unflushed bool // a held write waits for Release's flush
+	committed bool          // start ran: the status and headers are sent
+	closed    bool          // the stream has ended: no more pings
+	born      time.Time     // when the Writer was made: the clock lastWrite counts on
+	lastWrite time.Duration // since born; a monotonic reading per write, not time.Now's two
+	held      int           // Hold calls not yet released
+	unflushed bool          // a held write waits for Release's flush
 }
 
 // A frame is where an event is encoded and framed. Frames are pooled
@@ -77,7 +78,7 @@ func NewWriter(w io.Writer, flush, start func(), ping []byte) *Writer {
 	if ping == nil {
 		ping = DefaultPing
 	}
-	return &Writer{w: w, flush: flush, start: start, ping: ping, lastWrite: time.Now()}
+	return &Writer{w: w, flush: flush, start: start, ping: ping, born: time.Now()}
 }
 
 // Started reports whether anything has been written, so that the HTTP
@@ -180,7 +181,7 @@ func (s *Writer) PingIfIdle(idle time.Duration) error {
 	defer s.mu.Unlock()
 	// A tenth of slack, so that a ticker of period idle whose ticks jitter
 	// still pings on every tick of a silent stream.
-	if s.closed || len(s.ping) == 0 || time.Since(s.lastWrite) < idle-idle/10 {
+	if s.closed || len(s.ping) == 0 || time.Since(s.born)-s.lastWrite < idle-idle/10 {
 		return nil
 	}
 	return s.write(s.ping)
@@ -194,7 +195,7 @@ func (s *Writer) write(pieces ...[]byte) error {
 			s.start()
 		}
 	}
-	s.lastWrite = time.Now()
+	s.lastWrite = time.Since(s.born)
 	for _, b := range pieces {
 		if _, err := s.w.Write(b); err != nil {
 			return err

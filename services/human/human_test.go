@@ -228,3 +228,21 @@ func BenchmarkValueCached(b *testing.B) {
 		}
 	}
 }
+
+// TestProviderReady: the fixed modes are always at hand; the script's
+// value is at hand once evaluated and until it expires, not before.
+func TestProviderReady(t *testing.T) {
+	for _, m := range []Mode{{Kind: "off"}, {Kind: "random"}, {Kind: "static", Static: "abc"}} {
+		_, ok := NewProvider(Options{Mode: m}).Ready()
+		assert.True(t, ok, m.Kind)
+	}
+	srv, _, _ := scriptServer(t, challenge)
+	p := newProvider(t, srv.URL+"/c.js", time.Minute)
+	_, ok := p.Ready()
+	assert.False(t, ok, "nothing evaluated yet: Value must wait")
+	want, err := p.Value(context.Background())
+	require.NoError(t, err)
+	got, ok := p.Ready()
+	assert.True(t, ok)
+	assert.Equal(t, want, got, "the cached value")
+}

@@ -222,22 +222,33 @@ func (p *Provider) FailingUntil() time.Time {
 // Evaluations counts the script evaluations started, for tests and metrics.
 func (p *Provider) Evaluations() int64 { return p.evaluations.Load() }
 
-// Value returns the header value to send ("" for none).
-func (p *Provider) Value(ctx context.Context) (string, error) {
+// Ready returns the header value when it is at hand, without waiting:
+// in the fixed modes, and while the script's cached value is fresh (its
+// refresh started in the background once due, as Value does). It is
+// false when Value would have to wait for the script.
+func (p *Provider) Ready() (string, bool) {
 	switch p.opts.Mode.Kind {
 	case "off":
-		return "", nil
+		return "", true
 	case "static":
-		return p.opts.Mode.Static, nil
+		return p.opts.Mode.Static, true
 	case "random":
-		return randomValue(), nil
+		return randomValue(), true
 	}
 	now := time.Now()
 	if e := p.cached.Load(); e != nil && now.Before(e.expires) {
 		if now.After(e.refreshAt) {
 			p.refresh()
 		}
-		return e.value, nil
+		return e.value, true
+	}
+	return "", false
+}
+
+// Value returns the header value to send ("" for none).
+func (p *Provider) Value(ctx context.Context) (string, error) {
+	if v, ok := p.Ready(); ok {
+		return v, nil
 	}
 	if done := p.refresh(); done != nil {
 		wait := time.NewTimer(p.opts.Wait)

@@ -43,6 +43,19 @@ type StaticHuman string
 func (s StaticHuman) Value(context.Context) (string, error) { return string(s), nil }
 func (StaticHuman) Invalidate()                             {}
 
+// Ready implements ReadyHuman: the value is always at hand.
+func (s StaticHuman) Ready() (string, bool) { return string(s), true }
+
+// A ReadyHuman is a HumanProvider that can say when its value is at hand
+// (a fixed one, a fresh cached one): a request then takes it as it is,
+// without setting up a deadline for a wait that cannot happen.
+type ReadyHuman interface {
+	HumanProvider
+	// Ready returns the value and true when it is at hand, without
+	// waiting; else false, and the caller asks Value.
+	Ready() (string, bool)
+}
+
 // Client talks to Cursor's web chat endpoint. It implements
 // upstream.Upstream.
 type Client struct {
@@ -376,15 +389,23 @@ func (c *Client) newRequest(ctx context.Context, req upstream.Request) (*http.Re
 		h[k] = v
 	}
 	if c.Human != nil {
-		// The upstream no longer checks the value (2026): a script that
-		// fails or is slow costs an empty header, never the request.
-		wait := c.HumanWait
-		if wait <= 0 {
-			wait = defaultHumanWait
+		v, ready := "", false
+		if r, ok := c.Human.(ReadyHuman); ok {
+			v, ready = r.Ready()
 		}
-		hctx, cancel := context.WithTimeout(ctx, wait)
-		v, err := c.Human.Value(hctx)
-		cancel()
+		var err error
+		if !ready {
+			// The upstream no longer checks the value (2026): a script
+			// that fails or is slow costs an empty header, never the
+			// request.
+			wait := c.HumanWait
+			if wait <= 0 {
+				wait = defaultHumanWait
+			}
+			hctx, cancel := context.WithTimeout(ctx, wait)
+			v, err = c.Human.Value(hctx)
+			cancel()
+		}
 		switch {
 		case err != nil:
 			c.log(ctx, req, slog.LevelDebug, "x-is-human unavailable; sending it empty", "error", err)
