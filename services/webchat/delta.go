@@ -17,7 +17,6 @@ var (
 	textDeltaHead      = []byte(`{"type":"text-delta","id":"`)
 	reasoningDeltaHead = []byte(`{"type":"reasoning-delta","id":"`)
 	deltaKey           = []byte(`","delta":"`)
-	frameTail          = []byte(`"}`)
 )
 
 // fastDelta takes data when it is a text or reasoning delta of the fixed
@@ -95,12 +94,4 @@ func (f *frameReader) readDelta(s []byte, trimmed bool) (n int, ok bool) {
 	}
 	f.kind = kind
 	return n, true
-}
-
-// appendJSONText appends the text of the body of a JSON string (between
-// its quotes) to dst, decoded as gjson decodes it: bytes as they are,
-// invalid UTF-8 included (utils.AppendJSONUnescaped has the rest). ok is
-// false where gjson would read something else than a whole string.
-func appendJSONText(dst, s []byte) (out []byte, ok bool) {
-	return utils.AppendJSONUnescaped(dst, s, true)
 }
