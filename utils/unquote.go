@@ -3,6 +3,7 @@ package utils
 import (
 	"encoding/binary"
 	"math/bits"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -59,6 +60,31 @@ func StringOf(v gjson.Result) (string, bool) {
 		return v.Str, true
 	}
 	return UnquoteJSON([]byte(v.Raw))
+}
+
+// PlainField finds which of fields (JSON names as the struct's tags have
+// them) key, an object's key gjson found in checked JSON, names, for the
+// one-pass readings that stand in for encoding/json on plain objects: i
+// is its index, -1 for a key no field takes (one encoding/json skips
+// too). seen holds the fields met so far in the object. ok is false where
+// encoding/json's rules would make the two readings differ, and the
+// caller gives way to encoding/json: a key in another case than its
+// field's (encoding/json matches keys case-insensitively), one met twice
+// (encoding/json keeps the last), and one with an escape (which may
+// decode to a field's name).
+func PlainField(key gjson.Result, fields []string, seen *uint64) (i int, ok bool) {
+	name := key.Raw[1 : len(key.Raw)-1]
+	for i, f := range fields {
+		if !strings.EqualFold(name, f) {
+			continue
+		}
+		if name != f || *seen&(1<<i) != 0 {
+			return 0, false
+		}
+		*seen |= 1 << i
+		return i, true
+	}
+	return -1, strings.IndexByte(name, '\\') < 0
 }
 
 // AppendJSONUnescaped appends the text of the body of a JSON string (what

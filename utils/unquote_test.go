@@ -3,6 +3,7 @@ package utils
 import (
 	"encoding/json"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -77,5 +78,35 @@ func BenchmarkUnquoteJSON(b *testing.B) {
 				_, _ = UnquoteJSON([]byte(lit))
 			}
 		})
+	}
+}
+
+func TestPlainField(t *testing.T) {
+	fields := []string{"type", "text"}
+	cases := []struct {
+		object string
+		want   []int // the field of each key; -2 where the reading gives way
+	}{
+		{`{"type":1,"text":2}`, []int{0, 1}},
+		{`{"image_url":1,"text":2}`, []int{-1, 1}},
+		{`{"Text":1}`, []int{-2}},
+		{`{"text":1,"text":2}`, []int{1, -2}},
+		{`{"t\u0065xt":1}`, []int{-2}},
+		{`{"x\u0041":1}`, []int{-2}},
+	}
+	for _, tc := range cases {
+		var seen uint64
+		var got []int
+		gjson.Parse(tc.object).ForEach(func(key, _ gjson.Result) bool {
+			i, ok := PlainField(key, fields, &seen)
+			if !ok {
+				i = -2
+			}
+			got = append(got, i)
+			return ok
+		})
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.object, got, tc.want)
+		}
 	}
 }

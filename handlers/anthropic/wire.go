@@ -16,7 +16,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/tidwall/gjson"
 
@@ -129,27 +128,13 @@ func plainBlock(v gjson.Result) (b Block, ok bool) {
 		return Block{}, false
 	}
 	ok = true
-	var seen uint16
+	var seen uint64
 	v.ForEach(func(key, value gjson.Result) bool {
-		name := key.Raw[1 : len(key.Raw)-1]
-		field := -1
-		for i, f := range blockFields {
-			if strings.EqualFold(name, f) {
-				field = i
-				break
-			}
+		var field int
+		if field, ok = utils.PlainField(key, blockFields, &seen); !ok || field < 0 {
+			return ok // encoding/json's rules, or a field the general reading skips too
 		}
-		switch {
-		case field < 0:
-			if strings.IndexByte(name, '\\') >= 0 {
-				ok = false // an escaped key may decode to a field's name
-			}
-			return ok // a field the general reading skips too
-		case name != blockFields[field] || seen&(1<<field) != 0:
-			ok = false // another case, or met twice: encoding/json's rules
-			return false
-		}
-		seen |= 1 << field
+		name := blockFields[field]
 		switch name {
 		case "input":
 			b.Input = json.RawMessage(value.Raw)

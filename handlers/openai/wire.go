@@ -180,25 +180,24 @@ func (c *Content) partsOfPlainShape(data []byte) bool {
 // plainPart reads a part object's "type" and "text" when they have the
 // plain shape (see partsOfPlainShape); good is false otherwise.
 func plainPart(part gjson.Result) (typ, text string, hasText, good bool) {
-	hasType := false
 	good = true
+	var seen uint64
 	part.ForEach(func(key, value gjson.Result) bool {
-		name := key.Raw[1 : len(key.Raw)-1]
-		if strings.IndexByte(name, '\\') >= 0 {
-			good = false // an escaped key may decode to either name
+		field, ok := utils.PlainField(key, partFields, &seen)
+		if !ok {
+			good = false
 			return false
 		}
-		isType, isText := strings.EqualFold(name, "type"), strings.EqualFold(name, "text")
-		if !isType && !isText {
+		if field < 0 {
 			return true // a field the general reading skips too
 		}
 		s, ok := utils.StringOf(value)
 		switch {
-		case !ok, isType && (name != "type" || hasType), isText && (name != "text" || hasText):
-			good = false // not a string, another case, or a key met twice
+		case !ok:
+			good = false // not a string
 			return false
-		case isType:
-			typ, hasType = s, true
+		case field == 0:
+			typ = s
 		default:
 			text, hasText = s, true
 		}
@@ -206,6 +205,9 @@ func plainPart(part gjson.Result) (typ, text string, hasText, good bool) {
 	})
 	return typ, text, hasText, good
 }
+
+// partFields are a part's fields as the general reading declares them.
+var partFields = []string{"type", "text"}
 
 // MarshalJSON writes the text as a plain string.
 func (c Content) MarshalJSON() ([]byte, error) { return json.Marshal(c.Text) }
