@@ -2,6 +2,7 @@ package utils
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"math/bits"
 	"strings"
 	"unicode/utf16"
@@ -43,6 +44,18 @@ func UnquoteJSON(s []byte) (string, bool) {
 		return "", false
 	}
 	return string(b), true
+}
+
+// DecodeJSONString decodes the JSON string literal data as encoding/json
+// would into a string: by UnquoteJSON, and by encoding/json itself for
+// what UnquoteJSON does not take, so that an error is encoding/json's.
+func DecodeJSONString(data []byte) (string, error) {
+	if s, ok := UnquoteJSON(data); ok {
+		return s, nil
+	}
+	var s string
+	err := json.Unmarshal(data, &s)
+	return s, err
 }
 
 // StringOf is the text of v, a string value gjson found in JSON checked

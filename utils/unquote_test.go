@@ -21,9 +21,10 @@ var unquotePieces = []string{
 	"plain text of some length", strings.Repeat("abcdefgh", 3),
 }
 
-// TestUnquoteJSONMatchesEncodingJSON holds UnquoteJSON and StringOf to
-// encoding/json on random literals: the same string where encoding/json
-// reads one, and UnquoteJSON's ok false where it fails.
+// TestUnquoteJSONMatchesEncodingJSON holds UnquoteJSON, DecodeJSONString
+// and StringOf to encoding/json on random literals: the same string where
+// encoding/json reads one, and UnquoteJSON's ok false and
+// DecodeJSONString's error where it fails.
 func TestUnquoteJSONMatchesEncodingJSON(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	check := func(lit string) {
@@ -38,6 +39,9 @@ func TestUnquoteJSONMatchesEncodingJSON(t *testing.T) {
 			t.Fatalf("%q: encoding/json reads %q, UnquoteJSON fails", lit, want)
 		case ok && got != want:
 			t.Fatalf("%q:\nUnquoteJSON:   %q\nencoding/json: %q", lit, got, want)
+		}
+		if dec, derr := DecodeJSONString([]byte(lit)); (derr == nil) != (err == nil) || dec != want {
+			t.Fatalf("%q: DecodeJSONString %q (%v), encoding/json %q (%v)", lit, dec, derr, want, err)
 		}
 		if err == nil {
 			// The same literal as gjson finds it in checked JSON.

@@ -62,11 +62,9 @@ func (c *Content) UnmarshalJSON(data []byte) error {
 	case data[0] == '"':
 		// Checked by the outer decoder already: encoding/json would scan
 		// the text twice more.
-		s, ok := utils.UnquoteJSON(data)
-		if !ok {
-			if err := json.Unmarshal(data, &s); err != nil {
-				return err
-			}
+		s, err := utils.DecodeJSONString(data)
+		if err != nil {
+			return err
 		}
 		*c = Content{{Type: "text", Text: s}}
 		return nil

@@ -78,11 +78,9 @@ func (c *Content) UnmarshalJSON(data []byte) error {
 	case data[0] == '"':
 		// The outer decoder has checked the string already: decoding it
 		// with encoding/json would scan the whole prompt twice more.
-		if text, ok := utils.UnquoteJSON(data); ok {
-			c.Text = text
-			return nil
-		}
-		return json.Unmarshal(data, &c.Text)
+		text, err := utils.DecodeJSONString(data)
+		c.Text = text
+		return err
 	case data[0] == '[':
 		if c.partsOfPlainShape(data) {
 			return nil

@@ -337,8 +337,8 @@ func inputItems(input json.RawMessage) (items []json.RawMessage, text *string, e
 	case len(input) == 0 || bytes.Equal(input, []byte("null")):
 		return nil, nil, nil
 	case input[0] == '"':
-		s, ok := utils.UnquoteJSON(input)
-		if !ok && json.Unmarshal(input, &s) != nil {
+		s, err := utils.DecodeJSONString(input)
+		if err != nil {
 			return nil, nil, models.InvalidRequest("input", "input is not a valid JSON string")
 		}
 		// The item a string stands for, appended rather than encoded by
