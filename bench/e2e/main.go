@@ -14,6 +14,13 @@
 //
 //	go run ./bench/e2e
 //
+// To measure a change, build the gateway before it and run the two side
+// by side, interleaved in the same run, where the noise of a shared
+// machine touches both alike:
+//
+//	git stash && go build -o /tmp/before . && git stash pop
+//	go run ./bench/e2e -compare /tmp/before
+//
 // The in-process benchmarks (go run ./bench) are micro-benchmarks beside it.
 package main
 
@@ -53,6 +60,7 @@ func main() {
 	rounds := flag.Int("rounds", 3, "interleaved rounds")
 	only := flag.String("only", "", "run only the targets whose names contain one of these comma-separated words (proxy, nginx, openai, anthropic, responses, gemini)")
 	cpuProfile := flag.String("cpuprofile", "", "write the gateway's CPU profile over the whole run to this file (builds it with -tags benchprofile)")
+	compare := flag.String("compare", "", "a gateway binary built from another revision, measured beside this one in the same run (its rows are named \"compare <door>\")")
 	flag.Parse()
 	var err error
 	switch *role {
@@ -61,7 +69,7 @@ func main() {
 	case "proxy":
 		err = runProxy(*upstream)
 	case "":
-		err = run(options{concs: *concs, scale: *scale, rounds: *rounds, only: *only, cpuProfile: *cpuProfile})
+		err = run(options{concs: *concs, scale: *scale, rounds: *rounds, only: *only, cpuProfile: *cpuProfile, compare: *compare})
 	default:
 		err = fmt.Errorf("unknown -role %q", *role)
 	}
@@ -136,6 +144,7 @@ type options struct {
 	rounds     int
 	only       string
 	cpuProfile string
+	compare    string // another gateway binary, or ""
 }
 
 // selected reports whether a target is asked for by -only.
@@ -192,40 +201,33 @@ func run(o options) error {
 		return fmt.Errorf("starting the proxy: %w", err)
 	}
 	defer stop(proxy)
-	port, err := freePort()
+	gw, gwURL, err := startGateway(ctx, bin, filepath.Join(dir, "state"), fakeURL, o.cpuProfile)
 	if err != nil {
 		return err
 	}
-	// The gateway's default state store: its log in STATE_DIR.
-	stateDir := filepath.Join(dir, "state")
-	if err := os.Mkdir(stateDir, 0o700); err != nil {
-		return err
-	}
-	gw := exec.CommandContext(ctx, bin)
-	gw.Env = append(os.Environ(), "CURSOR_API_URL="+fakeURL+"/api/chat", "X_IS_HUMAN_MODE=static:bench", "LOG_LEVEL=warn",
-		"MAX_CONNECTIONS=10000", "MODELS=claude-sonnet-4.6", "STATE_DIR="+stateDir, "HOST=127.0.0.1", "PORT="+strconv.Itoa(port))
-	if o.cpuProfile != "" {
-		abs, err := filepath.Abs(o.cpuProfile)
-		if err != nil {
-			return err
-		}
-		gw.Env = append(gw.Env, "CURSOR2API_CPUPROFILE="+abs)
-	}
-	gw.Stderr = os.Stderr
-	if err := gw.Start(); err != nil {
-		return fmt.Errorf("starting the gateway: %w", err)
-	}
 	defer stop(gw)
-	gwURL := "http://127.0.0.1:" + strconv.Itoa(port)
-	if err := waitUp(gwURL + "/health"); err != nil {
-		return err
-	}
 	pids := map[string]func() []int{
 		"proxy":   func() []int { return []int{proxy.Process.Pid} },
 		"gateway": func() []int { return []int{gw.Process.Pid} },
 	}
 	bases := map[string]string{"proxy": proxyURL, "gateway": gwURL}
 	ts := targets()
+	if o.compare != "" {
+		other, otherURL, err := startGateway(ctx, o.compare, filepath.Join(dir, "state-compare"), fakeURL, "")
+		if err != nil {
+			return fmt.Errorf("-compare: %w", err)
+		}
+		defer stop(other)
+		pids["compare"] = func() []int { return []int{other.Process.Pid} }
+		bases["compare"] = otherURL
+		// Each door's row of the other binary follows this one's.
+		for i := len(ts) - 1; i >= 0; i-- {
+			if t := ts[i]; t.proc == "gateway" {
+				t.name, t.proc = strings.Replace(t.name, "gateway", "compare", 1), "compare"
+				ts = slices.Insert(ts, i+1, t)
+			}
+		}
+	}
 	if ng, ngURL, err := startNginx(ctx, dir, fakeURL); err != nil {
 		return fmt.Errorf("starting nginx: %w", err)
 	} else if ng != nil {
@@ -291,6 +293,41 @@ func run(o options) error {
 	}
 	report(os.Stdout, ts, concs, cells, key)
 	return nil
+}
+
+// startGateway starts the gateway's binary bin on the fake, with its
+// default settings but the upstream's URL, a static x-is-human, one
+// model, no connection cap and warnings only, and its default state
+// store (the log) in stateDir; profile, when set, is where a benchprofile
+// build writes its CPU profile. It returns once /health answers.
+func startGateway(ctx context.Context, bin, stateDir, fakeURL, profile string) (*exec.Cmd, string, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, "", err
+	}
+	if err := os.Mkdir(stateDir, 0o700); err != nil {
+		return nil, "", err
+	}
+	gw := exec.CommandContext(ctx, bin)
+	gw.Env = append(os.Environ(), "CURSOR_API_URL="+fakeURL+"/api/chat", "X_IS_HUMAN_MODE=static:bench", "LOG_LEVEL=warn",
+		"MAX_CONNECTIONS=10000", "MODELS=claude-sonnet-4.6", "STATE_DIR="+stateDir, "HOST=127.0.0.1", "PORT="+strconv.Itoa(port))
+	if profile != "" {
+		abs, err := filepath.Abs(profile)
+		if err != nil {
+			return nil, "", err
+		}
+		gw.Env = append(gw.Env, "CURSOR2API_CPUPROFILE="+abs)
+	}
+	gw.Stderr = os.Stderr
+	if err := gw.Start(); err != nil {
+		return nil, "", fmt.Errorf("starting the gateway %s: %w", bin, err)
+	}
+	url := "http://127.0.0.1:" + strconv.Itoa(port)
+	if err := waitUp(url + "/health"); err != nil {
+		stop(gw)
+		return nil, "", err
+	}
+	return gw, url, nil
 }
 
 // report prints the table, and the failures under it.
