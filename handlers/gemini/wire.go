@@ -16,6 +16,11 @@ package gemini
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
+	"slices"
+
+	"cursor2api/utils"
+	"cursor2api/utils/jsondec"
 )
 
 // GenerateContentRequest is the body of :generateContent,
@@ -48,15 +53,15 @@ type Content struct {
 func (c *Content) UnmarshalJSON(data []byte) error {
 	data = bytes.TrimSpace(data)
 	if len(data) > 0 && data[0] == '"' {
-		var s string
-		if err := json.Unmarshal(data, &s); err != nil {
+		s, err := utils.DecodeJSONString(data)
+		if err != nil {
 			return err
 		}
 		*c = Content{Parts: []Part{{Text: &s}}}
 		return nil
 	}
 	type plain Content
-	return json.Unmarshal(data, (*plain)(c))
+	return jsondec.Unmarshal(data, (*plain)(c))
 }
 
 // Part is one part of a turn. Which field is set says what it is: text
@@ -97,7 +102,8 @@ type FunctionResponse struct {
 // Google's side.
 type Tool struct {
 	FunctionDeclarations []FunctionDeclaration `json:"functionDeclarations,omitempty"`
-	// Other holds the names of built-in tools the entry asks for.
+	// Other holds the names of built-in tools the entry asks for, sorted
+	// (so that the error that names the first is the same every time).
 	Other []string `json:"-"`
 }
 
@@ -108,9 +114,9 @@ func (t *Tool) UnmarshalJSON(data []byte) error {
 		return err
 	}
 	*t = Tool{}
-	for k, v := range raw {
+	for _, k := range slices.Sorted(maps.Keys(raw)) {
 		if k == "functionDeclarations" {
-			if err := json.Unmarshal(v, &t.FunctionDeclarations); err != nil {
+			if err := json.Unmarshal(raw[k], &t.FunctionDeclarations); err != nil {
 				return err
 			}
 			continue
