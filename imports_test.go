@@ -13,7 +13,7 @@ import (
 // the gateway but the HTTP surface. The packages that run a wired gateway
 // (server, the doctor, bench) import it and what is named beside it.
 var wiring = []string{
-	"config", "models", "utils", "utils/toolproto", "services/upstream", "services/chat", "services/human",
+	"config", "models", "utils", "utils/toolproto", "utils/jsondec", "services/upstream", "services/chat", "services/human",
 	"services/webchat", "services/vercel", "services/agentcli", "services/metrics", "services/readiness",
 	"services/native", "services/native/keys", "services/native/agentv1", "services/native/agentv1/agentv1connect",
 	"services/native/aiserverv1", "services/native/aiserverv1/aiserverv1connect",
@@ -34,6 +34,7 @@ var importRules = map[string][]string{
 	"utils":             nil,
 	"utils/toolproto":   {"models", "utils"},
 	"utils/gobuild":     nil,
+	"utils/jsondec":     {"utils"},
 	"services/upstream": {"models"},
 	// The core: no wire format, no back door, no configuration.
 	"services/chat":       {"models", "utils", "utils/toolproto", "services/upstream"},
@@ -75,14 +76,14 @@ var importRules = map[string][]string{
 	// The wiring is the one place that reads config and knows every part.
 	"services":           wiring,
 	"handlers/sse":       {"utils"},
-	"handlers/openai":    {"models", "utils", "handlers/sse"},
+	"handlers/openai":    {"models", "utils", "utils/jsondec", "handlers/sse"},
 	"handlers/anthropic": {"models", "utils", "handlers/sse"},
-	"handlers/gemini":    {"models", "utils", "handlers/sse"},
+	"handlers/gemini":    {"models", "utils", "utils/jsondec", "handlers/sse"},
 	// The Responses door shares the OpenAI door's content decoding and
 	// error body.
-	"handlers/responses": {"models", "utils", "handlers/sse", "handlers/openai", "services/state"},
+	"handlers/responses": {"models", "utils", "utils/jsondec", "handlers/sse", "handlers/openai", "services/state"},
 	// The HTTP surface reaches back doors only through the core.
-	"handlers": {"models", "utils", "utils/toolproto", "services/upstream", "services/chat", "handlers/sse", "handlers/openai", "handlers/responses", "handlers/anthropic", "handlers/gemini", "services/metrics", "services/readiness", "services/state", "services/usage", "services/cloud"},
+	"handlers": {"models", "utils", "utils/jsondec", "utils/toolproto", "services/upstream", "services/chat", "handlers/sse", "handlers/openai", "handlers/responses", "handlers/anthropic", "handlers/gemini", "services/metrics", "services/readiness", "services/state", "services/usage", "services/cloud"},
 	// Runs the gateway a configuration describes, for main and bench:
 	// the one HTTP package that reads config (handlers itself never does).
 	"handlers/server": with(wiring, "services", "handlers/sse", "handlers/openai", "handlers/responses", "handlers/anthropic", "handlers/gemini", "handlers", "services/state", "services/usage"),

@@ -21,6 +21,7 @@ import (
 	"cursor2api/models"
 	"cursor2api/services/chat"
 	"cursor2api/utils"
+	"cursor2api/utils/jsondec"
 )
 
 // prepare hands a door's request to the core, with what the client says
@@ -275,7 +276,7 @@ func (s *server) readJSON(c *gin.Context, v any) *models.Error {
 		}
 		return models.InvalidRequest("", "could not read the request body: %v", err)
 	}
-	if err := json.Unmarshal(body, v); err != nil {
+	if err := jsondec.Unmarshal(body, v); err != nil {
 		var typeErr *json.UnmarshalTypeError
 		var syntaxErr *json.SyntaxError
 		switch {
