@@ -20,6 +20,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"cursor2api/utils"
+	"cursor2api/utils/jsondec"
 )
 
 // MessagesRequest is the body of POST /v1/messages (and, without
@@ -74,14 +75,14 @@ func (c *Content) UnmarshalJSON(data []byte) error {
 			return nil
 		}
 		var blocks []Block
-		if err := json.Unmarshal(data, &blocks); err != nil {
+		if err := jsondec.Unmarshal(data, &blocks); err != nil {
 			return err
 		}
 		*c = blocks
 		return nil
 	case data[0] == '{':
 		var b Block
-		if err := json.Unmarshal(data, &b); err != nil {
+		if err := jsondec.Unmarshal(data, &b); err != nil {
 			return err
 		}
 		*c = Content{b}

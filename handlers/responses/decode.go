@@ -12,6 +12,7 @@ import (
 	"cursor2api/handlers/openai"
 	"cursor2api/models"
 	"cursor2api/utils"
+	"cursor2api/utils/jsondec"
 )
 
 // NamespaceSeparator joins a namespace and the name of one of its
@@ -175,7 +176,7 @@ func (d *Decoded) tools(raws []json.RawMessage) ([]models.Tool, error) {
 	for i, raw := range raws {
 		path := fmt.Sprintf("tools[%d]", i)
 		var t Tool
-		if err := json.Unmarshal(raw, &t); err != nil {
+		if err := jsondec.Unmarshal(raw, &t); err != nil {
 			return nil, models.InvalidRequest(path, "%s must be a tool object like {\"type\":\"function\",\"name\":\"...\",\"parameters\":{...}}", path)
 		}
 		switch t.Type {
@@ -373,7 +374,7 @@ type conversation struct {
 func (c *conversation) add(raw json.RawMessage, field string, i int) error {
 	path := fmt.Sprintf("%s[%d]", field, i)
 	var it InputItem
-	if err := json.Unmarshal(raw, &it); err != nil {
+	if err := jsondec.Unmarshal(raw, &it); err != nil {
 		return models.InvalidRequest(path, "%s is not a valid input item: %v", path, err)
 	}
 	switch it.Type {

@@ -148,6 +148,11 @@ func TestUnmarshalMatchesEncodingJSON(t *testing.T) {
 		decodeBoth[responses.Request](t, gen(r, reflect.TypeFor[responses.Request](), 0))
 		decodeBoth[gemini.GenerateContentRequest](t, gen(r, reflect.TypeFor[gemini.GenerateContentRequest](), 0))
 		decodeBoth[gemini.CountTokensRequest](t, gen(r, reflect.TypeFor[gemini.CountTokensRequest](), 0))
+		// What the doors decode on their own: Responses' input items
+		// and tools, Messages' blocks.
+		decodeBoth[responses.InputItem](t, gen(r, reflect.TypeFor[responses.InputItem](), 0))
+		decodeBoth[responses.Tool](t, gen(r, reflect.TypeFor[responses.Tool](), 0))
+		decodeBoth[[]anthropic.Block](t, gen(r, reflect.TypeFor[[]anthropic.Block](), 0))
 	}
 }
 
