@@ -153,10 +153,23 @@ func (s *StreamWriter) open() error {
 		return nil
 	}
 	s.opened = true
-	if err := s.emit(Event{Type: EventCreated, Response: s.snapshot()}); err != nil {
-		return err
+	// The two events carry the same response: encoded once.
+	var resp bytes.Buffer
+	enc := json.NewEncoder(&resp)
+	enc.SetEscapeHTML(false) // as sse.Writer.Event
+	if err := enc.Encode(s.snapshot()); err != nil {
+		return fmt.Errorf("encoding %s: %w", EventCreated, err)
 	}
-	return s.emit(Event{Type: EventInProgress, Response: s.snapshot()})
+	raw := bytes.TrimSuffix(resp.Bytes(), []byte("\n"))
+	for _, typ := range [...]string{EventCreated, EventInProgress} {
+		b := appendHead(s.out[:0], typ, s.next())
+		b = append(b, `,"response":`...)
+		b = append(b, raw...)
+		if err := s.emitJSON(typ, append(b, '}')); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -173,16 +186,44 @@ func (s *StreamWriter) start(it OutputItem) error {
 	s.cur = &it
 	s.buf.Reset()
 	s.enc.reset()
-	if err := s.emit(Event{Type: EventItemAdded, OutputIndex: ptr(len(s.resp.Output)), Item: ptr(it)}); err != nil {
-		return err
-	}
+	index := len(s.resp.Output)
 	switch it.Type {
 	case ItemMessage:
-		return s.emit(Event{Type: EventPartAdded, ItemID: it.ID, OutputIndex: ptr(len(s.resp.Output)), ContentIndex: ptr(0), Part: ptr(TextPart(""))})
+		if err := s.itemAdded(&it, index); err != nil {
+			return err
+		}
+		return s.partAdded(EventPartAdded, it.ID, index, "content_index", textPart)
 	case ItemReasoning:
-		return s.emit(Event{Type: EventSummaryPartAdded, ItemID: it.ID, OutputIndex: ptr(len(s.resp.Output)), SummaryIndex: ptr(0), Part: ptr(SummaryPart(""))})
+		if err := s.itemAdded(&it, index); err != nil {
+			return err
+		}
+		return s.partAdded(EventSummaryPartAdded, it.ID, index, "summary_index", summaryPart)
 	}
-	return nil
+	return s.emit(Event{Type: EventItemAdded, OutputIndex: ptr(index), Item: ptr(it)})
+}
+
+// emptyText is the encoding of an empty text.
+var emptyText = [][]byte{[]byte(`""`)}
+
+// itemAdded writes the output_item.added of a message or reasoning item
+// just started, which has no text yet.
+func (s *StreamWriter) itemAdded(it *OutputItem, index int) error {
+	b := appendHead(s.out[:0], EventItemAdded, s.next())
+	b = append(b, `,"output_index":`...)
+	b = strconv.AppendInt(b, int64(index), 10)
+	b = append(b, `,"item":`...)
+	b, _ = appendItem(b, it, nil) // a message or reasoning: always known
+	return s.emitJSON(EventItemAdded, append(b, '}'))
+}
+
+// partAdded writes the empty part of the item just started, as its
+// content_part.added or reasoning_summary_part.added.
+func (s *StreamWriter) partAdded(typ, itemID string, index int, indexKey string, shape partShape) error {
+	b := appendHead(s.out[:0], typ, s.next())
+	b = appendItemRef(b, index, itemID, indexKey)
+	b = append(b, `,"part":`...)
+	b = appendPart(b, shape, emptyText)
+	return s.emitJSON(typ, append(b, '}'))
 }
 
 // closeItem ends the item in progress, if any, with its done events.
