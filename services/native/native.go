@@ -395,7 +395,7 @@ func (c *Client) follow(ctx context.Context, r *run, fn func(upstream.Delta) err
 		}
 		return nil, nil
 	}
-	r.finish(errTurnDone, keys.Outcome{Kind: keys.OK})
+	r.afterTurn(ctx)
 	return usage, nil
 }
 
