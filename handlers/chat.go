@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"net/http"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -37,11 +36,7 @@ func (s *server) chatCompletions(c *gin.Context) {
 		s.stream(c, prepared, openai.NewStreamWriter(s.eventStream(c, nil), id, wire.Model, created, req.IncludeUsage))
 		return
 	}
-	ans, ok := s.complete(c, prepared)
-	if !ok {
-		return
-	}
-	c.PureJSON(http.StatusOK, openai.FromAnswer(id, wire.Model, created, ans))
+	s.complete(c, prepared, func(ans *models.Answer) any { return openai.FromAnswer(id, wire.Model, created, ans) })
 }
 
 // answerStream is a door's encoder of a streamed answer.

@@ -88,18 +88,15 @@ func (s *server) generateContent(c *gin.Context, name string, stream bool) {
 		s.stream(c, prepared, gemini.NewStreamWriter(s.eventStream(c, gemini.NoPing), id, name, thoughts))
 		return
 	}
-	ans, ok := s.complete(c, prepared)
-	if !ok {
-		return
-	}
-	resp := gemini.FromAnswer(id, name, ans, thoughts)
-	if stream {
-		// streamGenerateContent without alt=sse answers a JSON array of
-		// responses; the whole answer is one.
-		c.PureJSON(http.StatusOK, []gemini.Response{resp})
-		return
-	}
-	c.PureJSON(http.StatusOK, resp)
+	s.complete(c, prepared, func(ans *models.Answer) any {
+		resp := gemini.FromAnswer(id, name, ans, thoughts)
+		if stream {
+			// streamGenerateContent without alt=sse answers a JSON array
+			// of responses; the whole answer is one.
+			return []gemini.Response{resp}
+		}
+		return resp
+	})
 }
 
 // geminiCountTokens answers :countTokens with an estimate of the

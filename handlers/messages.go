@@ -69,11 +69,7 @@ func (s *server) messages(c *gin.Context) {
 		s.stream(c, prepared, w)
 		return
 	}
-	ans, ok := s.complete(c, prepared)
-	if !ok {
-		return
-	}
-	c.PureJSON(http.StatusOK, anthropic.FromAnswer(id, asked, ans))
+	s.complete(c, prepared, func(ans *models.Answer) any { return anthropic.FromAnswer(id, asked, ans) })
 }
 
 // countTokens answers POST /v1/messages/count_tokens with an estimate of

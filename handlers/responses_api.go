@@ -82,14 +82,12 @@ func (s *server) createResponse(c *gin.Context) {
 		}
 		return
 	}
-	ans, ok := s.complete(c, prepared)
-	if !ok {
-		return
-	}
-	resp := responses.FromAnswer(base, ans, dec.Names)
-	resp.Output = append(lists, resp.Output...)
-	s.keepResponse(c, &wire, dec, resp, nil)
-	c.PureJSON(http.StatusOK, resp)
+	s.complete(c, prepared, func(ans *models.Answer) any {
+		resp := responses.FromAnswer(base, ans, dec.Names)
+		resp.Output = append(lists, resp.Output...)
+		s.keepResponse(c, &wire, dec, resp, nil)
+		return resp
+	})
 }
 
 // missRetries are the pauses before asking the store again for a previous

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -45,17 +47,36 @@ func (s *server) prepare(c *gin.Context, req *models.Request) (*chat.Prepared, b
 }
 
 // complete answers a prepared request whole, cut short like a stream when
-// the drain time is up. When it returns false the failure is answered.
-func (s *server) complete(c *gin.Context, p *chat.Prepared) (*models.Answer, bool) {
+// the drain time is up: body is the door's JSON of the answer. The
+// response is written whole, with its length, and flushed before what
+// the back door left for after the answer (upstream.Epilogue) runs, so
+// that the client has all of it without waiting for that.
+func (s *server) complete(c *gin.Context, p *chat.Prepared, body func(*models.Answer) any) {
 	ctx, stop := s.answerContext(c)
 	defer stop()
 	ans, err := s.Chat.Complete(ctx, p)
 	if err = shutdownError(ctx, err); err != nil {
 		s.fail(c, err, nil)
-		return nil, false
+		return
 	}
 	c.Set(keyUsage, ans.Usage)
-	return ans, true
+	writeWhole(c, body(ans))
+}
+
+// writeWhole answers 200 with v as JSON, encoded as gin's PureJSON
+// encodes it (no HTML escaping), with its Content-Length, and flushes it:
+// the client has the whole response even while the handler goes on.
+func writeWhole(c *gin.Context, v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		writeError(c, asError(fmt.Errorf("encoding the answer: %w", err)))
+		return
+	}
+	c.Header("Content-Length", strconv.Itoa(buf.Len()))
+	c.Data(http.StatusOK, "application/json; charset=utf-8", buf.Bytes())
+	c.Writer.Flush()
 }
 
 // stream answers a prepared request through a door's encoder, with

@@ -103,13 +103,24 @@ func New(cfg *config.Config, logger *slog.Logger, opts Options) (*Server, error)
 	return &Server{cfg: cfg, logger: logger, version: opts.Version, gw: gw, handler: handler, endDrain: endDrain, state: q, ledger: ledger}, nil
 }
 
-// Close writes the usage records not written yet and closes the state
-// store. Serve closes on its way out; Close is for a Server never served.
+// Close waits for the writes of the native back door's key rests under
+// way, writes the usage records not written yet and closes the state
+// store, within a bound. Serve closes on its way out; Close is for a
+// Server never served.
 func (s *Server) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*state.DefaultWriteTimeout)
 		defer cancel()
+		if s.gw.Native != nil {
+			// One write's bound (a write under way ends by then), and the
+			// rest of ctx's for the usage records.
+			keysCtx, cancelKeys := context.WithTimeout(ctx, state.DefaultWriteTimeout)
+			if err := s.gw.Native.Shutdown(keysCtx); err != nil {
+				s.logger.Warn("state: a key rest was not written at shutdown", "engine", s.state.Store().Engine(), "error", err)
+			}
+			cancelKeys()
+		}
 		s.ledger.Flush(ctx)
 		if st := s.state.Stats(); st.Queued > 0 {
 			s.logger.Warn("state: writes not done at shutdown", "engine", st.Engine, "queued", st.Queued, "last_error", st.LastError)

@@ -245,6 +245,18 @@ func (c *Client) Parked() int { return c.park.len() }
 // their requests.
 func (c *Client) Close() { c.park.close() }
 
+// Shutdown ends the client for a stop: it aborts the parked runs (Close)
+// and waits, until ctx ends, for the writes of the keys' rests to the
+// state store under way (keys.Pool.Wait), so that a rest recorded just
+// before the stop is kept. The gateway closes the store after it.
+func (c *Client) Shutdown(ctx context.Context) error {
+	c.Close()
+	if c.keys == nil {
+		return nil
+	}
+	return c.keys.Wait(ctx)
+}
+
 // clientHeaders are the headers of every call: who the client is.
 func (c *Client) clientHeaders(h http.Header) {
 	h.Set("x-cursor-client-type", c.opts.ClientType)
@@ -395,7 +407,7 @@ func (c *Client) follow(ctx context.Context, r *run, fn func(upstream.Delta) err
 		}
 		return nil, nil
 	}
-	r.finish(errTurnDone, keys.Outcome{Kind: keys.OK})
+	r.afterTurn(ctx)
 	return usage, nil
 }
 

@@ -370,9 +370,7 @@ func (r *run) consume(ctx context.Context, fn func(upstream.Delta) error, sent *
 	settle := time.NewTimer(time.Hour)
 	settle.Stop()
 	defer settle.Stop()
-	var tail <-chan time.Time
 	started, got := 0, 0
-	var usage *models.Usage
 	for {
 		select {
 		case <-ctx.Done():
@@ -386,9 +384,6 @@ func (r *run) consume(ctx context.Context, fn func(upstream.Delta) error, sent *
 		case <-stall.C:
 			return 0, nil, models.Upstream(http.StatusGatewayTimeout, "upstream_stalled", nil,
 				"Cursor's run made no progress for %s, only heartbeats; try again", o.StallTimeout)
-		case <-tail:
-			// turn_ended came, the stream lingers: the answer is whole.
-			return stepDone, usage, nil
 		case <-settle.C:
 			if len(r.calls) > 0 && got >= started {
 				return stepParked, nil, nil
@@ -430,14 +425,12 @@ func (r *run) consume(ctx context.Context, fn func(upstream.Delta) error, sent *
 				}
 				settle.Reset(o.CallSettle)
 			case evTurnEnded:
-				usage = ev.usage
-				if tail == nil {
-					tail = time.After(turnTail)
-				}
+				// The answer is whole, and its usage with it: what the
+				// stream still sends (the checkpoint, its end) is read
+				// after the caller has the answer (afterTurn).
+				return stepDone, ev.usage, nil
 			case evEnd:
 				switch {
-				case usage != nil:
-					return stepDone, usage, nil
 				case ev.err != nil:
 					return 0, nil, ev.err
 				case len(r.calls) > 0:
@@ -450,6 +443,66 @@ func (r *run) consume(ctx context.Context, fn func(upstream.Delta) error, sent *
 	}
 }
 
-// turnTail bounds the wait for the stream's end after turn_ended (the
-// checkpoint comes in between).
+// turnTail bounds the read of a run's tail, from turn_ended to the
+// stream's end (the checkpoint comes in between), with the idle timeout
+// when that is shorter.
 const turnTail = 5 * time.Second
+
+// errTailTimeout ends a run whose stream lingered past turnTail after
+// turn_ended.
+var errTailTimeout = errors.New("the stream lingered after turn_ended")
+
+// afterTurn settles a run whose turn ended. The key's outcome is known
+// at once. The rest of the stream (the conversation checkpoint, the
+// stream's end) is read to its end, so that the server sees the run
+// finish rather than cancelled, but once the client has the whole
+// answer: in the request's epilogue (upstream.AfterAnswer), or here, before
+// returning, when ctx carries none. Either way the read is bounded by
+// turnTail (or the idle timeout) from turn_ended, cut short when ctx
+// ends, and the run is ended after it.
+func (r *run) afterTurn(ctx context.Context) {
+	r.lease.Done(keys.Outcome{Kind: keys.OK})
+	deadline := time.Now().Add(min(turnTail, r.c.opts.IdleTimeout))
+	tail := func() { r.finish(r.readTail(ctx, deadline), keys.Outcome{Kind: keys.OK}) }
+	if !upstream.AfterAnswer(ctx, tail) {
+		tail()
+	}
+}
+
+// readTail waits for the run's stream to end, until deadline or ctx's
+// end, and says why it stopped waiting (errTurnDone: the stream ended).
+// The pump keeps the checkpoint and answers what the server still asks
+// meanwhile; the events it passes on are dropped.
+func (r *run) readTail(ctx context.Context, deadline time.Time) error {
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	for {
+		// An end that has come wins over a deadline that passed while
+		// the tail waited in the epilogue: select picks at random among
+		// the cases ready.
+		select {
+		case ev := <-r.events:
+			if ev.kind == evEnd {
+				return errTurnDone
+			}
+			continue
+		case <-r.done:
+			return errTurnDone
+		default:
+		}
+		select {
+		case ev := <-r.events:
+			if ev.kind == evEnd {
+				return errTurnDone
+			}
+		case <-r.done:
+			return errTurnDone
+		case <-r.ctx.Done():
+			return context.Cause(r.ctx)
+		case <-ctx.Done():
+			return fmt.Errorf("the client left during the run's tail: %w", context.Cause(ctx))
+		case <-timer.C:
+			return errTailTimeout
+		}
+	}
+}

@@ -128,6 +128,7 @@ type Pool struct {
 	flushing bool           // a writer goroutine runs (guarded by mu)
 	syncing  bool           // a read of the shared rests runs (guarded by mu)
 	syncedAt time.Time      // when the last read began (guarded by mu)
+	idle     chan struct{}  // closed when neither runs, for Wait (guarded by mu)
 }
 
 // key is one API key and everything the pool knows of it. All fields

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"cursor2api/services/state"
@@ -88,6 +89,7 @@ func (p *Pool) flush() {
 		}
 		if next == nil {
 			p.flushing = false
+			p.settledLocked()
 			p.mu.Unlock()
 			return
 		}
@@ -149,8 +151,42 @@ func (p *Pool) syncDue(now time.Time) {
 		_ = p.sync(context.Background())
 		p.mu.Lock()
 		p.syncing = false
+		p.settledLocked()
 		p.mu.Unlock()
 	}()
+}
+
+// Wait waits until the pool's writes of the keys' rests to the store, and
+// its read, are done, or ctx ends (its error then). A gateway that stops
+// waits here before it closes the store: a rest that began just before
+// the stop is on its way there, and would be lost with the process.
+func (p *Pool) Wait(ctx context.Context) error {
+	for {
+		p.mu.Lock()
+		if !p.flushing && !p.syncing {
+			p.mu.Unlock()
+			return nil
+		}
+		if p.idle == nil {
+			p.idle = make(chan struct{})
+		}
+		idle := p.idle
+		p.mu.Unlock()
+		select {
+		case <-idle:
+		case <-ctx.Done():
+			return fmt.Errorf("the Cursor API keys' rests were still being written to the state store: %w", context.Cause(ctx))
+		}
+	}
+}
+
+// settledLocked wakes the waiters of Wait once neither the writer nor a
+// read runs. p.mu is held.
+func (p *Pool) settledLocked() {
+	if !p.flushing && !p.syncing && p.idle != nil {
+		close(p.idle)
+		p.idle = nil
+	}
 }
 
 // sync reads the records of every key, within the queue's timeout, and

@@ -333,7 +333,18 @@ func (s *Server) serveRun(ctx context.Context, run *Run, msgs <-chan *agentv1.Ag
 			return err
 		}
 	}
-	return t.end(ctx, script.Usage)
+	if err := t.end(ctx, script.Usage); err != nil {
+		return err
+	}
+	for _, step := range script.After {
+		if err := step(ctx, t); err != nil {
+			if errors.Is(err, errCut) {
+				return nil
+			}
+			return err
+		}
+	}
+	return nil
 }
 
 // armName is the name of the field set in a oneof of m, or "".

@@ -20,9 +20,12 @@ import (
 // Script is the turn the fake plays for one run: its steps in order, then
 // (unless a step failed or cut the stream) the turn's end: the KV set of the
 // turn's blob, turn_ended with Usage, and the conversation checkpoint.
+// After are played after the turn's end, before the stream ends: a tail
+// that lingers (Linger).
 type Script struct {
 	Steps []Step
 	Usage Usage
+	After []Step
 }
 
 // Usage is what turn_ended reports.
@@ -504,6 +507,34 @@ var errCut = errors.New("cut")
 // Cut ends the stream cleanly without turn_ended, as a dropped stream does.
 func Cut() Step {
 	return func(context.Context, *Turn) error { return errCut }
+}
+
+// Linger holds the stream open, as a server that lingers after
+// turn_ended does, until release is closed (then the stream ends
+// cleanly), the client goes away (the run ends canceled), or
+// Options.Wait passes (deadline_exceeded). It belongs in Script.After.
+func Linger(release <-chan struct{}) Step {
+	return func(ctx context.Context, t *Turn) error {
+		limit := time.NewTimer(t.s.opts.Wait)
+		defer limit.Stop()
+		for {
+			t.mu.Lock()
+			gone, ch := t.gone, t.changed
+			t.mu.Unlock()
+			if gone {
+				return connect.NewError(connect.CodeCanceled, errors.New("the client went away while the stream lingered"))
+			}
+			select {
+			case <-release:
+				return nil
+			case <-ch:
+			case <-ctx.Done():
+				return connect.NewError(connect.CodeCanceled, ctx.Err())
+			case <-limit.C:
+				return connect.NewError(connect.CodeDeadlineExceeded, errors.New("Linger: neither released nor left"))
+			}
+		}
+	}
 }
 
 // Hang waits until the client goes away (bounded by Options.Wait), sending
