@@ -9,9 +9,9 @@
 // then splits objects and arrays itself and hands each member to the
 // decoder of its field: a struct or slice of structs is split in turn, a
 // type with its own UnmarshalJSON gets its bytes directly (as
-// encoding/json would call it, without checking them again), a plain
-// string is decoded by utils.DecodeJSONString, and any other value, small
-// as it is, goes to encoding/json. Where encoding/json's rules would make
+// encoding/json would call it, without checking them again), a string
+// is decoded by utils.UnquoteJSON, and any other value (a number, a
+// null, a map), small as it is, goes to encoding/json. Where encoding/json's rules would make
 // the two readings differ (a field met twice, an escape in a key, an
 // embedded struct, a ",string" tag, field names that fold together, a
 // decoding error), it gives the whole body to json.Unmarshal, so
@@ -56,7 +56,7 @@ type kind uint8
 const (
 	kindOther       kind = iota // by encoding/json
 	kindUnmarshaler             // by its own UnmarshalJSON, on its pointer
-	kindString                  // a string kind, by utils.DecodeJSONString
+	kindString                  // a string kind, by utils.UnquoteJSON
 	kindStruct                  // member by member
 	kindSlice                   // element by element
 	kindPointer                 // into a new value of its element type
