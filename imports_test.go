@@ -76,8 +76,8 @@ var importRules = map[string][]string{
 	// The wiring is the one place that reads config and knows every part.
 	"services":           wiring,
 	"handlers/sse":       {"utils"},
-	"handlers/openai":    {"models", "utils", "utils/jsondec", "handlers/sse"},
-	"handlers/anthropic": {"models", "utils", "handlers/sse"},
+	"handlers/openai":    {"models", "utils", "handlers/sse"},
+	"handlers/anthropic": {"models", "utils", "utils/jsondec", "handlers/sse"},
 	"handlers/gemini":    {"models", "utils", "utils/jsondec", "handlers/sse"},
 	// The Responses door shares the OpenAI door's content decoding and
 	// error body.
