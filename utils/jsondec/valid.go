@@ -34,31 +34,22 @@ func value(data []byte, i int) (int, bool) {
 			return 0, false
 		}
 		switch c := data[i]; {
-		case c == '{':
+		case c == '{' || c == '[':
 			if len(stack) >= maxDepth {
 				return 0, false
 			}
 			i = skipSpace(data, i+1)
-			if i < len(data) && data[i] == '}' {
+			if i < len(data) && data[i] == c+2 { // '}' and ']' follow their openers by two
 				i++
 				break
 			}
-			stack = append(stack, '{')
-			var ok bool
-			if i, ok = key(data, i); !ok {
-				return 0, false
+			stack = append(stack, c)
+			if c == '{' {
+				var ok bool
+				if i, ok = key(data, i); !ok {
+					return 0, false
+				}
 			}
-			continue
-		case c == '[':
-			if len(stack) >= maxDepth {
-				return 0, false
-			}
-			i = skipSpace(data, i+1)
-			if i < len(data) && data[i] == ']' {
-				i++
-				break
-			}
-			stack = append(stack, '[')
 			continue
 		case c == '"':
 			var ok bool
