@@ -77,7 +77,7 @@ type field struct {
 }
 
 // plans memoizes planOf, as encoding/json memoizes its own field lists:
-// a type's plan never changes.
+// a type's plan never changes once it is stored, whole.
 var plans sync.Map // reflect.Type → *plan
 
 var (
@@ -86,26 +86,44 @@ var (
 	numberType          = reflect.TypeFor[json.Number]()
 )
 
-// planOf returns t's plan.
+// planOf returns t's plan. The plans of t and of the types within it are
+// worked out in a map of this call's own and stored only once all are
+// whole, so that no other decoder reads one half filled (a recursive
+// type finds its own plan in that map). Two first decodes of a type at
+// once may both work its plan out: both are the same.
 func planOf(t reflect.Type) *plan {
 	if p, ok := plans.Load(t); ok {
 		return p.(*plan)
 	}
-	p := &plan{}
-	// Stored before it is filled, so that a recursive type finds itself.
-	if old, loaded := plans.LoadOrStore(t, p); loaded {
-		return old.(*plan)
+	building := map[reflect.Type]*plan{}
+	p := build(t, building)
+	for typ, bp := range building {
+		plans.LoadOrStore(typ, bp)
 	}
-	fill(p, t)
+	return p
+}
+
+// build returns t's plan, stored or under way in building, or works it
+// out there.
+func build(t reflect.Type, building map[reflect.Type]*plan) *plan {
+	if p, ok := plans.Load(t); ok {
+		return p.(*plan)
+	}
+	if p, ok := building[t]; ok {
+		return p
+	}
+	p := &plan{}
+	building[t] = p
+	fill(p, t, building)
 	return p
 }
 
 // fill works out t's plan; a type with anything this package does not
 // read as encoding/json does is kindOther.
-func fill(p *plan, t reflect.Type) {
+func fill(p *plan, t reflect.Type, building map[reflect.Type]*plan) {
 	if t.Kind() == reflect.Pointer {
 		if t.Elem().Kind() != reflect.Pointer {
-			p.elem, p.kind = planOf(t.Elem()), kindPointer
+			p.elem, p.kind = build(t.Elem(), building), kindPointer
 		}
 		return
 	}
@@ -126,9 +144,9 @@ func fill(p *plan, t reflect.Type) {
 		if t.Elem().Kind() == reflect.Uint8 {
 			return // base64 text: encoding/json's
 		}
-		p.elem, p.kind = planOf(t.Elem()), kindSlice
+		p.elem, p.kind = build(t.Elem(), building), kindSlice
 	case reflect.Struct:
-		fields, ok := structFields(t)
+		fields, ok := structFields(t, building)
 		if !ok {
 			return
 		}
@@ -140,7 +158,7 @@ func fill(p *plan, t reflect.Type) {
 // their JSON names; ok is false for a struct whose fields this package
 // does not read as encoding/json does (embedded ones, ",string" options)
 // or that has more than 64 of them (seen is a bit set).
-func structFields(t reflect.Type) (fields []field, ok bool) {
+func structFields(t reflect.Type, building map[reflect.Type]*plan) (fields []field, ok bool) {
 	for i := range t.NumField() {
 		sf := t.Field(i)
 		if sf.Anonymous {
@@ -162,7 +180,7 @@ func structFields(t reflect.Type) (fields []field, ok bool) {
 		if name == "" {
 			name = sf.Name
 		}
-		fields = append(fields, field{name: name, index: i, plan: planOf(sf.Type)})
+		fields = append(fields, field{name: name, index: i, plan: build(sf.Type, building)})
 	}
 	if len(fields) > 64 {
 		return nil, false

@@ -367,3 +367,53 @@ func BenchmarkUnmarshal(b *testing.B) {
 		}
 	})
 }
+
+type tree struct {
+	Name string `json:"name"`
+	Kids []tree `json:"kids"`
+	Next *tree  `json:"next"`
+}
+
+func TestUnmarshalRecursiveType(t *testing.T) {
+	for _, b := range []string{
+		`{"name":"a","kids":[{"name":"b","kids":[{"name":"c"}]},{"name":"d","next":{"name":"e"}}]}`,
+		`{"name":"a","next":{"name":"b","next":{"name":"c","kids":[]}}}`,
+		`{"name":"a","kids":[{"Name":"b","name":"twice"}]}`,
+	} {
+		decodeBoth[tree](t, []byte(b))
+	}
+}
+
+// firstUse is decoded nowhere else: its plan is worked out by the
+// goroutines of TestUnmarshalFirstUseConcurrently, all at once.
+type firstUse struct {
+	A string     `json:"a"`
+	B []firstUse `json:"b"`
+	C *inner     `json:"c"`
+}
+
+// TestUnmarshalFirstUseConcurrently: the first decodes of a type, at
+// once, each see its plan whole (under -race, a plan read while another
+// goroutine fills it is a race).
+func TestUnmarshalFirstUseConcurrently(t *testing.T) {
+	body := []byte(`{"a":"x","b":[{"a":"y"}],"c":{"a":"z","c":["w"]}}`)
+	var want firstUse
+	require.NoError(t, json.Unmarshal(body, &want))
+	start := make(chan struct{})
+	errs := make(chan error, 8)
+	for range 8 {
+		go func() {
+			<-start
+			var got firstUse
+			err := jsondec.Unmarshal(body, &got)
+			if err == nil && !reflect.DeepEqual(got, want) {
+				err = fmt.Errorf("got %#v, want %#v", got, want)
+			}
+			errs <- err
+		}()
+	}
+	close(start)
+	for range 8 {
+		require.NoError(t, <-errs)
+	}
+}
