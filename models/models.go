@@ -131,6 +131,12 @@ const (
 type ToolChoice struct {
 	Mode ToolChoiceMode
 	Name string // for ChoiceFunction: a declared tool
+	// Server, when set, is the label of an MCP server the request named
+	// (MCPServers): the choice is of its tools, which the gateway runs,
+	// rather than of the client's. The answer's first round must call its
+	// tool Name (ChoiceFunction, Name as MCPToolName gives it) or any of
+	// its tools (ChoiceRequired); the rounds after it choose freely.
+	Server string
 }
 
 // Request is one turn asked of the gateway, whichever door it came in by.
@@ -220,6 +226,9 @@ type ToolCall struct {
 	ID, Name  string
 	Arguments string // a JSON object
 }
+
+// MCPToolName is the name a server's tool is offered under.
+func MCPToolName(label, tool string) string { return "mcp__" + label + "__" + tool }
 
 // MCPServer is an MCP server a request names, reached over HTTP.
 type MCPServer struct {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -100,7 +101,7 @@ func ToRequest(req *Request, history []json.RawMessage) (*Decoded, error) {
 		return nil, err
 	}
 	r.MCPServers = out.MCPServers
-	if r.Choice, err = toolChoice(req.ToolChoice, r.Tools); err != nil {
+	if r.Choice, err = toolChoice(req.ToolChoice, r.Tools, r.MCPServers); err != nil {
 		return nil, err
 	}
 
@@ -281,30 +282,54 @@ func CustomCallInput(args string) string {
 }
 
 // toolChoice reads tool_choice: absent or null (auto), "auto", "none",
-// "required", or {"type":"function"|"custom","name":...} naming a
-// declared tool (a namespace member by its namespace and name, or by its
-// flattened name).
-func toolChoice(raw json.RawMessage, tools []models.Tool) (models.ToolChoice, error) {
+// "required", {"type":"function"|"custom","name":...} naming a declared
+// tool (a namespace member by its namespace and name, or by its
+// flattened name), or {"type":"mcp","server_label":...,"name":...}
+// naming one of the request's MCP servers (servers) and, optionally, its
+// tool, which the core checks once it has listed the server's tools.
+func toolChoice(raw json.RawMessage, tools []models.Tool, servers []models.MCPServer) (models.ToolChoice, error) {
 	const objectForm = `{"type":"function","name":"..."}`
 	if choice, ok, err := openai.StringToolChoice(raw, tools, objectForm); ok {
 		return choice, err
 	}
 	var obj struct {
-		Type      string `json:"type"`
-		Name      string `json:"name"`
-		Namespace string `json:"namespace"`
+		Type        string `json:"type"`
+		Name        string `json:"name"`
+		Namespace   string `json:"namespace"`
+		ServerLabel string `json:"server_label"`
 	}
 	if err := json.Unmarshal(raw, &obj); err != nil {
 		return models.ToolChoice{}, models.InvalidRequest("tool_choice", "tool_choice must be a string or an object like %s", objectForm)
 	}
+	if obj.Type == "mcp" {
+		return mcpToolChoice(obj.ServerLabel, obj.Name, servers)
+	}
 	if obj.Type != "function" && obj.Type != "custom" {
-		return models.ToolChoice{}, models.InvalidRequest("tool_choice.type", "tool_choice.type %q is not supported: the gateway runs no built-in tools; use \"function\" or \"custom\"", utils.Clip(obj.Type, utils.QuoteLen))
+		return models.ToolChoice{}, models.InvalidRequest("tool_choice.type", "tool_choice.type %q is not supported: the gateway runs no built-in tools; use \"function\", \"custom\" or \"mcp\"", utils.Clip(obj.Type, utils.QuoteLen))
 	}
 	name := obj.Name
 	if obj.Namespace != "" && obj.Name != "" {
 		name = FlatName(obj.Namespace, obj.Name)
 	}
 	return openai.NamedToolChoice(name, tools, "tool_choice.name")
+}
+
+// mcpToolChoice is tool_choice {"type":"mcp"}: a call, in the answer's
+// first round, of the tool name (or of any tool) of the request's MCP
+// server labelled label.
+func mcpToolChoice(label, name string, servers []models.MCPServer) (models.ToolChoice, error) {
+	if label == "" {
+		return models.ToolChoice{}, models.InvalidRequest("tool_choice.server_label", `tool_choice of type "mcp" needs the server_label of one of the request's mcp tools`)
+	}
+	if !slices.ContainsFunc(servers, func(s models.MCPServer) bool { return s.Label == label }) {
+		return models.ToolChoice{}, models.InvalidRequest("tool_choice.server_label",
+			"tool_choice.server_label %q names no mcp tool of this request; add {\"type\":\"mcp\",\"server_label\":%q,\"server_url\":...} to tools",
+			utils.Clip(label, utils.QuoteLen), utils.Clip(label, utils.QuoteLen))
+	}
+	if name == "" {
+		return models.ToolChoice{Mode: models.ChoiceRequired, Server: label}, nil
+	}
+	return models.ToolChoice{Mode: models.ChoiceFunction, Name: models.MCPToolName(label, name), Server: label}, nil
 }
 
 // formatNote is the system instruction that text.format asks for, or ""

@@ -169,15 +169,26 @@ func TestToolChoice(t *testing.T) {
 		{`{"type":"function","name":"get_weather"}`, models.ToolChoice{Mode: models.ChoiceFunction, Name: "get_weather"}},
 		{`{"type":"function","name":"find","namespace":"crm"}`, models.ToolChoice{Mode: models.ChoiceFunction, Name: "crm__find"}},
 		{`{"type":"function","name":"crm__find"}`, models.ToolChoice{Mode: models.ChoiceFunction, Name: "crm__find"}},
+		{`{"type":"mcp","server_label":"calc","name":"add"}`, models.ToolChoice{Mode: models.ChoiceFunction, Name: "mcp__calc__add", Server: "calc"}},
+		{`{"type":"mcp","server_label":"calc"}`, models.ToolChoice{Mode: models.ChoiceRequired, Server: "calc"}},
+		{`{"type":"mcp","server_label":"calc","name":null}`, models.ToolChoice{Mode: models.ChoiceRequired, Server: "calc"}},
 	}
+	servers := []models.MCPServer{{Label: "calc", URL: "http://127.0.0.1/mcp"}}
 	for _, tc := range ok {
-		got, err := toolChoice(json.RawMessage(tc.raw), tools)
+		got, err := toolChoice(json.RawMessage(tc.raw), tools, servers)
 		require.NoError(t, err, tc.raw)
 		assert.Equal(t, tc.want, got, tc.raw)
 	}
-	_, err := toolChoice(json.RawMessage(`{"type":"function","name":"nope"}`), tools)
+	_, err := toolChoice(json.RawMessage(`{"type":"function","name":"nope"}`), tools, servers)
 	requireParam(t, err, "tool_choice.name")
 	assert.True(t, strings.Contains(err.Error(), `"nope"`), err.Error())
+	_, err = toolChoice(json.RawMessage(`{"type":"mcp","server_label":"docs","name":"search"}`), tools, servers)
+	requireParam(t, err, "tool_choice.server_label")
+	assert.Contains(t, err.Error(), `"docs" names no mcp tool of this request`)
+	_, err = toolChoice(json.RawMessage(`{"type":"mcp","name":"add"}`), tools, servers)
+	requireParam(t, err, "tool_choice.server_label")
+	_, err = toolChoice(json.RawMessage(`{"type":"file_search"}`), tools, servers)
+	requireParam(t, err, "tool_choice.type")
 }
 
 func TestArguments(t *testing.T) {

@@ -195,11 +195,18 @@ func (s *Service) Prepare(req *models.Request, requestID string) (*Prepared, err
 		}
 		mode := req.Choice.Mode
 		// Only the client's own tools make a call required: the gateway's
-		// are the model's to use or not.
+		// are the model's to use or not, unless the choice names them.
 		p.RequireCall = len(req.Tools) > 0 && (mode == models.ChoiceRequired || mode == models.ChoiceFunction || s.strict(req, requestID))
-		if mode == models.ChoiceFunction {
+		switch {
+		case req.Choice.Server != "":
+			if err := p.chooseServerTools(req, run, len(req.Tools) > 0 && s.strict(req, requestID)); err != nil {
+				return nil, err
+			}
+		case mode == models.ChoiceFunction:
 			p.ToolNames = []string{req.Choice.Name}
 		}
+	} else if req.Choice.Server != "" {
+		return nil, serverChoiceError(req.Choice, nil)
 	}
 	if native {
 		if len(req.Messages) == 0 {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"cursor2api/models"
+	"cursor2api/utils"
 	"cursor2api/utils/toolproto"
 )
 
@@ -61,6 +62,65 @@ type runner struct {
 	native     bool
 	clientTool []models.Tool
 	maxRounds  int
+	// forced, when set, is what the rounds after the first go back to:
+	// the request's tool choice named the gateway's tools for the first
+	// round only (models.ToolChoice.Server).
+	forced *afterForced
+}
+
+// afterForced is a Prepared's tool choice for the rounds after a first
+// round that had to call a gateway tool.
+type afterForced struct {
+	toolNames   []string
+	requireCall bool
+}
+
+// chooseServerTools makes the first round call the tool (or one of the
+// tools) of the MCP server the request's choice names, among those run
+// offers; strict is whether the client's own tools would make a call
+// required. The rounds after it choose freely (extend).
+func (p *Prepared) chooseServerTools(req *models.Request, run *runner, strict bool) error {
+	var chosen []string
+	prefix := models.MCPToolName(req.Choice.Server, "")
+	if run != nil {
+		for name := range run.names {
+			if strings.HasPrefix(name, prefix) && (req.Choice.Mode != models.ChoiceFunction || name == req.Choice.Name) {
+				chosen = append(chosen, name)
+			}
+		}
+	}
+	if len(chosen) == 0 {
+		return serverChoiceError(req.Choice, run)
+	}
+	slices.Sort(chosen)
+	run.forced = &afterForced{toolNames: p.ToolNames, requireCall: strict}
+	p.ToolNames, p.RequireCall = chosen, true
+	return nil
+}
+
+// serverChoiceError refuses a choice of an MCP server's tool the server
+// does not offer (run: the gateway's tools offered, nil for none).
+func serverChoiceError(choice models.ToolChoice, run *runner) error {
+	var offered []string
+	prefix := models.MCPToolName(choice.Server, "")
+	if run != nil {
+		for name := range run.names {
+			if tool, ok := strings.CutPrefix(name, prefix); ok {
+				offered = append(offered, tool)
+			}
+		}
+	}
+	slices.Sort(offered)
+	list := "none"
+	if len(offered) > 0 {
+		list = strings.Join(offered, ", ")
+	}
+	if choice.Mode == models.ChoiceFunction {
+		tool := strings.TrimPrefix(choice.Name, prefix)
+		return models.InvalidRequest("tool_choice.name", "tool_choice.name %q is not a tool the MCP server %q offers here (its tools: %s)",
+			utils.Clip(tool, utils.QuoteLen), choice.Server, list)
+	}
+	return models.InvalidRequest("tool_choice.server_label", "the MCP server %q offers no tool here to call (its tools: %s)", choice.Server, list)
 }
 
 // offerRunner joins the runner's tools to the request's, when the mode
@@ -70,7 +130,7 @@ func (s *Service) offerRunner(req *models.Request) ([]models.Tool, *runner) {
 	switch {
 	case r == nil, s.settings.RunnerMode == RunnerOff,
 		s.settings.RunnerMode == RunnerWhenNoClientTools && len(req.Tools) > 0,
-		req.Choice.Mode == models.ChoiceNone, req.Choice.Mode == models.ChoiceFunction:
+		req.Choice.Mode == models.ChoiceNone, req.Choice.Mode == models.ChoiceFunction && req.Choice.Server == "":
 		return req.Tools, nil
 	}
 	tools := slices.Clip(req.Tools)
@@ -102,7 +162,9 @@ func (s *Service) rounds(ctx context.Context, p *Prepared, sink Sink, show RunSi
 	var total models.Usage
 	for round := 1; ; round++ {
 		rs := &runnerSink{Sink: sink, names: p.runner.names}
-		usage, cut, err := s.run(ctx, p, rs, hold, holdAll)
+		// A stream holds a round's text only while that round must call
+		// (a first round its choice forced need not hold the next ones).
+		usage, cut, err := s.run(ctx, p, rs, hold && (holdAll || p.RequireCall), holdAll)
 		total = total.Add(usage)
 		if err != nil || cut || len(rs.runs) == 0 {
 			return total, cut, err
@@ -160,6 +222,14 @@ func (p *Prepared) extend(text string, runs []models.ToolRun, last bool) error {
 			Blocks: []models.Block{{Kind: models.BlockText, Text: out}}})
 	}
 	r.history = msgs
+	if f := r.forced; f != nil {
+		// The first round called the tool its choice named: from here the
+		// model chooses.
+		r.forced = nil
+		r.opts.Choice = models.ToolChoice{}
+		p.Choice = models.ToolChoice{}
+		p.ToolNames, p.RequireCall = f.toolNames, f.requireCall
+	}
 	if last {
 		r.names = nil
 		r.opts.Tools = r.clientTool

@@ -17,6 +17,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"cursor2api/models"
 )
 
 // ServerConfig is one entry of "mcpServers": a command to run (stdio) or
@@ -119,7 +121,7 @@ func allowed(globs []string, name string) bool {
 }
 
 // ToolName is the name a server's tool is offered under.
-func ToolName(server, tool string) string { return "mcp__" + server + "__" + tool }
+func ToolName(server, tool string) string { return models.MCPToolName(server, tool) }
 
 // SplitName returns the server and tool of a name made by ToolName.
 func SplitName(name string) (server, tool string, ok bool) {
