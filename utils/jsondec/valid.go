@@ -130,16 +130,7 @@ func key(data []byte, i int) (int, bool) {
 // stringEnd checks the string literal at data[i] (its opening quote) and
 // returns the index after its closing quote.
 func stringEnd(data []byte, i int) (int, bool) {
-	i++
-	for i < len(data) {
-		if i+8 <= len(data) {
-			m := utils.JSONSpecial8(binary.LittleEndian.Uint64(data[i:]))
-			if m == 0 {
-				i += 8
-				continue
-			}
-			i += bits.TrailingZeros64(m) / 8
-		}
+	for i = nextSpecial(data, i+1); i < len(data); i = nextSpecial(data, i) {
 		switch c := data[i]; {
 		case c == '"':
 			return i + 1, true
@@ -158,13 +149,28 @@ func stringEnd(data []byte, i int) (int, bool) {
 			default:
 				return 0, false
 			}
-		case c < 0x20:
+		default: // a control character
 			return 0, false
-		default:
-			i++
 		}
 	}
 	return 0, false
+}
+
+// nextSpecial returns the index, from i, of the first byte a JSON string
+// cannot hold as it is (a quote, a backslash, a control character), or
+// len(data): plain text is skipped eight bytes at a time.
+func nextSpecial(data []byte, i int) int {
+	for ; i+8 <= len(data); i += 8 {
+		if m := utils.JSONSpecial8(binary.LittleEndian.Uint64(data[i:])); m != 0 {
+			return i + bits.TrailingZeros64(m)/8 // the lowest mark is a special byte
+		}
+	}
+	for ; i < len(data); i++ {
+		if c := data[i]; c < 0x20 || c == '"' || c == '\\' {
+			return i
+		}
+	}
+	return i
 }
 
 // number checks the number at data[i]: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
@@ -296,23 +302,8 @@ func skipValue(data []byte, i int) int {
 
 // skipString returns the index after the valid string literal at data[i].
 func skipString(data []byte, i int) int {
-	i++
-	for {
-		if i+8 <= len(data) {
-			m := utils.JSONSpecial8(binary.LittleEndian.Uint64(data[i:]))
-			if m == 0 {
-				i += 8
-				continue
-			}
-			i += bits.TrailingZeros64(m) / 8
-		}
-		switch data[i] {
-		case '"':
-			return i + 1
-		case '\\':
-			i += 2
-		default:
-			i++
-		}
+	for i = nextSpecial(data, i+1); data[i] != '"'; i = nextSpecial(data, i) {
+		i += 2 // an escape's backslash and the byte after it (a valid string has no control characters)
 	}
+	return i + 1
 }
