@@ -154,13 +154,10 @@ func (s *StreamWriter) open() error {
 	}
 	s.opened = true
 	// The two events carry the same response: encoded once.
-	var resp bytes.Buffer
-	enc := json.NewEncoder(&resp)
-	enc.SetEscapeHTML(false) // as sse.Writer.Event
-	if err := enc.Encode(s.snapshot()); err != nil {
+	raw, err := marshalEvent(s.snapshot())
+	if err != nil {
 		return fmt.Errorf("encoding %s: %w", EventCreated, err)
 	}
-	raw := bytes.TrimSuffix(resp.Bytes(), []byte("\n"))
 	for _, typ := range [...]string{EventCreated, EventInProgress} {
 		b := appendHead(s.out[:0], typ, s.next())
 		b = append(b, `,"response":`...)
@@ -522,13 +519,10 @@ func (s *StreamWriter) completed(typ string) error {
 // whole by reflection. The caller makes sure that incomplete_details is
 // null, so that outputMarker's first match is the output (see it).
 func withOutput(v any, items []json.RawMessage) (pieces [][]byte, ok bool, err error) {
-	var head bytes.Buffer
-	enc := json.NewEncoder(&head)
-	enc.SetEscapeHTML(false) // as sse.Writer.Event
-	if err := enc.Encode(v); err != nil {
+	raw, err := marshalEvent(v)
+	if err != nil {
 		return nil, false, err
 	}
-	raw := bytes.TrimSuffix(head.Bytes(), []byte("\n"))
 	at := bytes.Index(raw, outputMarker)
 	if at < 0 {
 		return nil, false, nil
@@ -546,6 +540,18 @@ func withOutput(v any, items []json.RawMessage) (pieces [][]byte, ok bool, err e
 }
 
 var comma = []byte(",")
+
+// marshalEvent encodes v as sse.Writer.Event encodes an event's data:
+// JSON without HTML escaping, on one line.
+func marshalEvent(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
 
 // Error ends a started stream with an error event, then response.failed
 // carrying the error and the output so far, the item it cut off marked
