@@ -10,8 +10,9 @@
 // decoder of its field: a struct or slice of structs is split in turn, a
 // type with its own UnmarshalJSON gets its bytes directly (as
 // encoding/json would call it, without checking them again), a string
-// is decoded by utils.UnquoteJSON, and any other value (a number, a
-// null, a map), small as it is, goes to encoding/json. Where encoding/json's rules would make
+// is decoded by utils.UnquoteJSON, a boolean set from its literal, and
+// any other value (a number, a null, a map), small as it is, goes to
+// encoding/json. Where encoding/json's rules would make
 // the two readings differ (a field met twice, an escape in a key, an
 // embedded struct, a ",string" tag, field names that fold together, a
 // decoding error), it gives the whole body to json.Unmarshal, so
@@ -57,6 +58,7 @@ const (
 	kindOther       kind = iota // by encoding/json
 	kindUnmarshaler             // by its own UnmarshalJSON, on its pointer
 	kindString                  // a string kind, by utils.UnquoteJSON
+	kindBool                    // a bool kind, from true or false
 	kindStruct                  // member by member
 	kindSlice                   // element by element
 	kindPointer                 // into a new value of its element type
@@ -140,6 +142,8 @@ func fill(p *plan, t reflect.Type, building map[reflect.Type]*plan) {
 	switch t.Kind() {
 	case reflect.String:
 		p.kind = kindString
+	case reflect.Bool:
+		p.kind = kindBool
 	case reflect.Slice:
 		if t.Elem().Kind() == reflect.Uint8 {
 			return // base64 text: encoding/json's
@@ -215,6 +219,12 @@ func decode(data []byte, v reflect.Value, p *plan) bool {
 			v.SetString(s)
 		}
 		return ok
+	case kindBool:
+		if data[0] != 't' && data[0] != 'f' {
+			return false
+		}
+		v.SetBool(data[0] == 't') // a checked literal: true or false
+		return true
 	case kindPointer:
 		e := reflect.New(v.Type().Elem())
 		if !decode(data, e.Elem(), p.elem) {
