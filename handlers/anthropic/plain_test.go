@@ -8,11 +8,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/tidwall/gjson"
 )
 
-// refContent and refBlock are the general reading of content, as
-// encoding/json alone reads it: the reference plainBlocks is held to.
+// refContent and refBlock are the reading of content by encoding/json
+// alone: the reference Content.UnmarshalJSON is held to.
 type refContent []refBlock
 
 func (c *refContent) UnmarshalJSON(data []byte) error {
@@ -72,17 +71,18 @@ func (c refContent) content() Content {
 	return out
 }
 
-// TestPlainBlocksReadAsTheGeneralReading holds the one-pass reading of
-// blocks to encoding/json's on random arrays of blocks: every field with
-// values of its type and others, keys in other cases, escaped and
-// repeated, unknown fields, nested content as a string, an array, an
-// object or null, and values that are not blocks. Where plainBlocks takes
-// an array, the result is the general reading's.
-func TestPlainBlocksReadAsTheGeneralReading(t *testing.T) {
+// TestContentReadsAsEncodingJSON holds Content's reading of blocks (its
+// string fast path and utils/jsondec) to encoding/json's on random arrays
+// of blocks: every field with values of its type and others, keys in
+// other cases, escaped and repeated, unknown fields, nested content as a
+// string, an array, an object or null, and values that are not blocks.
+// Both take the same arrays, and read them alike.
+func TestContentReadsAsEncodingJSON(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
 	strs := []string{`""`, `"plain"`, `"a\nb \"q\" \u00e9 \ud83d\ude00"`, "\"bad \xff\"", `"\ud800"`}
 	others := []string{`null`, `1`, `true`, `false`, `{}`, `[]`, `{"a":[1,"x"]}`}
-	keys := append(append([]string{}, blockFields...), "Text", "TYPE", "cache_control", "citations", "t\\u0065xt", "Is_Error")
+	blockFields := []string{"type", "text", "id", "name", "input", "tool_use_id", "content", "is_error", "thinking", "signature", "data", "server_name"}
+	keys := append(blockFields, "Text", "TYPE", "cache_control", "citations", "t\\u0065xt", "Is_Error")
 	var block func(depth int) string
 	block = func(depth int) string {
 		if r.IntN(12) == 0 {
@@ -129,14 +129,16 @@ func TestPlainBlocksReadAsTheGeneralReading(t *testing.T) {
 		if !json.Valid([]byte(data)) {
 			continue
 		}
-		fast, ok := plainBlocks(gjson.Parse(data))
-		if !ok {
+		var fast Content
+		fastErr := json.Unmarshal([]byte(data), &fast)
+		var ref refContent
+		refErr := json.Unmarshal([]byte(data), &ref)
+		require.Equal(t, refErr == nil, fastErr == nil, "%s: Content says %v, encoding/json %v", data, fastErr, refErr)
+		if fastErr != nil {
 			continue
 		}
 		took++
-		var ref refContent
-		require.NoError(t, json.Unmarshal([]byte(data), &ref), "plainBlocks took what encoding/json refuses: %s", data)
 		require.Equal(t, ref.content(), fast, "%s", data)
 	}
-	assert.Greater(t, took, 3000, "the one-pass reading is exercised")
+	assert.Greater(t, took, 3000, "arrays both readings take are exercised")
 }

@@ -17,8 +17,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/tidwall/gjson"
-
 	"cursor2api/utils"
 	"cursor2api/utils/jsondec"
 )
@@ -70,10 +68,6 @@ func (c *Content) UnmarshalJSON(data []byte) error {
 		*c = Content{{Type: "text", Text: s}}
 		return nil
 	case data[0] == '[':
-		if blocks, ok := plainBlocks(gjson.ParseBytes(data)); ok {
-			*c = blocks
-			return nil
-		}
 		var blocks []Block
 		if err := jsondec.Unmarshal(data, &blocks); err != nil {
 			return err
@@ -89,101 +83,6 @@ func (c *Content) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	return fmt.Errorf("content must be a string or an array of content blocks")
-}
-
-// plainBlocks reads an array of blocks (checked JSON already) in one
-// pass, when every block has the plain shape clients send: an object
-// whose keys that name a field of Block are written as the field's tag,
-// unescaped, once each, and whose values have the field's JSON type (a
-// string, a boolean for is_error, anything for input, a string or an
-// array of plain blocks for content). ok is false for anything else,
-// which the general reading (encoding/json, a pass over every text at
-// each level) then takes, with its errors. Its result is the general
-// reading's (TestPlainBlocksReadAsTheGeneralReading).
-func plainBlocks(arr gjson.Result) (blocks Content, ok bool) {
-	ok = arr.IsArray()
-	arr.ForEach(func(_, v gjson.Result) bool {
-		var b Block
-		if b, ok = plainBlock(v); ok {
-			blocks = append(blocks, b)
-		}
-		return ok
-	})
-	if !ok {
-		return nil, false
-	}
-	if blocks == nil {
-		blocks = Content{} // [] is an empty content, not none
-	}
-	return blocks, true
-}
-
-// blockFields are Block's JSON names.
-var blockFields = []string{"type", "text", "id", "name", "input", "tool_use_id", "content", "is_error", "thinking", "signature", "data", "server_name"}
-
-// plainBlock reads one block of the plain shape (see plainBlocks).
-func plainBlock(v gjson.Result) (b Block, ok bool) {
-	if !v.IsObject() {
-		return Block{}, false
-	}
-	ok = true
-	var seen uint64
-	v.ForEach(func(key, value gjson.Result) bool {
-		var field int
-		if field, ok = utils.PlainField(key, blockFields, &seen); !ok || field < 0 {
-			return ok // encoding/json's rules, or a field the general reading skips too
-		}
-		name := blockFields[field]
-		switch name {
-		case "input":
-			b.Input = json.RawMessage(value.Raw)
-			return true
-		case "is_error":
-			if ok = value.IsBool(); ok {
-				b.IsError = value.Bool()
-			}
-			return ok
-		case "content":
-			switch {
-			case value.Type == gjson.String:
-				var text string
-				if text, ok = utils.StringOf(value); ok {
-					b.Content = Content{{Type: "text", Text: text}}
-				}
-			case value.IsArray():
-				b.Content, ok = plainBlocks(value)
-			default:
-				ok = false
-			}
-			return ok
-		}
-		var s string
-		if s, ok = utils.StringOf(value); !ok {
-			return false
-		}
-		switch name {
-		case "type":
-			b.Type = s
-		case "text":
-			b.Text = s
-		case "id":
-			b.ID = s
-		case "name":
-			b.Name = s
-		case "tool_use_id":
-			b.ToolUseID = s
-		case "thinking":
-			b.Thinking = s
-		case "signature":
-			b.Signature = s
-		case "data":
-			b.Data = s
-		case "server_name":
-			b.ServerName = s
-		}
-		return true
-	})
-	return b, ok
 }
 
 // Block is one content block. Which fields are set depends on Type:
