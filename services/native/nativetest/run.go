@@ -325,26 +325,28 @@ func (s *Server) serveRun(ctx context.Context, run *Run, msgs <-chan *agentv1.Ag
 			}
 		}
 	}
-	for _, step := range script.Steps {
-		if err := step(ctx, t); err != nil {
-			if errors.Is(err, errCut) {
-				return nil
-			}
-			return err
-		}
+	if cut, err := play(ctx, t, script.Steps); cut || err != nil {
+		return err
 	}
 	if err := t.end(ctx, script.Usage); err != nil {
 		return err
 	}
-	for _, step := range script.After {
+	_, err = play(ctx, t, script.After)
+	return err
+}
+
+// play runs steps in order until one fails; cut is true when one cut
+// the stream (Cut), which ends the run without an error.
+func play(ctx context.Context, t *Turn, steps []Step) (cut bool, err error) {
+	for _, step := range steps {
 		if err := step(ctx, t); err != nil {
 			if errors.Is(err, errCut) {
-				return nil
+				return true, nil
 			}
-			return err
+			return false, err
 		}
 	}
-	return nil
+	return false, nil
 }
 
 // armName is the name of the field set in a oneof of m, or "".
