@@ -80,37 +80,42 @@ type afterForced struct {
 // offers; strict is whether the client's own tools would make a call
 // required. The rounds after it choose freely (extend).
 func (p *Prepared) chooseServerTools(req *models.Request, run *runner, strict bool) error {
-	var chosen []string
-	prefix := models.MCPToolName(req.Choice.Server, "")
-	if run != nil {
-		for name := range run.names {
-			if strings.HasPrefix(name, prefix) && (req.Choice.Mode != models.ChoiceFunction || name == req.Choice.Name) {
-				chosen = append(chosen, name)
-			}
-		}
+	chosen := serverTools(run, req.Choice.Server)
+	if req.Choice.Mode == models.ChoiceFunction {
+		chosen = slices.DeleteFunc(chosen, func(name string) bool { return name != req.Choice.Name })
 	}
 	if len(chosen) == 0 {
 		return serverChoiceError(req.Choice, run)
 	}
-	slices.Sort(chosen)
 	run.forced = &afterForced{toolNames: p.ToolNames, requireCall: strict}
 	p.ToolNames, p.RequireCall = chosen, true
 	return nil
 }
 
-// serverChoiceError refuses a choice of an MCP server's tool the server
-// does not offer (run: the gateway's tools offered, nil for none).
-func serverChoiceError(choice models.ToolChoice, run *runner) error {
-	var offered []string
-	prefix := models.MCPToolName(choice.Server, "")
+// serverTools lists, sorted, the names of the tools of the MCP server
+// labelled server that run offers (none when run is nil).
+func serverTools(run *runner, server string) []string {
+	var names []string
 	if run != nil {
+		prefix := models.MCPToolName(server, "")
 		for name := range run.names {
-			if tool, ok := strings.CutPrefix(name, prefix); ok {
-				offered = append(offered, tool)
+			if strings.HasPrefix(name, prefix) {
+				names = append(names, name)
 			}
 		}
 	}
-	slices.Sort(offered)
+	slices.Sort(names)
+	return names
+}
+
+// serverChoiceError refuses a choice of an MCP server's tool the server
+// does not offer (run: the gateway's tools offered, nil for none).
+func serverChoiceError(choice models.ToolChoice, run *runner) error {
+	prefix := models.MCPToolName(choice.Server, "")
+	offered := serverTools(run, choice.Server)
+	for i, name := range offered {
+		offered[i] = strings.TrimPrefix(name, prefix)
+	}
 	list := "none"
 	if len(offered) > 0 {
 		list = strings.Join(offered, ", ")
