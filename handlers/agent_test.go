@@ -587,7 +587,7 @@ func TestAgentBackend(t *testing.T) {
 				assert.Contains(t, a.errMsg, "connection reset")
 			}
 		})
-		assert.Contains(t, s.logs.String(), "connection reset", "stderr is in the log line")
+		s.logs.Await(t, "connection reset") // stderr is in the log line
 		assert.NotContains(t, s.logs.String(), "key-agent-test", "the API key is never logged")
 	})
 

@@ -664,5 +664,5 @@ func TestHandlerRequestID(t *testing.T) {
 	r = s.chat(t, `{"stream":true,"model":"claude-sonnet-4.6","messages":[{"role":"user","content":"hi"}]}`, "X-Request-Id", "stream-7")
 	checkStream(t, r, sonnet)
 	assert.Equal(t, "stream-7", r.header.Get("X-Request-Id"), "also on streams")
-	assert.Contains(t, s.logs.String(), "request_id=stream-7", "the access log ties the id to the request")
+	s.logs.Await(t, "request_id=stream-7") // the access log ties the id to the request
 }

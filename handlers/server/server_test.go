@@ -152,7 +152,7 @@ func TestNewWiresTheConfiguration(t *testing.T) {
 	status, body = do(http.MethodPost, "/v1/messages", `{"model":"claude-3-5-sonnet-20241022","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`,
 		"anthropic-version", "2023-06-01", "X-Forwarded-For", "203.0.113.7")
 	assert.Equal(t, http.StatusOK, status, body)
-	assert.Contains(t, logs.String(), "client=203.0.113.7", "TRUSTED_PROXIES: the access log names the proxied client")
+	logs.Await(t, "client=203.0.113.7") // TRUSTED_PROXIES: the access log names the proxied client
 
 	// RESPONSES_STORE_MAX=1: the second response evicts the first.
 	var ids []string

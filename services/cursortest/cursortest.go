@@ -212,3 +212,18 @@ func (b *LogBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// Await waits, at most five seconds, until the log holds substr. A
+// request's access line is written after its epilogue, and a whole answer
+// reaches the client before that, so a test that has read the answer may
+// still be ahead of the line.
+func (b *LogBuffer) Await(t testing.TB, substr string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(b.String(), substr) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 5s the log still lacks %q:\n%s", substr, b.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
