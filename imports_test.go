@@ -17,7 +17,7 @@ var wiring = []string{
 	"services/webchat", "services/vercel", "services/agentcli", "services/metrics", "services/readiness",
 	"services/native", "services/native/keys", "services/native/agentv1", "services/native/agentv1/agentv1connect",
 	"services/native/aiserverv1", "services/native/aiserverv1/aiserverv1connect",
-	"services/cloud", "services/mcp", "services/state",
+	"services/cloud", "services/mcp", "services/state", "services/egress",
 }
 
 // with returns rules and more, as a new slice.
@@ -37,9 +37,11 @@ var importRules = map[string][]string{
 	"utils/jsondec":     {"utils"},
 	"services/upstream": {"models"},
 	// The core: no wire format, no back door, no configuration.
-	"services/chat":       {"models", "utils", "utils/toolproto", "services/upstream"},
-	"services/human":      {"utils"},
-	"services/webchat":    {"models", "utils", "services/upstream", "services/human", "services/vercel"},
+	"services/chat":    {"models", "utils", "utils/toolproto", "services/upstream"},
+	"services/human":   {"utils"},
+	"services/webchat": {"models", "utils", "services/upstream", "services/human", "services/vercel", "services/egress"},
+	// PROXY_URL's pool of outbound proxies, for every back door.
+	"services/egress":     nil,
 	"services/vercel":     {"utils"},
 	"services/cursortest": nil,
 	// The Cursor Agent CLI back door, and its fake for tests.

@@ -21,6 +21,7 @@ import (
 	"cursor2api/services/agentcli"
 	"cursor2api/services/chat"
 	"cursor2api/services/cloud"
+	"cursor2api/services/egress"
 	"cursor2api/services/human"
 	"cursor2api/services/mcp"
 	"cursor2api/services/metrics"
@@ -57,7 +58,7 @@ type Gateway struct {
 	// Readiness answers /ready.
 	Readiness *readiness.Tracker
 	// Egress is the pool of PROXY_URL's proxies; nil without proxies.
-	Egress *webchat.EgressPool
+	Egress *egress.Pool
 	// Cloud serves Cursor Cloud Agents (CLOUD_AGENTS=on); nil when off.
 	Cloud *cloud.Service
 	// Human is the x-is-human provider, for health reports and the xih
@@ -71,14 +72,14 @@ type Gateway struct {
 // CURSOR_API_KEY's first key. Its response ids are signed with
 // CLOUD_ID_SECRET, or else with a key derived from API_KEY and
 // CURSOR_API_KEY, so that every replica of one deployment reads them.
-func cloudService(cfg *config.Config, logger *slog.Logger) *cloud.Service {
+func cloudService(cfg *config.Config, pool *egress.Pool, logger *slog.Logger) *cloud.Service {
 	secret := cfg.CloudIDSecret
 	if secret == "" {
 		secret = strings.Join(cfg.APIKeys, ",") + "\x00" + cfg.CursorAPIKey
 	}
 	// No total timeout: a run's stream lasts minutes; every call is
 	// bounded by its request's context and CLOUD_MAX_WAIT.
-	client := cloud.NewClient(cfg.CloudAPIURL, cfg.CursorAPIKeys()[0], &http.Client{})
+	client := cloud.NewClient(cfg.CloudAPIURL, cfg.CursorAPIKeys()[0], &http.Client{Transport: throughPool(pool, apiTransport(pool))})
 	return cloud.New(cloud.Config{IDSecret: secret, MaxWait: cfg.CloudMaxWait.Duration(), PollInterval: cfg.CloudPollInterval.Duration(),
 		ModelsTTL: cfg.CursorModelsTTL.Duration(), WebhookSecret: cfg.CloudWebhookSecret, Logger: logger}, client)
 }
@@ -99,26 +100,30 @@ func FromConfigState(cfg *config.Config, logger *slog.Logger, q *state.Queue) (*
 	}
 	m := metrics.New()
 	ready := &readiness.Tracker{}
+	pool, err := egressPool(cfg, m, ready, logger)
+	if err != nil {
+		return nil, err
+	}
 	var gw *Gateway
 	switch cfg.Backend {
 	case "agent":
 		gw, err = agentGateway(cfg, m, ready, logger)
 	case "cursor":
-		gw, err = cursorGateway(cfg, m, ready, q, logger)
+		gw, err = cursorGateway(cfg, pool, m, ready, q, logger)
 		if err == nil && !cfg.AliasesSet {
 			// Cursor's own spellings of the families clients send come
 			// first; the defaults stay behind them.
 			aliases = append(native.DefaultAliases(gw.Catalog.Names()), aliases...)
 		}
 	default:
-		gw, err = webGateway(cfg, m, ready, logger)
+		gw, err = webGateway(cfg, pool, m, ready, logger)
 	}
 	if err != nil {
 		return nil, err
 	}
-	gw.Aliases, gw.Metrics, gw.Readiness = aliases, m, ready
+	gw.Aliases, gw.Metrics, gw.Readiness, gw.Egress = aliases, m, ready, pool
 	if cfg.CloudOn() {
-		gw.Cloud = cloudService(cfg, logger)
+		gw.Cloud = cloudService(cfg, pool, logger)
 	}
 	if err := withMCP(cfg, gw, m, ready, logger); err != nil {
 		return nil, err
@@ -126,25 +131,65 @@ func FromConfigState(cfg *config.Config, logger *slog.Logger, q *state.Queue) (*
 	return gw, nil
 }
 
+// egressPool is the pool of PROXY_URL's proxies, counted in the metrics
+// and shown by /ready; nil without proxies.
+func egressPool(cfg *config.Config, m *metrics.Metrics, ready *readiness.Tracker, logger *slog.Logger) (*egress.Pool, error) {
+	proxies := cfg.ProxyURLs()
+	if len(proxies) == 0 {
+		return nil, nil
+	}
+	urls := make([]*url.URL, len(proxies))
+	for i, p := range proxies {
+		var err error
+		if urls[i], err = url.Parse(p); err != nil {
+			return nil, fmt.Errorf("PROXY_URL: %w", err)
+		}
+	}
+	pool := egress.NewPool(urls, cfg.ProxyCooldown.Duration(), logger)
+	pool.OnFailure = m.EgressFailure
+	for _, u := range urls {
+		label := egress.Label(u)
+		m.EgressProxy(label, func() bool { return pool.Available(label) })
+	}
+	ready.Egress = func() []readiness.Proxy { return egressReport(pool.State()) }
+	return pool, nil
+}
+
+// apiTransport is a transport for Cursor's APIs (the native agent API,
+// Cloud Agents), with Go's defaults: through pool's proxies, or direct
+// without a pool.
+func apiTransport(pool *egress.Pool) *http.Transport {
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	if pool != nil {
+		base.Proxy = pool.Proxy
+	}
+	return base
+}
+
+// throughPool has the pool pick the proxy of every request next sends,
+// and hear how it went; next itself without a pool. For Cursor's APIs,
+// an answer of theirs is never the proxy's failure: a 429 there is a
+// key's quota, which another proxy does not lift.
+func throughPool(pool *egress.Pool, next http.RoundTripper) http.RoundTripper {
+	if pool == nil {
+		return next
+	}
+	return pool.Transport(next, apiAnswer)
+}
+
+// apiAnswer reports whether resp is an answer of Cursor's APIs, which
+// speak Connect (application/proto, application/connect+proto) and JSON,
+// rather than a forward proxy's own page (407, 403 or 429 in text/html or
+// text/plain). Only an http:// upstream lets the proxy answer at all;
+// through an https:// one its refusals are errors of the tunnel.
+func apiAnswer(resp *http.Response) bool {
+	return strings.HasPrefix(resp.Header.Get("Content-Type"), "application/")
+}
+
 // webGateway builds the gateway on Cursor's web chat.
-func webGateway(cfg *config.Config, m *metrics.Metrics, ready *readiness.Tracker, logger *slog.Logger) (*Gateway, error) {
-	var err error
-	var pool *webchat.EgressPool
+func webGateway(cfg *config.Config, pool *egress.Pool, m *metrics.Metrics, ready *readiness.Tracker, logger *slog.Logger) (*Gateway, error) {
 	var proxyFunc func(*http.Request) (*url.URL, error)
-	if proxies := cfg.ProxyURLs(); len(proxies) > 0 {
-		urls := make([]*url.URL, len(proxies))
-		for i, p := range proxies {
-			if urls[i], err = url.Parse(p); err != nil {
-				return nil, fmt.Errorf("PROXY_URL: %w", err)
-			}
-		}
-		pool = webchat.NewEgressPool(urls, cfg.ProxyCooldown.Duration(), logger)
-		pool.OnFailure = m.EgressFailure
-		for _, u := range urls {
-			label := webchat.ProxyLabel(u)
-			m.EgressProxy(label, func() bool { return pool.Available(label) })
-		}
-		ready.Egress = func() []readiness.Proxy { return egressReport(pool.State()) }
+	if pool != nil {
 		proxyFunc = pool.Proxy
 	}
 	transport, err := webchat.NewTransportFunc(cfg.Fingerprint, proxyFunc, nil)
@@ -152,7 +197,13 @@ func webGateway(cfg *config.Config, m *metrics.Metrics, ready *readiness.Tracker
 		return nil, err
 	}
 	if pool != nil {
-		transport = pool.Transport(transport)
+		var exempt func(*http.Response) bool
+		if cfg.Checkpoint != "off" {
+			// A checkpoint is passed through the proxy it met, not a
+			// reason to leave it.
+			exempt = vercel.IsChallenge
+		}
+		transport = pool.Transport(transport, exempt)
 	}
 	// The checkpoint's requests go out like the chat's (fingerprint,
 	// egress) but are not upstream attempts for the metrics.
@@ -234,7 +285,7 @@ func webGateway(cfg *config.Config, m *metrics.Metrics, ready *readiness.Tracker
 	if err != nil {
 		return nil, err
 	}
-	return &Gateway{Catalog: catalog, Chat: core, Web: web, Human: provider, Egress: pool, Background: background}, nil
+	return &Gateway{Catalog: catalog, Chat: core, Web: web, Human: provider, Background: background}, nil
 }
 
 // Pauses of the model list's refresh under MODELS=auto: between checks
@@ -331,27 +382,22 @@ func agentGateway(cfg *config.Config, m *metrics.Metrics, ready *readiness.Track
 // every CURSOR_MODELS_TTL. A missing or refused key, an unreachable Cursor
 // or a version gate never stops the gateway: it serves, /ready says what
 // is wrong, and requests get the error.
-func cursorGateway(cfg *config.Config, m *metrics.Metrics, ready *readiness.Tracker, q *state.Queue, logger *slog.Logger) (*Gateway, error) {
+func cursorGateway(cfg *config.Config, pool *egress.Pool, m *metrics.Metrics, ready *readiness.Tracker, q *state.Queue, logger *slog.Logger) (*Gateway, error) {
 	connectURL, restURL := native.DefaultConnectURL, native.DefaultRESTURL
 	if cfg.CursorBackendURL != "" {
 		connectURL, restURL = cfg.CursorBackendURL, cfg.CursorBackendURL
 	}
-	base := http.DefaultTransport.(*http.Transport).Clone()
-	if proxies := cfg.ProxyURLs(); len(proxies) > 0 {
-		u, err := url.Parse(proxies[0])
-		if err != nil {
-			return nil, fmt.Errorf("PROXY_URL: %w", err)
-		}
-		base.Proxy = http.ProxyURL(u)
-	}
+	base := apiTransport(pool)
+	h2 := native.HTTP2Client(base)
+	h2.Transport = throughPool(pool, h2.Transport)
 	client := native.New(native.Options{
 		APIKeys:    cfg.CursorAPIKeys(),
 		State:      q,
 		ConnectURL: connectURL, RESTURL: restURL,
 		ClientVersion: cfg.CursorClientVersion, ClientType: cfg.CursorClientType,
 		Transport:   cfg.CursorTransport,
-		HTTP:        &http.Client{Transport: m.Transport(native.HTTPTransport(base))},
-		HTTP2:       native.HTTP2Client(base),
+		HTTP:        &http.Client{Transport: m.Transport(throughPool(pool, native.HTTPTransport(base)))},
+		HTTP2:       h2,
 		IdleTimeout: cfg.Timeout.Duration(),
 		ParkMax:     cfg.CursorParkMax, ParkTTL: cfg.CursorParkTTL.Duration(), ParkBytes: cfg.CursorParkBytes,
 		Logger: logger,
@@ -450,7 +496,7 @@ func newCore(cfg *config.Config, catalog *models.Catalog, up upstream.Upstream, 
 // CHECKPOINT=off), on the chat's transport and browser headers, without a
 // cookie jar: the cookie is kept per egress, since it is bound to the IP
 // (and User-Agent) that solved it.
-func newCheckpoint(cfg *config.Config, transport http.RoundTripper, headers http.Header, pool *webchat.EgressPool,
+func newCheckpoint(cfg *config.Config, transport http.RoundTripper, headers http.Header, pool *egress.Pool,
 	m *metrics.Metrics, ready *readiness.Tracker, logger *slog.Logger) *vercel.Keeper {
 	if cfg.Checkpoint == "off" {
 		return nil
@@ -461,9 +507,6 @@ func newCheckpoint(cfg *config.Config, transport http.RoundTripper, headers http
 		for _, s := range pool.State() {
 			egresses = append(egresses, s.Label)
 		}
-		// A checkpoint is passed through the proxy it met, not a
-		// reason to leave it.
-		pool.Exempt = vercel.IsChallenge
 	}
 	var keeper *vercel.Keeper
 	onSolve := m.Checkpoint(egresses, func(egress string) bool { return keeper.Valid(egress) })
@@ -499,7 +542,7 @@ func checkpointReport(mode string, states []vercel.State) readiness.Checkpoint {
 }
 
 // egressReport is the pool's state as /ready shows it.
-func egressReport(states []webchat.EgressState) []readiness.Proxy {
+func egressReport(states []egress.State) []readiness.Proxy {
 	out := make([]readiness.Proxy, len(states))
 	for i, s := range states {
 		out[i] = readiness.Proxy{Proxy: s.Label, Active: s.Active, Available: s.Available, LastError: s.LastError}

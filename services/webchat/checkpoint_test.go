@@ -19,6 +19,7 @@ import (
 
 	"cursor2api/models"
 	"cursor2api/services/cursortest"
+	"cursor2api/services/egress"
 	"cursor2api/services/vercel"
 )
 
@@ -277,11 +278,10 @@ func TestCheckpointCookiePerEgress(t *testing.T) {
 	require.NoError(t, err)
 	ub, err := url.Parse(b.URL)
 	require.NoError(t, err)
-	pool := NewEgressPool([]*url.URL{ua, ub}, time.Minute, slog.New(slog.DiscardHandler))
-	pool.Exempt = vercel.IsChallenge
+	pool := egress.NewPool([]*url.URL{ua, ub}, time.Minute, slog.New(slog.DiscardHandler))
 	inner, err := NewTransportFunc(FingerprintOff, pool.Proxy, nil)
 	require.NoError(t, err)
-	httpClient := &http.Client{Transport: pool.Transport(inner)}
+	httpClient := &http.Client{Transport: pool.Transport(inner, vercel.IsChallenge)}
 	keeper := vercel.New(vercel.Options{HTTP: httpClient, Headers: BrowserHeaders(checkpointUA),
 		PageURL: "http://cursor.invalid/", SolveURL: "http://cursor.invalid" + vercel.SolvePath, Now: clk.Now})
 	c, _ := retryClient(t, up, StaticHuman("h"))
@@ -289,14 +289,14 @@ func TestCheckpointCookiePerEgress(t *testing.T) {
 
 	_, err = collectText(c, context.Background())
 	require.NoError(t, err)
-	assert.True(t, keeper.Valid(ProxyLabel(ua)))
-	assert.False(t, keeper.Valid(ProxyLabel(ub)))
+	assert.True(t, keeper.Valid(egress.Label(ua)))
+	assert.False(t, keeper.Valid(egress.Label(ub)))
 	assert.True(t, pool.State()[0].Available, "the checkpoint does not cool the proxy down")
 
 	a.Close() // the first proxy goes away: the retry leaves through the second
 	_, err = collectText(c, context.Background())
 	require.NoError(t, err)
-	assert.True(t, keeper.Valid(ProxyLabel(ub)), "the second egress passed the checkpoint for itself")
+	assert.True(t, keeper.Valid(egress.Label(ub)), "the second egress passed the checkpoint for itself")
 	assert.Equal(t, 2, cp.Stats().Solved)
 	reqs := up.Requests()
 	require.Len(t, reqs, 2)
@@ -305,31 +305,7 @@ func TestCheckpointCookiePerEgress(t *testing.T) {
 	for _, s := range keeper.State() {
 		labels = append(labels, s.Egress)
 	}
-	assert.ElementsMatch(t, []string{ProxyLabel(ua), ProxyLabel(ub)}, labels)
-}
-
-func TestPinnedEgressSticks(t *testing.T) {
-	noLeaks(t)
-	a := newFakeProxy(t, "a", http.StatusOK)
-	b := newFakeProxy(t, "b", http.StatusOK)
-	pool := NewEgressPool([]*url.URL{a.url(t), b.url(t)}, time.Minute, nil)
-	inner, err := NewTransportFunc(FingerprintOff, pool.Proxy, nil)
-	require.NoError(t, err)
-	client := &http.Client{Transport: pool.Transport(inner)}
-	ctx, label := pool.Pin(context.Background())
-	assert.Equal(t, ProxyLabel(a.url(t)), label)
-	a.status.Store(http.StatusForbidden)
-	for range 3 {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://upstream.invalid/", nil)
-		require.NoError(t, err)
-		resp, err := client.Do(req)
-		require.NoError(t, err)
-		resp.Body.Close()
-	}
-	assert.EqualValues(t, 3, a.hits.Load(), "a pinned context stays on its proxy though it cools down")
-	assert.Zero(t, b.hits.Load())
-	_, label = pool.Pin(context.Background())
-	assert.Equal(t, ProxyLabel(b.url(t)), label, "a new pin takes the next available proxy")
+	assert.ElementsMatch(t, []string{egress.Label(ua), egress.Label(ub)}, labels)
 }
 
 // A checkpoint page without a token, while the site's page asks for no

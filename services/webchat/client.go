@@ -24,6 +24,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"cursor2api/models"
+	"cursor2api/services/egress"
 	"cursor2api/services/upstream"
 	"cursor2api/services/vercel"
 	"cursor2api/utils"
@@ -89,7 +90,7 @@ type Client struct {
 	Checkpoint *vercel.Keeper
 	// Egress, when set, is the pool of outbound proxies: each attempt is
 	// pinned to one, which the checkpoint cookie is bound to.
-	Egress *EgressPool
+	Egress *egress.Pool
 
 	// headers are BrowserHeaders(UserAgent) with Profile laid over them:
 	// the same on every request, so built once (by browserHeaders).

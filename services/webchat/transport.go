@@ -33,7 +33,7 @@ func NewTransport(fingerprint string, proxy *url.URL, tlsConfig *tls.Config) (ht
 }
 
 // NewTransportFunc is NewTransport with a proxy function (nil: no proxy),
-// such as an EgressPool's Proxy.
+// such as an egress.Pool's Proxy.
 func NewTransportFunc(fingerprint string, proxyFunc func(*http.Request) (*url.URL, error), tlsConfig *tls.Config) (http.RoundTripper, error) {
 	plain := http.DefaultTransport.(*http.Transport).Clone()
 	plain.Proxy = proxyFunc
