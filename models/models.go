@@ -35,6 +35,10 @@ const (
 	BlockThinking
 	// BlockToolCall is a call the assistant made: ID, Name, Arguments.
 	BlockToolCall
+	// BlockImage is an image sent inline: MediaType (image/png, …) and
+	// Data, its standard base64, as the client sent it. A back door that
+	// takes text only treats it as BlockMedia named "image".
+	BlockImage
 )
 
 // Block is one piece of a message's content.
@@ -43,6 +47,8 @@ type Block struct {
 	Text string
 	// ID, Name and Arguments (a JSON object) describe a tool call.
 	ID, Name, Arguments string
+	// MediaType and Data (base64) are an image's.
+	MediaType, Data string
 }
 
 // Message is one entry of the conversation history.

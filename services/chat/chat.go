@@ -614,6 +614,9 @@ func requestBytes(req upstream.Request) int {
 	for _, m := range req.Conversation {
 		for _, b := range m.Blocks {
 			n += len(b.Text) + len(b.Name) + len(b.Arguments)
+			if b.Kind == models.BlockImage {
+				n += imageBytes
+			}
 		}
 	}
 	for _, t := range req.Tools {
@@ -621,6 +624,11 @@ func requestBytes(req upstream.Request) int {
 	}
 	return n
 }
+
+// imageBytes is what an image counts for in the estimate: the bytes of
+// about 1,600 tokens, what a large image costs on Claude (width × height
+// / 750, capped near there), not the size of its data.
+const imageBytes = 1600 * 4
 
 // loopUsage estimates the usage of an answer the gateway gave itself.
 func loopUsage(p *Prepared) models.Usage {

@@ -207,6 +207,8 @@ func flatten(blocks []models.Block) string {
 			}
 		case models.BlockMedia:
 			parts = append(parts, "["+b.Text+" omitted: this model accepts text only]")
+		case models.BlockImage:
+			parts = append(parts, "[image omitted: this model accepts text only]")
 		}
 	}
 	return strings.Join(parts, "\n")

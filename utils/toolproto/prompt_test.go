@@ -66,7 +66,8 @@ func TestBuildConversation(t *testing.T) {
 		toolResult("call_1", "package a"),
 		toolResult("call_2", "a.go"),
 		msg("system", "Be terse."),
-		{Role: "user", Blocks: []models.Block{{Kind: models.BlockText, Text: "Now what?"}, {Kind: models.BlockMedia, Text: "image_url"}}},
+		{Role: "user", Blocks: []models.Block{{Kind: models.BlockText, Text: "Now what?"}, {Kind: models.BlockMedia, Text: "image_url"},
+			{Kind: models.BlockImage, MediaType: "image/png", Data: "iVBORw0KGgo="}}},
 	}
 	out, err := BuildConversation(history, PromptOptions{Tools: tools, Choice: models.ToolChoice{Mode: models.ChoiceAuto}, Trigger: trigger, MaxInputLength: 100000})
 	require.NoError(t, err)
@@ -93,7 +94,8 @@ func TestBuildConversation(t *testing.T) {
 	assert.Equal(t, "Reading both.\n\n"+trigger+"\n<invoke name=\"read_file\">{\"path\":\"a.go\"}</invoke>\n<invoke name=\"ls\">{}</invoke>", out[2].Text)
 	assert.Contains(t, out[3].Text, "<tool_result id=\"call_1\" name=\"read_file\">\npackage a\n</tool_result>")
 	assert.Contains(t, out[3].Text, "<tool_result id=\"call_2\" name=\"ls\">\na.go\n</tool_result>")
-	assert.True(t, strings.HasSuffix(out[3].Text, "Now what?\n[image_url omitted: this model accepts text only]"), out[3].Text)
+	assert.True(t, strings.HasSuffix(out[3].Text, "Now what?\n[image_url omitted: this model accepts text only]\n[image omitted: this model accepts text only]"), out[3].Text)
+	assert.NotContains(t, out[3].Text, "iVBORw0KGgo", "no image data in the prompt")
 }
 
 // TestReplayedCallsReadBack feeds the replay of an earlier call back
