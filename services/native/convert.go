@@ -1,9 +1,12 @@
 package native
 
 import (
+	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 
 	"google.golang.org/protobuf/encoding/protojson"
@@ -25,6 +28,10 @@ const toolProvider = "cursor2api"
 // results rather than with a user message: a run starts with a user
 // message, and the results themselves go in the history.
 const continueText = "Continue with the tool results above."
+
+// imagesOnlyText is the text of a user message that is images alone: a
+// run's user message has text.
+const imagesOnlyText = "(see the attached images)"
 
 // mcpName is the name a client tool is declared under.
 func mcpName(tool string) string { return toolProvider + "-" + tool }
@@ -117,8 +124,19 @@ func buildRun(req upstream.Request, runID, convID, messageID string, systemInHis
 		rest = append(rest, m)
 	}
 	text := continueText
+	var selected *agentv1.SelectedContext
 	if n := len(rest); n > 0 && rest[n-1].Role == models.RoleUser {
+		imgs, err := images(rest[n-1])
+		if err != nil {
+			return nil, err
+		}
 		text = userText(rest[n-1])
+		if len(imgs) > 0 {
+			selected = &agentv1.SelectedContext{SelectedImages: selectedImages(imgs)}
+			if strings.TrimSpace(text) == "" {
+				text = imagesOnlyText
+			}
+		}
 		rest = rest[:n-1]
 	}
 	if strings.TrimSpace(text) == "" {
@@ -131,9 +149,18 @@ func buildRun(req upstream.Request, runID, convID, messageID string, systemInHis
 	}
 	callNames := map[string]string{}
 	for _, m := range rest {
+		imgs, err := images(m)
+		if err != nil {
+			return nil, err
+		}
 		switch m.Role {
 		case models.RoleUser:
-			history = append(history, userHistory(userText(m)))
+			h := userHistory(userText(m))
+			u := h.GetUser()
+			for _, img := range imgs {
+				u.Content = append(u.Content, &agentv1.ConversationHistoryUserContent{Content: &agentv1.ConversationHistoryUserContent_Image{Image: img.history()}})
+			}
+			history = append(history, h)
 		case models.RoleAssistant:
 			var content []*agentv1.ConversationHistoryAssistantContent
 			for _, b := range m.Blocks {
@@ -167,6 +194,9 @@ func buildRun(req upstream.Request, runID, convID, messageID string, systemInHis
 			tm := &agentv1.ConversationHistoryToolMessage{ToolCallId: m.ToolCallID, ToolName: mcpName(name),
 				Content: []*agentv1.ConversationHistoryToolResultContent{{Content: &agentv1.ConversationHistoryToolResultContent_Text{
 					Text: &agentv1.ConversationHistoryTextContent{Text: resultText(m)}}}}}
+			for _, img := range imgs {
+				tm.Content = append(tm.Content, &agentv1.ConversationHistoryToolResultContent{Content: &agentv1.ConversationHistoryToolResultContent_Image{Image: img.history()}})
+			}
 			if m.IsError {
 				tm.IsError = proto.Bool(true)
 			}
@@ -184,7 +214,7 @@ func buildRun(req upstream.Request, runID, convID, messageID string, systemInHis
 	rc := requestContext(defs)
 	action := &agentv1.UserMessageAction{
 		UserMessage: &agentv1.UserMessage{
-			Text: text, MessageId: messageID,
+			Text: text, MessageId: messageID, SelectedContext: selected,
 			// Agent mode: the mode in which the model calls tools. The
 			// built-in tools are taken away by the allowed-tools header
 			// (allowedToolsHeader), not by the mode.
@@ -250,7 +280,70 @@ func resultText(m models.Message) string {
 	if t := userText(m); t != "" {
 		return t
 	}
+	if slices.ContainsFunc(m.Blocks, func(b models.Block) bool { return b.Kind == models.BlockImage }) {
+		return "(the result is the images that follow)"
+	}
 	return "(no output)"
+}
+
+// image is an inline image of a message, decoded.
+type image struct {
+	mediaType string
+	data      []byte
+}
+
+// images are the inline images of m, decoded: Cursor takes their bytes.
+// Line breaks in the base64 are ignored, and padding may be left out, as
+// clients (and encoders wrapping at 76 columns) do.
+func images(m models.Message) ([]image, error) {
+	var out []image
+	for _, b := range m.Blocks {
+		if b.Kind != models.BlockImage {
+			continue
+		}
+		enc := base64.StdEncoding
+		if !strings.HasSuffix(strings.TrimRight(b.Data, "\r\n"), "=") {
+			enc = base64.RawStdEncoding
+		}
+		data, err := enc.DecodeString(b.Data)
+		if err == nil && len(data) == 0 {
+			err = errors.New("it is empty")
+		}
+		if err != nil {
+			where := "a " + string(m.Role) + " message"
+			if m.Role == models.RoleTool {
+				where = fmt.Sprintf("the result of tool call %q", utils.Clip(m.ToolCallID, utils.QuoteLen))
+			}
+			return nil, models.InvalidRequest("messages", "%s has an image whose data is not base64 (%v); send the image's bytes in standard base64", where, err)
+		}
+		out = append(out, image{mediaType: b.MediaType, data: data})
+	}
+	return out, nil
+}
+
+// selectedImages are the images of a run's user message, each with an id
+// of its own, as the official SDK attaches them.
+func selectedImages(imgs []image) []*agentv1.SelectedImage {
+	out := make([]*agentv1.SelectedImage, len(imgs))
+	for i, img := range imgs {
+		out[i] = &agentv1.SelectedImage{Uuid: uuid(), MimeType: img.mediaType, DataOrBlobId: &agentv1.SelectedImage_Data{Data: img.data}}
+	}
+	return out
+}
+
+// history is the image as conversation history holds it: base64 text.
+func (img image) history() *agentv1.ConversationHistoryImageContent {
+	return &agentv1.ConversationHistoryImageContent{Data: base64.StdEncoding.EncodeToString(img.data), MimeType: proto.String(img.mediaType)}
+}
+
+// mcpImages are the images of a tool result, as a tool's result carries
+// them back to a parked run.
+func mcpImages(imgs []image) []*agentv1.McpToolResultContentItem {
+	out := make([]*agentv1.McpToolResultContentItem, len(imgs))
+	for i, img := range imgs {
+		out[i] = &agentv1.McpToolResultContentItem{Content: &agentv1.McpToolResultContentItem_Image{Image: &agentv1.McpImageContent{Data: img.data, MimeType: img.mediaType}}}
+	}
+	return out
 }
 
 // argsJSON is an MCP call's arguments as a JSON object.

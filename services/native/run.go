@@ -294,18 +294,29 @@ func (r *run) kv(k *agentv1.KvServerMessage) {
 	_ = r.send(&agentv1.AgentClientMessage{Message: &agentv1.AgentClientMessage_KvClientMessage{KvClientMessage: reply}})
 }
 
-// resume answers the parked calls with the client's results.
+// resume answers the parked calls with the client's results. Their
+// images are decoded first, so that a bad one fails the request before
+// any answer is sent.
 func (r *run) resume(results map[string]models.Message) error {
-	for _, pc := range r.calls {
-		content := "(the client sent no result for this call)"
+	answers := make([]*agentv1.McpResult, len(r.calls))
+	for i, pc := range r.calls {
+		content := []*agentv1.McpToolResultContentItem{{Content: &agentv1.McpToolResultContentItem_Text{
+			Text: &agentv1.McpTextContent{Text: "(the client sent no result for this call)"}}}}
 		isError := true
 		if m, ok := results[callKey(pc.id)]; ok {
-			content, isError = resultText(m), m.IsError
+			imgs, err := images(m)
+			if err != nil {
+				return err
+			}
+			content = append(content[:0:0], &agentv1.McpToolResultContentItem{Content: &agentv1.McpToolResultContentItem_Text{
+				Text: &agentv1.McpTextContent{Text: resultText(m)}}})
+			content = append(content, mcpImages(imgs)...)
+			isError = m.IsError
 		}
-		res := &agentv1.McpResult{Result: &agentv1.McpResult_Success{Success: &agentv1.McpSuccess{
-			Content: []*agentv1.McpToolResultContentItem{{Content: &agentv1.McpToolResultContentItem_Text{Text: &agentv1.McpTextContent{Text: content}}}},
-			IsError: isError,
-		}}}
+		answers[i] = &agentv1.McpResult{Result: &agentv1.McpResult_Success{Success: &agentv1.McpSuccess{Content: content, IsError: isError}}}
+	}
+	for i, pc := range r.calls {
+		res := answers[i]
 		if err := r.send(&agentv1.AgentClientMessage{Message: &agentv1.AgentClientMessage_ExecClientMessage{ExecClientMessage: mcpAnswer(pc.exec, res)}}); err != nil {
 			return err
 		}

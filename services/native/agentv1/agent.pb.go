@@ -1255,7 +1255,7 @@ func (x ShellHookApprovalRequirement_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ShellHookApprovalRequirement_Kind.Descriptor instead.
 func (ShellHookApprovalRequirement_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{272, 0}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{274, 0}
 }
 
 type ActiveBranchChange struct {
@@ -21981,6 +21981,164 @@ func (x *SandboxPolicy) GetAdditionalReadPaths() []string {
 	return nil
 }
 
+type SelectedContext struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	SelectedImages []*SelectedImage       `protobuf:"bytes,1,rep,name=selected_images,json=selectedImages,proto3" json:"selected_images,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *SelectedContext) Reset() {
+	*x = SelectedContext{}
+	mi := &file_agent_v1_agent_proto_msgTypes[265]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SelectedContext) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SelectedContext) ProtoMessage() {}
+
+func (x *SelectedContext) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_v1_agent_proto_msgTypes[265]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SelectedContext.ProtoReflect.Descriptor instead.
+func (*SelectedContext) Descriptor() ([]byte, []int) {
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{265}
+}
+
+func (x *SelectedContext) GetSelectedImages() []*SelectedImage {
+	if x != nil {
+		return x.SelectedImages
+	}
+	return nil
+}
+
+type SelectedImage struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to DataOrBlobId:
+	//
+	//	*SelectedImage_BlobId
+	//	*SelectedImage_Data
+	DataOrBlobId  isSelectedImage_DataOrBlobId `protobuf_oneof:"data_or_blob_id"`
+	Uuid          string                       `protobuf:"bytes,2,opt,name=uuid,proto3" json:"uuid,omitempty"`
+	Path          string                       `protobuf:"bytes,3,opt,name=path,proto3" json:"path,omitempty"`
+	Dimension     *SelectedImage_Dimension     `protobuf:"bytes,4,opt,name=dimension,proto3" json:"dimension,omitempty"`
+	MimeType      string                       `protobuf:"bytes,7,opt,name=mime_type,json=mimeType,proto3" json:"mime_type,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SelectedImage) Reset() {
+	*x = SelectedImage{}
+	mi := &file_agent_v1_agent_proto_msgTypes[266]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SelectedImage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SelectedImage) ProtoMessage() {}
+
+func (x *SelectedImage) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_v1_agent_proto_msgTypes[266]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SelectedImage.ProtoReflect.Descriptor instead.
+func (*SelectedImage) Descriptor() ([]byte, []int) {
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{266}
+}
+
+func (x *SelectedImage) GetDataOrBlobId() isSelectedImage_DataOrBlobId {
+	if x != nil {
+		return x.DataOrBlobId
+	}
+	return nil
+}
+
+func (x *SelectedImage) GetBlobId() []byte {
+	if x != nil {
+		if x, ok := x.DataOrBlobId.(*SelectedImage_BlobId); ok {
+			return x.BlobId
+		}
+	}
+	return nil
+}
+
+func (x *SelectedImage) GetData() []byte {
+	if x != nil {
+		if x, ok := x.DataOrBlobId.(*SelectedImage_Data); ok {
+			return x.Data
+		}
+	}
+	return nil
+}
+
+func (x *SelectedImage) GetUuid() string {
+	if x != nil {
+		return x.Uuid
+	}
+	return ""
+}
+
+func (x *SelectedImage) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *SelectedImage) GetDimension() *SelectedImage_Dimension {
+	if x != nil {
+		return x.Dimension
+	}
+	return nil
+}
+
+func (x *SelectedImage) GetMimeType() string {
+	if x != nil {
+		return x.MimeType
+	}
+	return ""
+}
+
+type isSelectedImage_DataOrBlobId interface {
+	isSelectedImage_DataOrBlobId()
+}
+
+type SelectedImage_BlobId struct {
+	BlobId []byte `protobuf:"bytes,1,opt,name=blob_id,json=blobId,proto3,oneof"`
+}
+
+type SelectedImage_Data struct {
+	Data []byte `protobuf:"bytes,8,opt,name=data,proto3,oneof"`
+}
+
+func (*SelectedImage_BlobId) isSelectedImage_DataOrBlobId() {}
+
+func (*SelectedImage_Data) isSelectedImage_DataOrBlobId() {}
+
 type SetBlobArgs struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	BlobId        []byte                 `protobuf:"bytes,1,opt,name=blob_id,json=blobId,proto3" json:"blob_id,omitempty"`
@@ -21991,7 +22149,7 @@ type SetBlobArgs struct {
 
 func (x *SetBlobArgs) Reset() {
 	*x = SetBlobArgs{}
-	mi := &file_agent_v1_agent_proto_msgTypes[265]
+	mi := &file_agent_v1_agent_proto_msgTypes[267]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -22003,7 +22161,7 @@ func (x *SetBlobArgs) String() string {
 func (*SetBlobArgs) ProtoMessage() {}
 
 func (x *SetBlobArgs) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[265]
+	mi := &file_agent_v1_agent_proto_msgTypes[267]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -22016,7 +22174,7 @@ func (x *SetBlobArgs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetBlobArgs.ProtoReflect.Descriptor instead.
 func (*SetBlobArgs) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{265}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{267}
 }
 
 func (x *SetBlobArgs) GetBlobId() []byte {
@@ -22042,7 +22200,7 @@ type SetBlobResult struct {
 
 func (x *SetBlobResult) Reset() {
 	*x = SetBlobResult{}
-	mi := &file_agent_v1_agent_proto_msgTypes[266]
+	mi := &file_agent_v1_agent_proto_msgTypes[268]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -22054,7 +22212,7 @@ func (x *SetBlobResult) String() string {
 func (*SetBlobResult) ProtoMessage() {}
 
 func (x *SetBlobResult) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[266]
+	mi := &file_agent_v1_agent_proto_msgTypes[268]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -22067,7 +22225,7 @@ func (x *SetBlobResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetBlobResult.ProtoReflect.Descriptor instead.
 func (*SetBlobResult) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{266}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{268}
 }
 
 func (x *SetBlobResult) GetError() *Error {
@@ -22090,7 +22248,7 @@ type ShellAllowlistPrecheckArgs struct {
 
 func (x *ShellAllowlistPrecheckArgs) Reset() {
 	*x = ShellAllowlistPrecheckArgs{}
-	mi := &file_agent_v1_agent_proto_msgTypes[267]
+	mi := &file_agent_v1_agent_proto_msgTypes[269]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -22102,7 +22260,7 @@ func (x *ShellAllowlistPrecheckArgs) String() string {
 func (*ShellAllowlistPrecheckArgs) ProtoMessage() {}
 
 func (x *ShellAllowlistPrecheckArgs) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[267]
+	mi := &file_agent_v1_agent_proto_msgTypes[269]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -22115,7 +22273,7 @@ func (x *ShellAllowlistPrecheckArgs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellAllowlistPrecheckArgs.ProtoReflect.Descriptor instead.
 func (*ShellAllowlistPrecheckArgs) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{267}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{269}
 }
 
 func (x *ShellAllowlistPrecheckArgs) GetCommand() string {
@@ -22162,7 +22320,7 @@ type ShellAllowlistPrecheckResult struct {
 
 func (x *ShellAllowlistPrecheckResult) Reset() {
 	*x = ShellAllowlistPrecheckResult{}
-	mi := &file_agent_v1_agent_proto_msgTypes[268]
+	mi := &file_agent_v1_agent_proto_msgTypes[270]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -22174,7 +22332,7 @@ func (x *ShellAllowlistPrecheckResult) String() string {
 func (*ShellAllowlistPrecheckResult) ProtoMessage() {}
 
 func (x *ShellAllowlistPrecheckResult) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[268]
+	mi := &file_agent_v1_agent_proto_msgTypes[270]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -22187,7 +22345,7 @@ func (x *ShellAllowlistPrecheckResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellAllowlistPrecheckResult.ProtoReflect.Descriptor instead.
 func (*ShellAllowlistPrecheckResult) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{268}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{270}
 }
 
 func (x *ShellAllowlistPrecheckResult) GetAllowlisted() bool {
@@ -22229,7 +22387,7 @@ type ShellArgs struct {
 
 func (x *ShellArgs) Reset() {
 	*x = ShellArgs{}
-	mi := &file_agent_v1_agent_proto_msgTypes[269]
+	mi := &file_agent_v1_agent_proto_msgTypes[271]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -22241,7 +22399,7 @@ func (x *ShellArgs) String() string {
 func (*ShellArgs) ProtoMessage() {}
 
 func (x *ShellArgs) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[269]
+	mi := &file_agent_v1_agent_proto_msgTypes[271]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -22254,7 +22412,7 @@ func (x *ShellArgs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellArgs.ProtoReflect.Descriptor instead.
 func (*ShellArgs) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{269}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{271}
 }
 
 func (x *ShellArgs) GetCommand() string {
@@ -22439,7 +22597,7 @@ type ShellCommandParsingResult struct {
 
 func (x *ShellCommandParsingResult) Reset() {
 	*x = ShellCommandParsingResult{}
-	mi := &file_agent_v1_agent_proto_msgTypes[270]
+	mi := &file_agent_v1_agent_proto_msgTypes[272]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -22451,7 +22609,7 @@ func (x *ShellCommandParsingResult) String() string {
 func (*ShellCommandParsingResult) ProtoMessage() {}
 
 func (x *ShellCommandParsingResult) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[270]
+	mi := &file_agent_v1_agent_proto_msgTypes[272]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -22464,7 +22622,7 @@ func (x *ShellCommandParsingResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellCommandParsingResult.ProtoReflect.Descriptor instead.
 func (*ShellCommandParsingResult) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{270}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{272}
 }
 
 func (x *ShellCommandParsingResult) GetParsingFailed() bool {
@@ -22532,7 +22690,7 @@ type ShellFailure struct {
 
 func (x *ShellFailure) Reset() {
 	*x = ShellFailure{}
-	mi := &file_agent_v1_agent_proto_msgTypes[271]
+	mi := &file_agent_v1_agent_proto_msgTypes[273]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -22544,7 +22702,7 @@ func (x *ShellFailure) String() string {
 func (*ShellFailure) ProtoMessage() {}
 
 func (x *ShellFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[271]
+	mi := &file_agent_v1_agent_proto_msgTypes[273]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -22557,7 +22715,7 @@ func (x *ShellFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellFailure.ProtoReflect.Descriptor instead.
 func (*ShellFailure) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{271}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{273}
 }
 
 func (x *ShellFailure) GetCommand() string {
@@ -22675,7 +22833,7 @@ type ShellHookApprovalRequirement struct {
 
 func (x *ShellHookApprovalRequirement) Reset() {
 	*x = ShellHookApprovalRequirement{}
-	mi := &file_agent_v1_agent_proto_msgTypes[272]
+	mi := &file_agent_v1_agent_proto_msgTypes[274]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -22687,7 +22845,7 @@ func (x *ShellHookApprovalRequirement) String() string {
 func (*ShellHookApprovalRequirement) ProtoMessage() {}
 
 func (x *ShellHookApprovalRequirement) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[272]
+	mi := &file_agent_v1_agent_proto_msgTypes[274]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -22700,7 +22858,7 @@ func (x *ShellHookApprovalRequirement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellHookApprovalRequirement.ProtoReflect.Descriptor instead.
 func (*ShellHookApprovalRequirement) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{272}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{274}
 }
 
 func (x *ShellHookApprovalRequirement) GetKind() ShellHookApprovalRequirement_Kind {
@@ -22732,7 +22890,7 @@ type ShellOutputDeltaUpdate struct {
 
 func (x *ShellOutputDeltaUpdate) Reset() {
 	*x = ShellOutputDeltaUpdate{}
-	mi := &file_agent_v1_agent_proto_msgTypes[273]
+	mi := &file_agent_v1_agent_proto_msgTypes[275]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -22744,7 +22902,7 @@ func (x *ShellOutputDeltaUpdate) String() string {
 func (*ShellOutputDeltaUpdate) ProtoMessage() {}
 
 func (x *ShellOutputDeltaUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[273]
+	mi := &file_agent_v1_agent_proto_msgTypes[275]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -22757,7 +22915,7 @@ func (x *ShellOutputDeltaUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellOutputDeltaUpdate.ProtoReflect.Descriptor instead.
 func (*ShellOutputDeltaUpdate) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{273}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{275}
 }
 
 func (x *ShellOutputDeltaUpdate) GetEvent() isShellOutputDeltaUpdate_Event {
@@ -22843,7 +23001,7 @@ type ShellOutputNotificationConfig struct {
 
 func (x *ShellOutputNotificationConfig) Reset() {
 	*x = ShellOutputNotificationConfig{}
-	mi := &file_agent_v1_agent_proto_msgTypes[274]
+	mi := &file_agent_v1_agent_proto_msgTypes[276]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -22855,7 +23013,7 @@ func (x *ShellOutputNotificationConfig) String() string {
 func (*ShellOutputNotificationConfig) ProtoMessage() {}
 
 func (x *ShellOutputNotificationConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[274]
+	mi := &file_agent_v1_agent_proto_msgTypes[276]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -22868,7 +23026,7 @@ func (x *ShellOutputNotificationConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellOutputNotificationConfig.ProtoReflect.Descriptor instead.
 func (*ShellOutputNotificationConfig) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{274}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{276}
 }
 
 func (x *ShellOutputNotificationConfig) GetPattern() string {
@@ -22911,7 +23069,7 @@ type ShellPermissionDenied struct {
 
 func (x *ShellPermissionDenied) Reset() {
 	*x = ShellPermissionDenied{}
-	mi := &file_agent_v1_agent_proto_msgTypes[275]
+	mi := &file_agent_v1_agent_proto_msgTypes[277]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -22923,7 +23081,7 @@ func (x *ShellPermissionDenied) String() string {
 func (*ShellPermissionDenied) ProtoMessage() {}
 
 func (x *ShellPermissionDenied) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[275]
+	mi := &file_agent_v1_agent_proto_msgTypes[277]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -22936,7 +23094,7 @@ func (x *ShellPermissionDenied) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellPermissionDenied.ProtoReflect.Descriptor instead.
 func (*ShellPermissionDenied) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{275}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{277}
 }
 
 func (x *ShellPermissionDenied) GetCommand() string {
@@ -22979,7 +23137,7 @@ type ShellRejected struct {
 
 func (x *ShellRejected) Reset() {
 	*x = ShellRejected{}
-	mi := &file_agent_v1_agent_proto_msgTypes[276]
+	mi := &file_agent_v1_agent_proto_msgTypes[278]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -22991,7 +23149,7 @@ func (x *ShellRejected) String() string {
 func (*ShellRejected) ProtoMessage() {}
 
 func (x *ShellRejected) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[276]
+	mi := &file_agent_v1_agent_proto_msgTypes[278]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -23004,7 +23162,7 @@ func (x *ShellRejected) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellRejected.ProtoReflect.Descriptor instead.
 func (*ShellRejected) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{276}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{278}
 }
 
 func (x *ShellRejected) GetCommand() string {
@@ -23056,7 +23214,7 @@ type ShellResult struct {
 
 func (x *ShellResult) Reset() {
 	*x = ShellResult{}
-	mi := &file_agent_v1_agent_proto_msgTypes[277]
+	mi := &file_agent_v1_agent_proto_msgTypes[279]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -23068,7 +23226,7 @@ func (x *ShellResult) String() string {
 func (*ShellResult) ProtoMessage() {}
 
 func (x *ShellResult) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[277]
+	mi := &file_agent_v1_agent_proto_msgTypes[279]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -23081,7 +23239,7 @@ func (x *ShellResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellResult.ProtoReflect.Descriptor instead.
 func (*ShellResult) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{277}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{279}
 }
 
 func (x *ShellResult) GetResult() isShellResult_Result {
@@ -23226,7 +23384,7 @@ type ShellSandboxUnsupported struct {
 
 func (x *ShellSandboxUnsupported) Reset() {
 	*x = ShellSandboxUnsupported{}
-	mi := &file_agent_v1_agent_proto_msgTypes[278]
+	mi := &file_agent_v1_agent_proto_msgTypes[280]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -23238,7 +23396,7 @@ func (x *ShellSandboxUnsupported) String() string {
 func (*ShellSandboxUnsupported) ProtoMessage() {}
 
 func (x *ShellSandboxUnsupported) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[278]
+	mi := &file_agent_v1_agent_proto_msgTypes[280]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -23251,7 +23409,7 @@ func (x *ShellSandboxUnsupported) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellSandboxUnsupported.ProtoReflect.Descriptor instead.
 func (*ShellSandboxUnsupported) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{278}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{280}
 }
 
 func (x *ShellSandboxUnsupported) GetCommand() string {
@@ -23300,7 +23458,7 @@ type ShellSpawnError struct {
 
 func (x *ShellSpawnError) Reset() {
 	*x = ShellSpawnError{}
-	mi := &file_agent_v1_agent_proto_msgTypes[279]
+	mi := &file_agent_v1_agent_proto_msgTypes[281]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -23312,7 +23470,7 @@ func (x *ShellSpawnError) String() string {
 func (*ShellSpawnError) ProtoMessage() {}
 
 func (x *ShellSpawnError) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[279]
+	mi := &file_agent_v1_agent_proto_msgTypes[281]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -23325,7 +23483,7 @@ func (x *ShellSpawnError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellSpawnError.ProtoReflect.Descriptor instead.
 func (*ShellSpawnError) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{279}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{281}
 }
 
 func (x *ShellSpawnError) GetCommand() string {
@@ -23369,7 +23527,7 @@ type ShellStream struct {
 
 func (x *ShellStream) Reset() {
 	*x = ShellStream{}
-	mi := &file_agent_v1_agent_proto_msgTypes[280]
+	mi := &file_agent_v1_agent_proto_msgTypes[282]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -23381,7 +23539,7 @@ func (x *ShellStream) String() string {
 func (*ShellStream) ProtoMessage() {}
 
 func (x *ShellStream) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[280]
+	mi := &file_agent_v1_agent_proto_msgTypes[282]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -23394,7 +23552,7 @@ func (x *ShellStream) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellStream.ProtoReflect.Descriptor instead.
 func (*ShellStream) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{280}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{282}
 }
 
 func (x *ShellStream) GetEvent() isShellStream_Event {
@@ -23557,7 +23715,7 @@ type ShellStreamBackgrounded struct {
 
 func (x *ShellStreamBackgrounded) Reset() {
 	*x = ShellStreamBackgrounded{}
-	mi := &file_agent_v1_agent_proto_msgTypes[281]
+	mi := &file_agent_v1_agent_proto_msgTypes[283]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -23569,7 +23727,7 @@ func (x *ShellStreamBackgrounded) String() string {
 func (*ShellStreamBackgrounded) ProtoMessage() {}
 
 func (x *ShellStreamBackgrounded) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[281]
+	mi := &file_agent_v1_agent_proto_msgTypes[283]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -23582,7 +23740,7 @@ func (x *ShellStreamBackgrounded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellStreamBackgrounded.ProtoReflect.Descriptor instead.
 func (*ShellStreamBackgrounded) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{281}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{283}
 }
 
 func (x *ShellStreamBackgrounded) GetShellId() uint32 {
@@ -23641,7 +23799,7 @@ type ShellStreamExit struct {
 
 func (x *ShellStreamExit) Reset() {
 	*x = ShellStreamExit{}
-	mi := &file_agent_v1_agent_proto_msgTypes[282]
+	mi := &file_agent_v1_agent_proto_msgTypes[284]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -23653,7 +23811,7 @@ func (x *ShellStreamExit) String() string {
 func (*ShellStreamExit) ProtoMessage() {}
 
 func (x *ShellStreamExit) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[282]
+	mi := &file_agent_v1_agent_proto_msgTypes[284]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -23666,7 +23824,7 @@ func (x *ShellStreamExit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellStreamExit.ProtoReflect.Descriptor instead.
 func (*ShellStreamExit) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{282}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{284}
 }
 
 func (x *ShellStreamExit) GetCode() uint32 {
@@ -23720,7 +23878,7 @@ type ShellStreamHookContext struct {
 
 func (x *ShellStreamHookContext) Reset() {
 	*x = ShellStreamHookContext{}
-	mi := &file_agent_v1_agent_proto_msgTypes[283]
+	mi := &file_agent_v1_agent_proto_msgTypes[285]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -23732,7 +23890,7 @@ func (x *ShellStreamHookContext) String() string {
 func (*ShellStreamHookContext) ProtoMessage() {}
 
 func (x *ShellStreamHookContext) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[283]
+	mi := &file_agent_v1_agent_proto_msgTypes[285]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -23745,7 +23903,7 @@ func (x *ShellStreamHookContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellStreamHookContext.ProtoReflect.Descriptor instead.
 func (*ShellStreamHookContext) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{283}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{285}
 }
 
 func (x *ShellStreamHookContext) GetHookAdditionalContexts() []*HookAdditionalContext {
@@ -23764,7 +23922,7 @@ type ShellStreamStart struct {
 
 func (x *ShellStreamStart) Reset() {
 	*x = ShellStreamStart{}
-	mi := &file_agent_v1_agent_proto_msgTypes[284]
+	mi := &file_agent_v1_agent_proto_msgTypes[286]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -23776,7 +23934,7 @@ func (x *ShellStreamStart) String() string {
 func (*ShellStreamStart) ProtoMessage() {}
 
 func (x *ShellStreamStart) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[284]
+	mi := &file_agent_v1_agent_proto_msgTypes[286]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -23789,7 +23947,7 @@ func (x *ShellStreamStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellStreamStart.ProtoReflect.Descriptor instead.
 func (*ShellStreamStart) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{284}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{286}
 }
 
 func (x *ShellStreamStart) GetSandboxPolicy() *SandboxPolicy {
@@ -23808,7 +23966,7 @@ type ShellStreamStderr struct {
 
 func (x *ShellStreamStderr) Reset() {
 	*x = ShellStreamStderr{}
-	mi := &file_agent_v1_agent_proto_msgTypes[285]
+	mi := &file_agent_v1_agent_proto_msgTypes[287]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -23820,7 +23978,7 @@ func (x *ShellStreamStderr) String() string {
 func (*ShellStreamStderr) ProtoMessage() {}
 
 func (x *ShellStreamStderr) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[285]
+	mi := &file_agent_v1_agent_proto_msgTypes[287]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -23833,7 +23991,7 @@ func (x *ShellStreamStderr) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellStreamStderr.ProtoReflect.Descriptor instead.
 func (*ShellStreamStderr) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{285}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{287}
 }
 
 func (x *ShellStreamStderr) GetData() string {
@@ -23852,7 +24010,7 @@ type ShellStreamStdout struct {
 
 func (x *ShellStreamStdout) Reset() {
 	*x = ShellStreamStdout{}
-	mi := &file_agent_v1_agent_proto_msgTypes[286]
+	mi := &file_agent_v1_agent_proto_msgTypes[288]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -23864,7 +24022,7 @@ func (x *ShellStreamStdout) String() string {
 func (*ShellStreamStdout) ProtoMessage() {}
 
 func (x *ShellStreamStdout) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[286]
+	mi := &file_agent_v1_agent_proto_msgTypes[288]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -23877,7 +24035,7 @@ func (x *ShellStreamStdout) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellStreamStdout.ProtoReflect.Descriptor instead.
 func (*ShellStreamStdout) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{286}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{288}
 }
 
 func (x *ShellStreamStdout) GetData() string {
@@ -23912,7 +24070,7 @@ type ShellSuccess struct {
 
 func (x *ShellSuccess) Reset() {
 	*x = ShellSuccess{}
-	mi := &file_agent_v1_agent_proto_msgTypes[287]
+	mi := &file_agent_v1_agent_proto_msgTypes[289]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -23924,7 +24082,7 @@ func (x *ShellSuccess) String() string {
 func (*ShellSuccess) ProtoMessage() {}
 
 func (x *ShellSuccess) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[287]
+	mi := &file_agent_v1_agent_proto_msgTypes[289]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -23937,7 +24095,7 @@ func (x *ShellSuccess) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellSuccess.ProtoReflect.Descriptor instead.
 func (*ShellSuccess) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{287}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{289}
 }
 
 func (x *ShellSuccess) GetCommand() string {
@@ -24070,7 +24228,7 @@ type ShellTimeout struct {
 
 func (x *ShellTimeout) Reset() {
 	*x = ShellTimeout{}
-	mi := &file_agent_v1_agent_proto_msgTypes[288]
+	mi := &file_agent_v1_agent_proto_msgTypes[290]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -24082,7 +24240,7 @@ func (x *ShellTimeout) String() string {
 func (*ShellTimeout) ProtoMessage() {}
 
 func (x *ShellTimeout) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[288]
+	mi := &file_agent_v1_agent_proto_msgTypes[290]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -24095,7 +24253,7 @@ func (x *ShellTimeout) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellTimeout.ProtoReflect.Descriptor instead.
 func (*ShellTimeout) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{288}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{290}
 }
 
 func (x *ShellTimeout) GetCommand() string {
@@ -24130,7 +24288,7 @@ type ShellToolCall struct {
 
 func (x *ShellToolCall) Reset() {
 	*x = ShellToolCall{}
-	mi := &file_agent_v1_agent_proto_msgTypes[289]
+	mi := &file_agent_v1_agent_proto_msgTypes[291]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -24142,7 +24300,7 @@ func (x *ShellToolCall) String() string {
 func (*ShellToolCall) ProtoMessage() {}
 
 func (x *ShellToolCall) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[289]
+	mi := &file_agent_v1_agent_proto_msgTypes[291]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -24155,7 +24313,7 @@ func (x *ShellToolCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellToolCall.ProtoReflect.Descriptor instead.
 func (*ShellToolCall) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{289}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{291}
 }
 
 func (x *ShellToolCall) GetArgs() *ShellArgs {
@@ -24194,7 +24352,7 @@ type SkillDescriptor struct {
 
 func (x *SkillDescriptor) Reset() {
 	*x = SkillDescriptor{}
-	mi := &file_agent_v1_agent_proto_msgTypes[290]
+	mi := &file_agent_v1_agent_proto_msgTypes[292]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -24206,7 +24364,7 @@ func (x *SkillDescriptor) String() string {
 func (*SkillDescriptor) ProtoMessage() {}
 
 func (x *SkillDescriptor) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[290]
+	mi := &file_agent_v1_agent_proto_msgTypes[292]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -24219,7 +24377,7 @@ func (x *SkillDescriptor) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SkillDescriptor.ProtoReflect.Descriptor instead.
 func (*SkillDescriptor) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{290}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{292}
 }
 
 func (x *SkillDescriptor) GetName() string {
@@ -24280,7 +24438,7 @@ type SkillOptions struct {
 
 func (x *SkillOptions) Reset() {
 	*x = SkillOptions{}
-	mi := &file_agent_v1_agent_proto_msgTypes[291]
+	mi := &file_agent_v1_agent_proto_msgTypes[293]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -24292,7 +24450,7 @@ func (x *SkillOptions) String() string {
 func (*SkillOptions) ProtoMessage() {}
 
 func (x *SkillOptions) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[291]
+	mi := &file_agent_v1_agent_proto_msgTypes[293]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -24305,7 +24463,7 @@ func (x *SkillOptions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SkillOptions.ProtoReflect.Descriptor instead.
 func (*SkillOptions) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{291}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{293}
 }
 
 func (x *SkillOptions) GetSkillDescriptors() []*SkillDescriptor {
@@ -24325,7 +24483,7 @@ type SmartModeApproval struct {
 
 func (x *SmartModeApproval) Reset() {
 	*x = SmartModeApproval{}
-	mi := &file_agent_v1_agent_proto_msgTypes[292]
+	mi := &file_agent_v1_agent_proto_msgTypes[294]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -24337,7 +24495,7 @@ func (x *SmartModeApproval) String() string {
 func (*SmartModeApproval) ProtoMessage() {}
 
 func (x *SmartModeApproval) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[292]
+	mi := &file_agent_v1_agent_proto_msgTypes[294]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -24350,7 +24508,7 @@ func (x *SmartModeApproval) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SmartModeApproval.ProtoReflect.Descriptor instead.
 func (*SmartModeApproval) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{292}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{294}
 }
 
 func (x *SmartModeApproval) GetRequestId() string {
@@ -24379,7 +24537,7 @@ type SmartModeClassifierArgs struct {
 
 func (x *SmartModeClassifierArgs) Reset() {
 	*x = SmartModeClassifierArgs{}
-	mi := &file_agent_v1_agent_proto_msgTypes[293]
+	mi := &file_agent_v1_agent_proto_msgTypes[295]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -24391,7 +24549,7 @@ func (x *SmartModeClassifierArgs) String() string {
 func (*SmartModeClassifierArgs) ProtoMessage() {}
 
 func (x *SmartModeClassifierArgs) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[293]
+	mi := &file_agent_v1_agent_proto_msgTypes[295]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -24404,7 +24562,7 @@ func (x *SmartModeClassifierArgs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SmartModeClassifierArgs.ProtoReflect.Descriptor instead.
 func (*SmartModeClassifierArgs) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{293}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{295}
 }
 
 func (x *SmartModeClassifierArgs) GetToolCallId() string {
@@ -24445,7 +24603,7 @@ type SmartModeClassifierConversationMessage struct {
 
 func (x *SmartModeClassifierConversationMessage) Reset() {
 	*x = SmartModeClassifierConversationMessage{}
-	mi := &file_agent_v1_agent_proto_msgTypes[294]
+	mi := &file_agent_v1_agent_proto_msgTypes[296]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -24457,7 +24615,7 @@ func (x *SmartModeClassifierConversationMessage) String() string {
 func (*SmartModeClassifierConversationMessage) ProtoMessage() {}
 
 func (x *SmartModeClassifierConversationMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[294]
+	mi := &file_agent_v1_agent_proto_msgTypes[296]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -24470,7 +24628,7 @@ func (x *SmartModeClassifierConversationMessage) ProtoReflect() protoreflect.Mes
 
 // Deprecated: Use SmartModeClassifierConversationMessage.ProtoReflect.Descriptor instead.
 func (*SmartModeClassifierConversationMessage) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{294}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{296}
 }
 
 func (x *SmartModeClassifierConversationMessage) GetRole() string {
@@ -24496,7 +24654,7 @@ type SmartModeClassifierError struct {
 
 func (x *SmartModeClassifierError) Reset() {
 	*x = SmartModeClassifierError{}
-	mi := &file_agent_v1_agent_proto_msgTypes[295]
+	mi := &file_agent_v1_agent_proto_msgTypes[297]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -24508,7 +24666,7 @@ func (x *SmartModeClassifierError) String() string {
 func (*SmartModeClassifierError) ProtoMessage() {}
 
 func (x *SmartModeClassifierError) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[295]
+	mi := &file_agent_v1_agent_proto_msgTypes[297]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -24521,7 +24679,7 @@ func (x *SmartModeClassifierError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SmartModeClassifierError.ProtoReflect.Descriptor instead.
 func (*SmartModeClassifierError) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{295}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{297}
 }
 
 func (x *SmartModeClassifierError) GetError() string {
@@ -24544,7 +24702,7 @@ type SmartModeClassifierResult struct {
 
 func (x *SmartModeClassifierResult) Reset() {
 	*x = SmartModeClassifierResult{}
-	mi := &file_agent_v1_agent_proto_msgTypes[296]
+	mi := &file_agent_v1_agent_proto_msgTypes[298]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -24556,7 +24714,7 @@ func (x *SmartModeClassifierResult) String() string {
 func (*SmartModeClassifierResult) ProtoMessage() {}
 
 func (x *SmartModeClassifierResult) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[296]
+	mi := &file_agent_v1_agent_proto_msgTypes[298]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -24569,7 +24727,7 @@ func (x *SmartModeClassifierResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SmartModeClassifierResult.ProtoReflect.Descriptor instead.
 func (*SmartModeClassifierResult) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{296}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{298}
 }
 
 func (x *SmartModeClassifierResult) GetResult() isSmartModeClassifierResult_Result {
@@ -24624,7 +24782,7 @@ type SmartModeClassifierSuccess struct {
 
 func (x *SmartModeClassifierSuccess) Reset() {
 	*x = SmartModeClassifierSuccess{}
-	mi := &file_agent_v1_agent_proto_msgTypes[297]
+	mi := &file_agent_v1_agent_proto_msgTypes[299]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -24636,7 +24794,7 @@ func (x *SmartModeClassifierSuccess) String() string {
 func (*SmartModeClassifierSuccess) ProtoMessage() {}
 
 func (x *SmartModeClassifierSuccess) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[297]
+	mi := &file_agent_v1_agent_proto_msgTypes[299]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -24649,7 +24807,7 @@ func (x *SmartModeClassifierSuccess) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SmartModeClassifierSuccess.ProtoReflect.Descriptor instead.
 func (*SmartModeClassifierSuccess) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{297}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{299}
 }
 
 func (x *SmartModeClassifierSuccess) GetDecision() SmartModeClassifierDecision {
@@ -24683,7 +24841,7 @@ type SmartModeRiskTarget struct {
 
 func (x *SmartModeRiskTarget) Reset() {
 	*x = SmartModeRiskTarget{}
-	mi := &file_agent_v1_agent_proto_msgTypes[298]
+	mi := &file_agent_v1_agent_proto_msgTypes[300]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -24695,7 +24853,7 @@ func (x *SmartModeRiskTarget) String() string {
 func (*SmartModeRiskTarget) ProtoMessage() {}
 
 func (x *SmartModeRiskTarget) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[298]
+	mi := &file_agent_v1_agent_proto_msgTypes[300]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -24708,7 +24866,7 @@ func (x *SmartModeRiskTarget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SmartModeRiskTarget.ProtoReflect.Descriptor instead.
 func (*SmartModeRiskTarget) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{298}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{300}
 }
 
 func (x *SmartModeRiskTarget) GetAction() string {
@@ -24737,7 +24895,7 @@ type SpanContext struct {
 
 func (x *SpanContext) Reset() {
 	*x = SpanContext{}
-	mi := &file_agent_v1_agent_proto_msgTypes[299]
+	mi := &file_agent_v1_agent_proto_msgTypes[301]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -24749,7 +24907,7 @@ func (x *SpanContext) String() string {
 func (*SpanContext) ProtoMessage() {}
 
 func (x *SpanContext) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[299]
+	mi := &file_agent_v1_agent_proto_msgTypes[301]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -24762,7 +24920,7 @@ func (x *SpanContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SpanContext.ProtoReflect.Descriptor instead.
 func (*SpanContext) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{299}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{301}
 }
 
 func (x *SpanContext) GetTraceId() string {
@@ -24803,7 +24961,7 @@ type StepCompletedUpdate struct {
 
 func (x *StepCompletedUpdate) Reset() {
 	*x = StepCompletedUpdate{}
-	mi := &file_agent_v1_agent_proto_msgTypes[300]
+	mi := &file_agent_v1_agent_proto_msgTypes[302]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -24815,7 +24973,7 @@ func (x *StepCompletedUpdate) String() string {
 func (*StepCompletedUpdate) ProtoMessage() {}
 
 func (x *StepCompletedUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[300]
+	mi := &file_agent_v1_agent_proto_msgTypes[302]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -24828,7 +24986,7 @@ func (x *StepCompletedUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepCompletedUpdate.ProtoReflect.Descriptor instead.
 func (*StepCompletedUpdate) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{300}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{302}
 }
 
 func (x *StepCompletedUpdate) GetStepId() uint64 {
@@ -24854,7 +25012,7 @@ type StepStartedUpdate struct {
 
 func (x *StepStartedUpdate) Reset() {
 	*x = StepStartedUpdate{}
-	mi := &file_agent_v1_agent_proto_msgTypes[301]
+	mi := &file_agent_v1_agent_proto_msgTypes[303]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -24866,7 +25024,7 @@ func (x *StepStartedUpdate) String() string {
 func (*StepStartedUpdate) ProtoMessage() {}
 
 func (x *StepStartedUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[301]
+	mi := &file_agent_v1_agent_proto_msgTypes[303]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -24879,7 +25037,7 @@ func (x *StepStartedUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepStartedUpdate.ProtoReflect.Descriptor instead.
 func (*StepStartedUpdate) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{301}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{303}
 }
 
 func (x *StepStartedUpdate) GetStepId() uint64 {
@@ -24897,7 +25055,7 @@ type SubagentArgs struct {
 
 func (x *SubagentArgs) Reset() {
 	*x = SubagentArgs{}
-	mi := &file_agent_v1_agent_proto_msgTypes[302]
+	mi := &file_agent_v1_agent_proto_msgTypes[304]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -24909,7 +25067,7 @@ func (x *SubagentArgs) String() string {
 func (*SubagentArgs) ProtoMessage() {}
 
 func (x *SubagentArgs) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[302]
+	mi := &file_agent_v1_agent_proto_msgTypes[304]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -24922,7 +25080,7 @@ func (x *SubagentArgs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubagentArgs.ProtoReflect.Descriptor instead.
 func (*SubagentArgs) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{302}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{304}
 }
 
 type SubagentAwaitArgs struct {
@@ -24935,7 +25093,7 @@ type SubagentAwaitArgs struct {
 
 func (x *SubagentAwaitArgs) Reset() {
 	*x = SubagentAwaitArgs{}
-	mi := &file_agent_v1_agent_proto_msgTypes[303]
+	mi := &file_agent_v1_agent_proto_msgTypes[305]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -24947,7 +25105,7 @@ func (x *SubagentAwaitArgs) String() string {
 func (*SubagentAwaitArgs) ProtoMessage() {}
 
 func (x *SubagentAwaitArgs) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[303]
+	mi := &file_agent_v1_agent_proto_msgTypes[305]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -24960,7 +25118,7 @@ func (x *SubagentAwaitArgs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubagentAwaitArgs.ProtoReflect.Descriptor instead.
 func (*SubagentAwaitArgs) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{303}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{305}
 }
 
 func (x *SubagentAwaitArgs) GetAgentId() string {
@@ -24989,7 +25147,7 @@ type SubagentAwaitComplete struct {
 
 func (x *SubagentAwaitComplete) Reset() {
 	*x = SubagentAwaitComplete{}
-	mi := &file_agent_v1_agent_proto_msgTypes[304]
+	mi := &file_agent_v1_agent_proto_msgTypes[306]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -25001,7 +25159,7 @@ func (x *SubagentAwaitComplete) String() string {
 func (*SubagentAwaitComplete) ProtoMessage() {}
 
 func (x *SubagentAwaitComplete) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[304]
+	mi := &file_agent_v1_agent_proto_msgTypes[306]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -25014,7 +25172,7 @@ func (x *SubagentAwaitComplete) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubagentAwaitComplete.ProtoReflect.Descriptor instead.
 func (*SubagentAwaitComplete) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{304}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{306}
 }
 
 func (x *SubagentAwaitComplete) GetAgentId() string {
@@ -25055,7 +25213,7 @@ type SubagentAwaitError struct {
 
 func (x *SubagentAwaitError) Reset() {
 	*x = SubagentAwaitError{}
-	mi := &file_agent_v1_agent_proto_msgTypes[305]
+	mi := &file_agent_v1_agent_proto_msgTypes[307]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -25067,7 +25225,7 @@ func (x *SubagentAwaitError) String() string {
 func (*SubagentAwaitError) ProtoMessage() {}
 
 func (x *SubagentAwaitError) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[305]
+	mi := &file_agent_v1_agent_proto_msgTypes[307]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -25080,7 +25238,7 @@ func (x *SubagentAwaitError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubagentAwaitError.ProtoReflect.Descriptor instead.
 func (*SubagentAwaitError) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{305}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{307}
 }
 
 func (x *SubagentAwaitError) GetAgentId() string {
@@ -25106,7 +25264,7 @@ type SubagentAwaitNotFound struct {
 
 func (x *SubagentAwaitNotFound) Reset() {
 	*x = SubagentAwaitNotFound{}
-	mi := &file_agent_v1_agent_proto_msgTypes[306]
+	mi := &file_agent_v1_agent_proto_msgTypes[308]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -25118,7 +25276,7 @@ func (x *SubagentAwaitNotFound) String() string {
 func (*SubagentAwaitNotFound) ProtoMessage() {}
 
 func (x *SubagentAwaitNotFound) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[306]
+	mi := &file_agent_v1_agent_proto_msgTypes[308]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -25131,7 +25289,7 @@ func (x *SubagentAwaitNotFound) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubagentAwaitNotFound.ProtoReflect.Descriptor instead.
 func (*SubagentAwaitNotFound) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{306}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{308}
 }
 
 func (x *SubagentAwaitNotFound) GetAgentId() string {
@@ -25156,7 +25314,7 @@ type SubagentAwaitResult struct {
 
 func (x *SubagentAwaitResult) Reset() {
 	*x = SubagentAwaitResult{}
-	mi := &file_agent_v1_agent_proto_msgTypes[307]
+	mi := &file_agent_v1_agent_proto_msgTypes[309]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -25168,7 +25326,7 @@ func (x *SubagentAwaitResult) String() string {
 func (*SubagentAwaitResult) ProtoMessage() {}
 
 func (x *SubagentAwaitResult) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[307]
+	mi := &file_agent_v1_agent_proto_msgTypes[309]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -25181,7 +25339,7 @@ func (x *SubagentAwaitResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubagentAwaitResult.ProtoReflect.Descriptor instead.
 func (*SubagentAwaitResult) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{307}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{309}
 }
 
 func (x *SubagentAwaitResult) GetResult() isSubagentAwaitResult_Result {
@@ -25265,7 +25423,7 @@ type SubagentAwaitStillRunning struct {
 
 func (x *SubagentAwaitStillRunning) Reset() {
 	*x = SubagentAwaitStillRunning{}
-	mi := &file_agent_v1_agent_proto_msgTypes[308]
+	mi := &file_agent_v1_agent_proto_msgTypes[310]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -25277,7 +25435,7 @@ func (x *SubagentAwaitStillRunning) String() string {
 func (*SubagentAwaitStillRunning) ProtoMessage() {}
 
 func (x *SubagentAwaitStillRunning) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[308]
+	mi := &file_agent_v1_agent_proto_msgTypes[310]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -25290,7 +25448,7 @@ func (x *SubagentAwaitStillRunning) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubagentAwaitStillRunning.ProtoReflect.Descriptor instead.
 func (*SubagentAwaitStillRunning) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{308}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{310}
 }
 
 func (x *SubagentAwaitStillRunning) GetAgentId() string {
@@ -25322,7 +25480,7 @@ type SubagentModelOverride struct {
 
 func (x *SubagentModelOverride) Reset() {
 	*x = SubagentModelOverride{}
-	mi := &file_agent_v1_agent_proto_msgTypes[309]
+	mi := &file_agent_v1_agent_proto_msgTypes[311]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -25334,7 +25492,7 @@ func (x *SubagentModelOverride) String() string {
 func (*SubagentModelOverride) ProtoMessage() {}
 
 func (x *SubagentModelOverride) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[309]
+	mi := &file_agent_v1_agent_proto_msgTypes[311]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -25347,7 +25505,7 @@ func (x *SubagentModelOverride) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubagentModelOverride.ProtoReflect.Descriptor instead.
 func (*SubagentModelOverride) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{309}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{311}
 }
 
 func (x *SubagentModelOverride) GetSubagentType() string {
@@ -25421,7 +25579,7 @@ type SubagentResult struct {
 
 func (x *SubagentResult) Reset() {
 	*x = SubagentResult{}
-	mi := &file_agent_v1_agent_proto_msgTypes[310]
+	mi := &file_agent_v1_agent_proto_msgTypes[312]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -25433,7 +25591,7 @@ func (x *SubagentResult) String() string {
 func (*SubagentResult) ProtoMessage() {}
 
 func (x *SubagentResult) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[310]
+	mi := &file_agent_v1_agent_proto_msgTypes[312]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -25446,7 +25604,7 @@ func (x *SubagentResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubagentResult.ProtoReflect.Descriptor instead.
 func (*SubagentResult) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{310}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{312}
 }
 
 type SummaryCompletedUpdate struct {
@@ -25459,7 +25617,7 @@ type SummaryCompletedUpdate struct {
 
 func (x *SummaryCompletedUpdate) Reset() {
 	*x = SummaryCompletedUpdate{}
-	mi := &file_agent_v1_agent_proto_msgTypes[311]
+	mi := &file_agent_v1_agent_proto_msgTypes[313]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -25471,7 +25629,7 @@ func (x *SummaryCompletedUpdate) String() string {
 func (*SummaryCompletedUpdate) ProtoMessage() {}
 
 func (x *SummaryCompletedUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[311]
+	mi := &file_agent_v1_agent_proto_msgTypes[313]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -25484,7 +25642,7 @@ func (x *SummaryCompletedUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SummaryCompletedUpdate.ProtoReflect.Descriptor instead.
 func (*SummaryCompletedUpdate) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{311}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{313}
 }
 
 func (x *SummaryCompletedUpdate) GetHookMessage() string {
@@ -25509,7 +25667,7 @@ type SummaryStartedUpdate struct {
 
 func (x *SummaryStartedUpdate) Reset() {
 	*x = SummaryStartedUpdate{}
-	mi := &file_agent_v1_agent_proto_msgTypes[312]
+	mi := &file_agent_v1_agent_proto_msgTypes[314]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -25521,7 +25679,7 @@ func (x *SummaryStartedUpdate) String() string {
 func (*SummaryStartedUpdate) ProtoMessage() {}
 
 func (x *SummaryStartedUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[312]
+	mi := &file_agent_v1_agent_proto_msgTypes[314]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -25534,7 +25692,7 @@ func (x *SummaryStartedUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SummaryStartedUpdate.ProtoReflect.Descriptor instead.
 func (*SummaryStartedUpdate) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{312}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{314}
 }
 
 type SummaryUpdate struct {
@@ -25546,7 +25704,7 @@ type SummaryUpdate struct {
 
 func (x *SummaryUpdate) Reset() {
 	*x = SummaryUpdate{}
-	mi := &file_agent_v1_agent_proto_msgTypes[313]
+	mi := &file_agent_v1_agent_proto_msgTypes[315]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -25558,7 +25716,7 @@ func (x *SummaryUpdate) String() string {
 func (*SummaryUpdate) ProtoMessage() {}
 
 func (x *SummaryUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[313]
+	mi := &file_agent_v1_agent_proto_msgTypes[315]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -25571,7 +25729,7 @@ func (x *SummaryUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SummaryUpdate.ProtoReflect.Descriptor instead.
 func (*SummaryUpdate) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{313}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{315}
 }
 
 func (x *SummaryUpdate) GetSummary() string {
@@ -25594,7 +25752,7 @@ type SystemPromptSpec struct {
 
 func (x *SystemPromptSpec) Reset() {
 	*x = SystemPromptSpec{}
-	mi := &file_agent_v1_agent_proto_msgTypes[314]
+	mi := &file_agent_v1_agent_proto_msgTypes[316]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -25606,7 +25764,7 @@ func (x *SystemPromptSpec) String() string {
 func (*SystemPromptSpec) ProtoMessage() {}
 
 func (x *SystemPromptSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[314]
+	mi := &file_agent_v1_agent_proto_msgTypes[316]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -25619,7 +25777,7 @@ func (x *SystemPromptSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SystemPromptSpec.ProtoReflect.Descriptor instead.
 func (*SystemPromptSpec) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{314}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{316}
 }
 
 func (x *SystemPromptSpec) GetSpec() isSystemPromptSpec_Spec {
@@ -25675,7 +25833,7 @@ type TerminalMetadata struct {
 
 func (x *TerminalMetadata) Reset() {
 	*x = TerminalMetadata{}
-	mi := &file_agent_v1_agent_proto_msgTypes[315]
+	mi := &file_agent_v1_agent_proto_msgTypes[317]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -25687,7 +25845,7 @@ func (x *TerminalMetadata) String() string {
 func (*TerminalMetadata) ProtoMessage() {}
 
 func (x *TerminalMetadata) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[315]
+	mi := &file_agent_v1_agent_proto_msgTypes[317]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -25700,7 +25858,7 @@ func (x *TerminalMetadata) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TerminalMetadata.ProtoReflect.Descriptor instead.
 func (*TerminalMetadata) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{315}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{317}
 }
 
 func (x *TerminalMetadata) GetCwd() string {
@@ -25741,7 +25899,7 @@ type TextDeltaUpdate struct {
 
 func (x *TextDeltaUpdate) Reset() {
 	*x = TextDeltaUpdate{}
-	mi := &file_agent_v1_agent_proto_msgTypes[316]
+	mi := &file_agent_v1_agent_proto_msgTypes[318]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -25753,7 +25911,7 @@ func (x *TextDeltaUpdate) String() string {
 func (*TextDeltaUpdate) ProtoMessage() {}
 
 func (x *TextDeltaUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[316]
+	mi := &file_agent_v1_agent_proto_msgTypes[318]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -25766,7 +25924,7 @@ func (x *TextDeltaUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TextDeltaUpdate.ProtoReflect.Descriptor instead.
 func (*TextDeltaUpdate) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{316}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{318}
 }
 
 func (x *TextDeltaUpdate) GetText() string {
@@ -25792,7 +25950,7 @@ type ThinkingCompletedUpdate struct {
 
 func (x *ThinkingCompletedUpdate) Reset() {
 	*x = ThinkingCompletedUpdate{}
-	mi := &file_agent_v1_agent_proto_msgTypes[317]
+	mi := &file_agent_v1_agent_proto_msgTypes[319]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -25804,7 +25962,7 @@ func (x *ThinkingCompletedUpdate) String() string {
 func (*ThinkingCompletedUpdate) ProtoMessage() {}
 
 func (x *ThinkingCompletedUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[317]
+	mi := &file_agent_v1_agent_proto_msgTypes[319]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -25817,7 +25975,7 @@ func (x *ThinkingCompletedUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ThinkingCompletedUpdate.ProtoReflect.Descriptor instead.
 func (*ThinkingCompletedUpdate) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{317}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{319}
 }
 
 func (x *ThinkingCompletedUpdate) GetThinkingDurationMs() int32 {
@@ -25837,7 +25995,7 @@ type ThinkingDeltaUpdate struct {
 
 func (x *ThinkingDeltaUpdate) Reset() {
 	*x = ThinkingDeltaUpdate{}
-	mi := &file_agent_v1_agent_proto_msgTypes[318]
+	mi := &file_agent_v1_agent_proto_msgTypes[320]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -25849,7 +26007,7 @@ func (x *ThinkingDeltaUpdate) String() string {
 func (*ThinkingDeltaUpdate) ProtoMessage() {}
 
 func (x *ThinkingDeltaUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[318]
+	mi := &file_agent_v1_agent_proto_msgTypes[320]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -25862,7 +26020,7 @@ func (x *ThinkingDeltaUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ThinkingDeltaUpdate.ProtoReflect.Descriptor instead.
 func (*ThinkingDeltaUpdate) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{318}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{320}
 }
 
 func (x *ThinkingDeltaUpdate) GetText() string {
@@ -25887,7 +26045,7 @@ type ThinkingDetails struct {
 
 func (x *ThinkingDetails) Reset() {
 	*x = ThinkingDetails{}
-	mi := &file_agent_v1_agent_proto_msgTypes[319]
+	mi := &file_agent_v1_agent_proto_msgTypes[321]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -25899,7 +26057,7 @@ func (x *ThinkingDetails) String() string {
 func (*ThinkingDetails) ProtoMessage() {}
 
 func (x *ThinkingDetails) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[319]
+	mi := &file_agent_v1_agent_proto_msgTypes[321]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -25912,7 +26070,7 @@ func (x *ThinkingDetails) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ThinkingDetails.ProtoReflect.Descriptor instead.
 func (*ThinkingDetails) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{319}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{321}
 }
 
 type TokenDeltaUpdate struct {
@@ -25924,7 +26082,7 @@ type TokenDeltaUpdate struct {
 
 func (x *TokenDeltaUpdate) Reset() {
 	*x = TokenDeltaUpdate{}
-	mi := &file_agent_v1_agent_proto_msgTypes[320]
+	mi := &file_agent_v1_agent_proto_msgTypes[322]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -25936,7 +26094,7 @@ func (x *TokenDeltaUpdate) String() string {
 func (*TokenDeltaUpdate) ProtoMessage() {}
 
 func (x *TokenDeltaUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[320]
+	mi := &file_agent_v1_agent_proto_msgTypes[322]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -25949,7 +26107,7 @@ func (x *TokenDeltaUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenDeltaUpdate.ProtoReflect.Descriptor instead.
 func (*TokenDeltaUpdate) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{320}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{322}
 }
 
 func (x *TokenDeltaUpdate) GetTokens() int32 {
@@ -25976,7 +26134,7 @@ type ToolCall struct {
 
 func (x *ToolCall) Reset() {
 	*x = ToolCall{}
-	mi := &file_agent_v1_agent_proto_msgTypes[321]
+	mi := &file_agent_v1_agent_proto_msgTypes[323]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -25988,7 +26146,7 @@ func (x *ToolCall) String() string {
 func (*ToolCall) ProtoMessage() {}
 
 func (x *ToolCall) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[321]
+	mi := &file_agent_v1_agent_proto_msgTypes[323]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -26001,7 +26159,7 @@ func (x *ToolCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCall.ProtoReflect.Descriptor instead.
 func (*ToolCall) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{321}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{323}
 }
 
 func (x *ToolCall) GetTool() isToolCall_Tool {
@@ -26116,7 +26274,7 @@ type ToolCallCompletedUpdate struct {
 
 func (x *ToolCallCompletedUpdate) Reset() {
 	*x = ToolCallCompletedUpdate{}
-	mi := &file_agent_v1_agent_proto_msgTypes[322]
+	mi := &file_agent_v1_agent_proto_msgTypes[324]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -26128,7 +26286,7 @@ func (x *ToolCallCompletedUpdate) String() string {
 func (*ToolCallCompletedUpdate) ProtoMessage() {}
 
 func (x *ToolCallCompletedUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[322]
+	mi := &file_agent_v1_agent_proto_msgTypes[324]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -26141,7 +26299,7 @@ func (x *ToolCallCompletedUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCallCompletedUpdate.ProtoReflect.Descriptor instead.
 func (*ToolCallCompletedUpdate) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{322}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{324}
 }
 
 func (x *ToolCallCompletedUpdate) GetCallId() string {
@@ -26173,7 +26331,7 @@ type ToolCallDelta struct {
 
 func (x *ToolCallDelta) Reset() {
 	*x = ToolCallDelta{}
-	mi := &file_agent_v1_agent_proto_msgTypes[323]
+	mi := &file_agent_v1_agent_proto_msgTypes[325]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -26185,7 +26343,7 @@ func (x *ToolCallDelta) String() string {
 func (*ToolCallDelta) ProtoMessage() {}
 
 func (x *ToolCallDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[323]
+	mi := &file_agent_v1_agent_proto_msgTypes[325]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -26198,7 +26356,7 @@ func (x *ToolCallDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCallDelta.ProtoReflect.Descriptor instead.
 func (*ToolCallDelta) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{323}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{325}
 }
 
 type ToolCallDeltaUpdate struct {
@@ -26212,7 +26370,7 @@ type ToolCallDeltaUpdate struct {
 
 func (x *ToolCallDeltaUpdate) Reset() {
 	*x = ToolCallDeltaUpdate{}
-	mi := &file_agent_v1_agent_proto_msgTypes[324]
+	mi := &file_agent_v1_agent_proto_msgTypes[326]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -26224,7 +26382,7 @@ func (x *ToolCallDeltaUpdate) String() string {
 func (*ToolCallDeltaUpdate) ProtoMessage() {}
 
 func (x *ToolCallDeltaUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[324]
+	mi := &file_agent_v1_agent_proto_msgTypes[326]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -26237,7 +26395,7 @@ func (x *ToolCallDeltaUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCallDeltaUpdate.ProtoReflect.Descriptor instead.
 func (*ToolCallDeltaUpdate) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{324}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{326}
 }
 
 func (x *ToolCallDeltaUpdate) GetCallId() string {
@@ -26272,7 +26430,7 @@ type ToolCallStartedUpdate struct {
 
 func (x *ToolCallStartedUpdate) Reset() {
 	*x = ToolCallStartedUpdate{}
-	mi := &file_agent_v1_agent_proto_msgTypes[325]
+	mi := &file_agent_v1_agent_proto_msgTypes[327]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -26284,7 +26442,7 @@ func (x *ToolCallStartedUpdate) String() string {
 func (*ToolCallStartedUpdate) ProtoMessage() {}
 
 func (x *ToolCallStartedUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[325]
+	mi := &file_agent_v1_agent_proto_msgTypes[327]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -26297,7 +26455,7 @@ func (x *ToolCallStartedUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCallStartedUpdate.ProtoReflect.Descriptor instead.
 func (*ToolCallStartedUpdate) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{325}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{327}
 }
 
 func (x *ToolCallStartedUpdate) GetCallId() string {
@@ -26330,7 +26488,7 @@ type ToolRequestsListedUpdate struct {
 
 func (x *ToolRequestsListedUpdate) Reset() {
 	*x = ToolRequestsListedUpdate{}
-	mi := &file_agent_v1_agent_proto_msgTypes[326]
+	mi := &file_agent_v1_agent_proto_msgTypes[328]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -26342,7 +26500,7 @@ func (x *ToolRequestsListedUpdate) String() string {
 func (*ToolRequestsListedUpdate) ProtoMessage() {}
 
 func (x *ToolRequestsListedUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[326]
+	mi := &file_agent_v1_agent_proto_msgTypes[328]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -26355,7 +26513,7 @@ func (x *ToolRequestsListedUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolRequestsListedUpdate.ProtoReflect.Descriptor instead.
 func (*ToolRequestsListedUpdate) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{326}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{328}
 }
 
 func (x *ToolRequestsListedUpdate) GetCallCount() uint32 {
@@ -26378,7 +26536,7 @@ type TtftBreakdown struct {
 
 func (x *TtftBreakdown) Reset() {
 	*x = TtftBreakdown{}
-	mi := &file_agent_v1_agent_proto_msgTypes[327]
+	mi := &file_agent_v1_agent_proto_msgTypes[329]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -26390,7 +26548,7 @@ func (x *TtftBreakdown) String() string {
 func (*TtftBreakdown) ProtoMessage() {}
 
 func (x *TtftBreakdown) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[327]
+	mi := &file_agent_v1_agent_proto_msgTypes[329]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -26403,7 +26561,7 @@ func (x *TtftBreakdown) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TtftBreakdown.ProtoReflect.Descriptor instead.
 func (*TtftBreakdown) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{327}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{329}
 }
 
 func (x *TtftBreakdown) GetServerFirstTokenMs() float64 {
@@ -26454,7 +26612,7 @@ type TurnEndedUpdate struct {
 
 func (x *TurnEndedUpdate) Reset() {
 	*x = TurnEndedUpdate{}
-	mi := &file_agent_v1_agent_proto_msgTypes[328]
+	mi := &file_agent_v1_agent_proto_msgTypes[330]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -26466,7 +26624,7 @@ func (x *TurnEndedUpdate) String() string {
 func (*TurnEndedUpdate) ProtoMessage() {}
 
 func (x *TurnEndedUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[328]
+	mi := &file_agent_v1_agent_proto_msgTypes[330]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -26479,7 +26637,7 @@ func (x *TurnEndedUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TurnEndedUpdate.ProtoReflect.Descriptor instead.
 func (*TurnEndedUpdate) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{328}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{330}
 }
 
 func (x *TurnEndedUpdate) GetInputTokens() int64 {
@@ -26527,7 +26685,7 @@ type UserAgentStoreWebContext struct {
 
 func (x *UserAgentStoreWebContext) Reset() {
 	*x = UserAgentStoreWebContext{}
-	mi := &file_agent_v1_agent_proto_msgTypes[329]
+	mi := &file_agent_v1_agent_proto_msgTypes[331]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -26539,7 +26697,7 @@ func (x *UserAgentStoreWebContext) String() string {
 func (*UserAgentStoreWebContext) ProtoMessage() {}
 
 func (x *UserAgentStoreWebContext) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[329]
+	mi := &file_agent_v1_agent_proto_msgTypes[331]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -26552,7 +26710,7 @@ func (x *UserAgentStoreWebContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserAgentStoreWebContext.ProtoReflect.Descriptor instead.
 func (*UserAgentStoreWebContext) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{329}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{331}
 }
 
 func (x *UserAgentStoreWebContext) GetStoreId() string {
@@ -26573,6 +26731,7 @@ type UserMessage struct {
 	state                   protoimpl.MessageState `protogen:"open.v1"`
 	Text                    string                 `protobuf:"bytes,1,opt,name=text,proto3" json:"text,omitempty"`
 	MessageId               string                 `protobuf:"bytes,2,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
+	SelectedContext         *SelectedContext       `protobuf:"bytes,3,opt,name=selected_context,json=selectedContext,proto3,oneof" json:"selected_context,omitempty"`
 	Mode                    AgentMode              `protobuf:"varint,4,opt,name=mode,proto3,enum=agent.v1.AgentMode" json:"mode,omitempty"`
 	IsSimulatedMsg          *bool                  `protobuf:"varint,5,opt,name=is_simulated_msg,json=isSimulatedMsg,proto3,oneof" json:"is_simulated_msg,omitempty"`
 	BestOfNGroupId          *string                `protobuf:"bytes,6,opt,name=best_of_n_group_id,json=bestOfNGroupId,proto3,oneof" json:"best_of_n_group_id,omitempty"`
@@ -26593,7 +26752,7 @@ type UserMessage struct {
 
 func (x *UserMessage) Reset() {
 	*x = UserMessage{}
-	mi := &file_agent_v1_agent_proto_msgTypes[330]
+	mi := &file_agent_v1_agent_proto_msgTypes[332]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -26605,7 +26764,7 @@ func (x *UserMessage) String() string {
 func (*UserMessage) ProtoMessage() {}
 
 func (x *UserMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[330]
+	mi := &file_agent_v1_agent_proto_msgTypes[332]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -26618,7 +26777,7 @@ func (x *UserMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserMessage.ProtoReflect.Descriptor instead.
 func (*UserMessage) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{330}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{332}
 }
 
 func (x *UserMessage) GetText() string {
@@ -26633,6 +26792,13 @@ func (x *UserMessage) GetMessageId() string {
 		return x.MessageId
 	}
 	return ""
+}
+
+func (x *UserMessage) GetSelectedContext() *SelectedContext {
+	if x != nil {
+		return x.SelectedContext
+	}
+	return nil
 }
 
 func (x *UserMessage) GetMode() AgentMode {
@@ -26746,7 +26912,7 @@ type UserMessageAction struct {
 
 func (x *UserMessageAction) Reset() {
 	*x = UserMessageAction{}
-	mi := &file_agent_v1_agent_proto_msgTypes[331]
+	mi := &file_agent_v1_agent_proto_msgTypes[333]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -26758,7 +26924,7 @@ func (x *UserMessageAction) String() string {
 func (*UserMessageAction) ProtoMessage() {}
 
 func (x *UserMessageAction) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[331]
+	mi := &file_agent_v1_agent_proto_msgTypes[333]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -26771,7 +26937,7 @@ func (x *UserMessageAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserMessageAction.ProtoReflect.Descriptor instead.
 func (*UserMessageAction) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{331}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{333}
 }
 
 func (x *UserMessageAction) GetUserMessage() *UserMessage {
@@ -26818,7 +26984,7 @@ type UserMessageAppendedUpdate struct {
 
 func (x *UserMessageAppendedUpdate) Reset() {
 	*x = UserMessageAppendedUpdate{}
-	mi := &file_agent_v1_agent_proto_msgTypes[332]
+	mi := &file_agent_v1_agent_proto_msgTypes[334]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -26830,7 +26996,7 @@ func (x *UserMessageAppendedUpdate) String() string {
 func (*UserMessageAppendedUpdate) ProtoMessage() {}
 
 func (x *UserMessageAppendedUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[332]
+	mi := &file_agent_v1_agent_proto_msgTypes[334]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -26843,7 +27009,7 @@ func (x *UserMessageAppendedUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserMessageAppendedUpdate.ProtoReflect.Descriptor instead.
 func (*UserMessageAppendedUpdate) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{332}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{334}
 }
 
 func (x *UserMessageAppendedUpdate) GetUserMessage() *UserMessage {
@@ -26863,7 +27029,7 @@ type WebFetchAllowlistPrecheckArgs struct {
 
 func (x *WebFetchAllowlistPrecheckArgs) Reset() {
 	*x = WebFetchAllowlistPrecheckArgs{}
-	mi := &file_agent_v1_agent_proto_msgTypes[333]
+	mi := &file_agent_v1_agent_proto_msgTypes[335]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -26875,7 +27041,7 @@ func (x *WebFetchAllowlistPrecheckArgs) String() string {
 func (*WebFetchAllowlistPrecheckArgs) ProtoMessage() {}
 
 func (x *WebFetchAllowlistPrecheckArgs) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[333]
+	mi := &file_agent_v1_agent_proto_msgTypes[335]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -26888,7 +27054,7 @@ func (x *WebFetchAllowlistPrecheckArgs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebFetchAllowlistPrecheckArgs.ProtoReflect.Descriptor instead.
 func (*WebFetchAllowlistPrecheckArgs) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{333}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{335}
 }
 
 func (x *WebFetchAllowlistPrecheckArgs) GetUrl() string {
@@ -26914,7 +27080,7 @@ type WebFetchAllowlistPrecheckResult struct {
 
 func (x *WebFetchAllowlistPrecheckResult) Reset() {
 	*x = WebFetchAllowlistPrecheckResult{}
-	mi := &file_agent_v1_agent_proto_msgTypes[334]
+	mi := &file_agent_v1_agent_proto_msgTypes[336]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -26926,7 +27092,7 @@ func (x *WebFetchAllowlistPrecheckResult) String() string {
 func (*WebFetchAllowlistPrecheckResult) ProtoMessage() {}
 
 func (x *WebFetchAllowlistPrecheckResult) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[334]
+	mi := &file_agent_v1_agent_proto_msgTypes[336]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -26939,7 +27105,7 @@ func (x *WebFetchAllowlistPrecheckResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebFetchAllowlistPrecheckResult.ProtoReflect.Descriptor instead.
 func (*WebFetchAllowlistPrecheckResult) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{334}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{336}
 }
 
 func (x *WebFetchAllowlistPrecheckResult) GetAllowlisted() bool {
@@ -26963,7 +27129,7 @@ type WriteArgs struct {
 
 func (x *WriteArgs) Reset() {
 	*x = WriteArgs{}
-	mi := &file_agent_v1_agent_proto_msgTypes[335]
+	mi := &file_agent_v1_agent_proto_msgTypes[337]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -26975,7 +27141,7 @@ func (x *WriteArgs) String() string {
 func (*WriteArgs) ProtoMessage() {}
 
 func (x *WriteArgs) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[335]
+	mi := &file_agent_v1_agent_proto_msgTypes[337]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -26988,7 +27154,7 @@ func (x *WriteArgs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteArgs.ProtoReflect.Descriptor instead.
 func (*WriteArgs) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{335}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{337}
 }
 
 func (x *WriteArgs) GetPath() string {
@@ -27043,7 +27209,7 @@ type WriteError struct {
 
 func (x *WriteError) Reset() {
 	*x = WriteError{}
-	mi := &file_agent_v1_agent_proto_msgTypes[336]
+	mi := &file_agent_v1_agent_proto_msgTypes[338]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -27055,7 +27221,7 @@ func (x *WriteError) String() string {
 func (*WriteError) ProtoMessage() {}
 
 func (x *WriteError) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[336]
+	mi := &file_agent_v1_agent_proto_msgTypes[338]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -27068,7 +27234,7 @@ func (x *WriteError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteError.ProtoReflect.Descriptor instead.
 func (*WriteError) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{336}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{338}
 }
 
 func (x *WriteError) GetPath() string {
@@ -27094,7 +27260,7 @@ type WriteNoSpace struct {
 
 func (x *WriteNoSpace) Reset() {
 	*x = WriteNoSpace{}
-	mi := &file_agent_v1_agent_proto_msgTypes[337]
+	mi := &file_agent_v1_agent_proto_msgTypes[339]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -27106,7 +27272,7 @@ func (x *WriteNoSpace) String() string {
 func (*WriteNoSpace) ProtoMessage() {}
 
 func (x *WriteNoSpace) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[337]
+	mi := &file_agent_v1_agent_proto_msgTypes[339]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -27119,7 +27285,7 @@ func (x *WriteNoSpace) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteNoSpace.ProtoReflect.Descriptor instead.
 func (*WriteNoSpace) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{337}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{339}
 }
 
 func (x *WriteNoSpace) GetPath() string {
@@ -27142,7 +27308,7 @@ type WritePermissionDenied struct {
 
 func (x *WritePermissionDenied) Reset() {
 	*x = WritePermissionDenied{}
-	mi := &file_agent_v1_agent_proto_msgTypes[338]
+	mi := &file_agent_v1_agent_proto_msgTypes[340]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -27154,7 +27320,7 @@ func (x *WritePermissionDenied) String() string {
 func (*WritePermissionDenied) ProtoMessage() {}
 
 func (x *WritePermissionDenied) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[338]
+	mi := &file_agent_v1_agent_proto_msgTypes[340]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -27167,7 +27333,7 @@ func (x *WritePermissionDenied) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WritePermissionDenied.ProtoReflect.Descriptor instead.
 func (*WritePermissionDenied) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{338}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{340}
 }
 
 func (x *WritePermissionDenied) GetPath() string {
@@ -27215,7 +27381,7 @@ type WriteRejected struct {
 
 func (x *WriteRejected) Reset() {
 	*x = WriteRejected{}
-	mi := &file_agent_v1_agent_proto_msgTypes[339]
+	mi := &file_agent_v1_agent_proto_msgTypes[341]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -27227,7 +27393,7 @@ func (x *WriteRejected) String() string {
 func (*WriteRejected) ProtoMessage() {}
 
 func (x *WriteRejected) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[339]
+	mi := &file_agent_v1_agent_proto_msgTypes[341]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -27240,7 +27406,7 @@ func (x *WriteRejected) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteRejected.ProtoReflect.Descriptor instead.
 func (*WriteRejected) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{339}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{341}
 }
 
 func (x *WriteRejected) GetPath() string {
@@ -27273,7 +27439,7 @@ type WriteResult struct {
 
 func (x *WriteResult) Reset() {
 	*x = WriteResult{}
-	mi := &file_agent_v1_agent_proto_msgTypes[340]
+	mi := &file_agent_v1_agent_proto_msgTypes[342]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -27285,7 +27451,7 @@ func (x *WriteResult) String() string {
 func (*WriteResult) ProtoMessage() {}
 
 func (x *WriteResult) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[340]
+	mi := &file_agent_v1_agent_proto_msgTypes[342]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -27298,7 +27464,7 @@ func (x *WriteResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteResult.ProtoReflect.Descriptor instead.
 func (*WriteResult) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{340}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{342}
 }
 
 func (x *WriteResult) GetResult() isWriteResult_Result {
@@ -27397,7 +27563,7 @@ type WriteShellStdinArgs struct {
 
 func (x *WriteShellStdinArgs) Reset() {
 	*x = WriteShellStdinArgs{}
-	mi := &file_agent_v1_agent_proto_msgTypes[341]
+	mi := &file_agent_v1_agent_proto_msgTypes[343]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -27409,7 +27575,7 @@ func (x *WriteShellStdinArgs) String() string {
 func (*WriteShellStdinArgs) ProtoMessage() {}
 
 func (x *WriteShellStdinArgs) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[341]
+	mi := &file_agent_v1_agent_proto_msgTypes[343]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -27422,7 +27588,7 @@ func (x *WriteShellStdinArgs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteShellStdinArgs.ProtoReflect.Descriptor instead.
 func (*WriteShellStdinArgs) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{341}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{343}
 }
 
 func (x *WriteShellStdinArgs) GetShellId() uint32 {
@@ -27448,7 +27614,7 @@ type WriteShellStdinError struct {
 
 func (x *WriteShellStdinError) Reset() {
 	*x = WriteShellStdinError{}
-	mi := &file_agent_v1_agent_proto_msgTypes[342]
+	mi := &file_agent_v1_agent_proto_msgTypes[344]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -27460,7 +27626,7 @@ func (x *WriteShellStdinError) String() string {
 func (*WriteShellStdinError) ProtoMessage() {}
 
 func (x *WriteShellStdinError) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[342]
+	mi := &file_agent_v1_agent_proto_msgTypes[344]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -27473,7 +27639,7 @@ func (x *WriteShellStdinError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteShellStdinError.ProtoReflect.Descriptor instead.
 func (*WriteShellStdinError) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{342}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{344}
 }
 
 func (x *WriteShellStdinError) GetError() string {
@@ -27496,7 +27662,7 @@ type WriteShellStdinResult struct {
 
 func (x *WriteShellStdinResult) Reset() {
 	*x = WriteShellStdinResult{}
-	mi := &file_agent_v1_agent_proto_msgTypes[343]
+	mi := &file_agent_v1_agent_proto_msgTypes[345]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -27508,7 +27674,7 @@ func (x *WriteShellStdinResult) String() string {
 func (*WriteShellStdinResult) ProtoMessage() {}
 
 func (x *WriteShellStdinResult) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[343]
+	mi := &file_agent_v1_agent_proto_msgTypes[345]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -27521,7 +27687,7 @@ func (x *WriteShellStdinResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteShellStdinResult.ProtoReflect.Descriptor instead.
 func (*WriteShellStdinResult) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{343}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{345}
 }
 
 func (x *WriteShellStdinResult) GetResult() isWriteShellStdinResult_Result {
@@ -27575,7 +27741,7 @@ type WriteShellStdinSuccess struct {
 
 func (x *WriteShellStdinSuccess) Reset() {
 	*x = WriteShellStdinSuccess{}
-	mi := &file_agent_v1_agent_proto_msgTypes[344]
+	mi := &file_agent_v1_agent_proto_msgTypes[346]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -27587,7 +27753,7 @@ func (x *WriteShellStdinSuccess) String() string {
 func (*WriteShellStdinSuccess) ProtoMessage() {}
 
 func (x *WriteShellStdinSuccess) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[344]
+	mi := &file_agent_v1_agent_proto_msgTypes[346]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -27600,7 +27766,7 @@ func (x *WriteShellStdinSuccess) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteShellStdinSuccess.ProtoReflect.Descriptor instead.
 func (*WriteShellStdinSuccess) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{344}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{346}
 }
 
 func (x *WriteShellStdinSuccess) GetShellId() uint32 {
@@ -27629,7 +27795,7 @@ type WriteSuccess struct {
 
 func (x *WriteSuccess) Reset() {
 	*x = WriteSuccess{}
-	mi := &file_agent_v1_agent_proto_msgTypes[345]
+	mi := &file_agent_v1_agent_proto_msgTypes[347]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -27641,7 +27807,7 @@ func (x *WriteSuccess) String() string {
 func (*WriteSuccess) ProtoMessage() {}
 
 func (x *WriteSuccess) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[345]
+	mi := &file_agent_v1_agent_proto_msgTypes[347]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -27654,7 +27820,7 @@ func (x *WriteSuccess) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteSuccess.ProtoReflect.Descriptor instead.
 func (*WriteSuccess) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{345}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{347}
 }
 
 func (x *WriteSuccess) GetPath() string {
@@ -27697,7 +27863,7 @@ type CommandClassifierResult_ClassifiedCommand struct {
 
 func (x *CommandClassifierResult_ClassifiedCommand) Reset() {
 	*x = CommandClassifierResult_ClassifiedCommand{}
-	mi := &file_agent_v1_agent_proto_msgTypes[346]
+	mi := &file_agent_v1_agent_proto_msgTypes[348]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -27709,7 +27875,7 @@ func (x *CommandClassifierResult_ClassifiedCommand) String() string {
 func (*CommandClassifierResult_ClassifiedCommand) ProtoMessage() {}
 
 func (x *CommandClassifierResult_ClassifiedCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[346]
+	mi := &file_agent_v1_agent_proto_msgTypes[348]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -27767,7 +27933,7 @@ type ListMcpResourcesExecResult_McpResource struct {
 
 func (x *ListMcpResourcesExecResult_McpResource) Reset() {
 	*x = ListMcpResourcesExecResult_McpResource{}
-	mi := &file_agent_v1_agent_proto_msgTypes[350]
+	mi := &file_agent_v1_agent_proto_msgTypes[352]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -27779,7 +27945,7 @@ func (x *ListMcpResourcesExecResult_McpResource) String() string {
 func (*ListMcpResourcesExecResult_McpResource) ProtoMessage() {}
 
 func (x *ListMcpResourcesExecResult_McpResource) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[350]
+	mi := &file_agent_v1_agent_proto_msgTypes[352]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -27847,7 +28013,7 @@ type LsDirectoryTreeNode_File struct {
 
 func (x *LsDirectoryTreeNode_File) Reset() {
 	*x = LsDirectoryTreeNode_File{}
-	mi := &file_agent_v1_agent_proto_msgTypes[353]
+	mi := &file_agent_v1_agent_proto_msgTypes[355]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -27859,7 +28025,7 @@ func (x *LsDirectoryTreeNode_File) String() string {
 func (*LsDirectoryTreeNode_File) ProtoMessage() {}
 
 func (x *LsDirectoryTreeNode_File) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[353]
+	mi := &file_agent_v1_agent_proto_msgTypes[355]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -27899,7 +28065,7 @@ type RecentlyAddedPlugin_CapabilityDescriptor struct {
 
 func (x *RecentlyAddedPlugin_CapabilityDescriptor) Reset() {
 	*x = RecentlyAddedPlugin_CapabilityDescriptor{}
-	mi := &file_agent_v1_agent_proto_msgTypes[356]
+	mi := &file_agent_v1_agent_proto_msgTypes[358]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -27911,7 +28077,7 @@ func (x *RecentlyAddedPlugin_CapabilityDescriptor) String() string {
 func (*RecentlyAddedPlugin_CapabilityDescriptor) ProtoMessage() {}
 
 func (x *RecentlyAddedPlugin_CapabilityDescriptor) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[356]
+	mi := &file_agent_v1_agent_proto_msgTypes[358]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -27951,7 +28117,7 @@ type RequestedModel_ModelParameterValue struct {
 
 func (x *RequestedModel_ModelParameterValue) Reset() {
 	*x = RequestedModel_ModelParameterValue{}
-	mi := &file_agent_v1_agent_proto_msgTypes[358]
+	mi := &file_agent_v1_agent_proto_msgTypes[360]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -27963,7 +28129,7 @@ func (x *RequestedModel_ModelParameterValue) String() string {
 func (*RequestedModel_ModelParameterValue) ProtoMessage() {}
 
 func (x *RequestedModel_ModelParameterValue) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[358]
+	mi := &file_agent_v1_agent_proto_msgTypes[360]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -27993,6 +28159,58 @@ func (x *RequestedModel_ModelParameterValue) GetValue() string {
 	return ""
 }
 
+type SelectedImage_Dimension struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Width         int32                  `protobuf:"varint,1,opt,name=width,proto3" json:"width,omitempty"`
+	Height        int32                  `protobuf:"varint,2,opt,name=height,proto3" json:"height,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SelectedImage_Dimension) Reset() {
+	*x = SelectedImage_Dimension{}
+	mi := &file_agent_v1_agent_proto_msgTypes[361]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SelectedImage_Dimension) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SelectedImage_Dimension) ProtoMessage() {}
+
+func (x *SelectedImage_Dimension) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_v1_agent_proto_msgTypes[361]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SelectedImage_Dimension.ProtoReflect.Descriptor instead.
+func (*SelectedImage_Dimension) Descriptor() ([]byte, []int) {
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{266, 0}
+}
+
+func (x *SelectedImage_Dimension) GetWidth() int32 {
+	if x != nil {
+		return x.Width
+	}
+	return 0
+}
+
+func (x *SelectedImage_Dimension) GetHeight() int32 {
+	if x != nil {
+		return x.Height
+	}
+	return 0
+}
+
 type ShellCommandParsingResult_ExecutableCommand struct {
 	state         protoimpl.MessageState                            `protogen:"open.v1"`
 	Name          string                                            `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -28004,7 +28222,7 @@ type ShellCommandParsingResult_ExecutableCommand struct {
 
 func (x *ShellCommandParsingResult_ExecutableCommand) Reset() {
 	*x = ShellCommandParsingResult_ExecutableCommand{}
-	mi := &file_agent_v1_agent_proto_msgTypes[359]
+	mi := &file_agent_v1_agent_proto_msgTypes[362]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -28016,7 +28234,7 @@ func (x *ShellCommandParsingResult_ExecutableCommand) String() string {
 func (*ShellCommandParsingResult_ExecutableCommand) ProtoMessage() {}
 
 func (x *ShellCommandParsingResult_ExecutableCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[359]
+	mi := &file_agent_v1_agent_proto_msgTypes[362]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -28029,7 +28247,7 @@ func (x *ShellCommandParsingResult_ExecutableCommand) ProtoReflect() protoreflec
 
 // Deprecated: Use ShellCommandParsingResult_ExecutableCommand.ProtoReflect.Descriptor instead.
 func (*ShellCommandParsingResult_ExecutableCommand) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{270, 0}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{272, 0}
 }
 
 func (x *ShellCommandParsingResult_ExecutableCommand) GetName() string {
@@ -28063,7 +28281,7 @@ type ShellCommandParsingResult_ExecutableCommandArg struct {
 
 func (x *ShellCommandParsingResult_ExecutableCommandArg) Reset() {
 	*x = ShellCommandParsingResult_ExecutableCommandArg{}
-	mi := &file_agent_v1_agent_proto_msgTypes[360]
+	mi := &file_agent_v1_agent_proto_msgTypes[363]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -28075,7 +28293,7 @@ func (x *ShellCommandParsingResult_ExecutableCommandArg) String() string {
 func (*ShellCommandParsingResult_ExecutableCommandArg) ProtoMessage() {}
 
 func (x *ShellCommandParsingResult_ExecutableCommandArg) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[360]
+	mi := &file_agent_v1_agent_proto_msgTypes[363]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -28088,7 +28306,7 @@ func (x *ShellCommandParsingResult_ExecutableCommandArg) ProtoReflect() protoref
 
 // Deprecated: Use ShellCommandParsingResult_ExecutableCommandArg.ProtoReflect.Descriptor instead.
 func (*ShellCommandParsingResult_ExecutableCommandArg) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{270, 1}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{272, 1}
 }
 
 func (x *ShellCommandParsingResult_ExecutableCommandArg) GetType() string {
@@ -28117,7 +28335,7 @@ type ShellCommandParsingResult_Redirect struct {
 
 func (x *ShellCommandParsingResult_Redirect) Reset() {
 	*x = ShellCommandParsingResult_Redirect{}
-	mi := &file_agent_v1_agent_proto_msgTypes[361]
+	mi := &file_agent_v1_agent_proto_msgTypes[364]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -28129,7 +28347,7 @@ func (x *ShellCommandParsingResult_Redirect) String() string {
 func (*ShellCommandParsingResult_Redirect) ProtoMessage() {}
 
 func (x *ShellCommandParsingResult_Redirect) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[361]
+	mi := &file_agent_v1_agent_proto_msgTypes[364]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -28142,7 +28360,7 @@ func (x *ShellCommandParsingResult_Redirect) ProtoReflect() protoreflect.Message
 
 // Deprecated: Use ShellCommandParsingResult_Redirect.ProtoReflect.Descriptor instead.
 func (*ShellCommandParsingResult_Redirect) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{270, 2}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{272, 2}
 }
 
 func (x *ShellCommandParsingResult_Redirect) GetOperator() string {
@@ -28185,7 +28403,7 @@ type TerminalMetadata_Command struct {
 
 func (x *TerminalMetadata_Command) Reset() {
 	*x = TerminalMetadata_Command{}
-	mi := &file_agent_v1_agent_proto_msgTypes[362]
+	mi := &file_agent_v1_agent_proto_msgTypes[365]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -28197,7 +28415,7 @@ func (x *TerminalMetadata_Command) String() string {
 func (*TerminalMetadata_Command) ProtoMessage() {}
 
 func (x *TerminalMetadata_Command) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_v1_agent_proto_msgTypes[362]
+	mi := &file_agent_v1_agent_proto_msgTypes[365]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -28210,7 +28428,7 @@ func (x *TerminalMetadata_Command) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TerminalMetadata_Command.ProtoReflect.Descriptor instead.
 func (*TerminalMetadata_Command) Descriptor() ([]byte, []int) {
-	return file_agent_v1_agent_proto_rawDescGZIP(), []int{315, 0}
+	return file_agent_v1_agent_proto_rawDescGZIP(), []int{317, 0}
 }
 
 func (x *TerminalMetadata_Command) GetCommand() string {
@@ -30133,7 +30351,20 @@ const file_agent_v1_agent_proto_rawDesc = "" +
 	"\x0f_network_policyB\x18\n" +
 	"\x16_network_policy_strictB\x11\n" +
 	"\x0f_capture_deniesB\x18\n" +
-	"\x16_skip_statsig_defaults\"C\n" +
+	"\x16_skip_statsig_defaults\"S\n" +
+	"\x0fSelectedContext\x12@\n" +
+	"\x0fselected_images\x18\x01 \x03(\v2\x17.agent.v1.SelectedImageR\x0eselectedImages\"\x94\x02\n" +
+	"\rSelectedImage\x12\x19\n" +
+	"\ablob_id\x18\x01 \x01(\fH\x00R\x06blobId\x12\x14\n" +
+	"\x04data\x18\b \x01(\fH\x00R\x04data\x12\x12\n" +
+	"\x04uuid\x18\x02 \x01(\tR\x04uuid\x12\x12\n" +
+	"\x04path\x18\x03 \x01(\tR\x04path\x12?\n" +
+	"\tdimension\x18\x04 \x01(\v2!.agent.v1.SelectedImage.DimensionR\tdimension\x12\x1b\n" +
+	"\tmime_type\x18\a \x01(\tR\bmimeType\x1a9\n" +
+	"\tDimension\x12\x14\n" +
+	"\x05width\x18\x01 \x01(\x05R\x05width\x12\x16\n" +
+	"\x06height\x18\x02 \x01(\x05R\x06heightB\x11\n" +
+	"\x0fdata_or_blob_id\"C\n" +
 	"\vSetBlobArgs\x12\x17\n" +
 	"\ablob_id\x18\x01 \x01(\fR\x06blobId\x12\x1b\n" +
 	"\tblob_data\x18\x02 \x01(\fR\bblobData\"E\n" +
@@ -30561,29 +30792,31 @@ const file_agent_v1_agent_proto_rawDesc = "" +
 	"\x11_reasoning_tokens\"]\n" +
 	"\x18UserAgentStoreWebContext\x12\x19\n" +
 	"\bstore_id\x18\x01 \x01(\tR\astoreId\x12&\n" +
-	"\x0fportal_base_url\x18\x02 \x01(\tR\rportalBaseUrl\"\xab\a\n" +
+	"\x0fportal_base_url\x18\x02 \x01(\tR\rportalBaseUrl\"\x8b\b\n" +
 	"\vUserMessage\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\x12\x1d\n" +
 	"\n" +
-	"message_id\x18\x02 \x01(\tR\tmessageId\x12'\n" +
+	"message_id\x18\x02 \x01(\tR\tmessageId\x12I\n" +
+	"\x10selected_context\x18\x03 \x01(\v2\x19.agent.v1.SelectedContextH\x00R\x0fselectedContext\x88\x01\x01\x12'\n" +
 	"\x04mode\x18\x04 \x01(\x0e2\x13.agent.v1.AgentModeR\x04mode\x12-\n" +
-	"\x10is_simulated_msg\x18\x05 \x01(\bH\x00R\x0eisSimulatedMsg\x88\x01\x01\x12/\n" +
-	"\x12best_of_n_group_id\x18\x06 \x01(\tH\x01R\x0ebestOfNGroupId\x88\x01\x01\x12 \n" +
-	"\trich_text\x18\b \x01(\tH\x02R\brichText\x88\x01\x01\x12;\n" +
+	"\x10is_simulated_msg\x18\x05 \x01(\bH\x01R\x0eisSimulatedMsg\x88\x01\x01\x12/\n" +
+	"\x12best_of_n_group_id\x18\x06 \x01(\tH\x02R\x0ebestOfNGroupId\x88\x01\x01\x12 \n" +
+	"\trich_text\x18\b \x01(\tH\x03R\brichText\x88\x01\x01\x12;\n" +
 	"\x1aconversation_state_blob_id\x18\n" +
 	" \x01(\fR\x17conversationStateBlobId\x12=\n" +
-	"\x18subagent_system_reminder\x18\v \x01(\tH\x03R\x16subagentSystemReminder\x88\x01\x01\x123\n" +
-	"\x13prompt_reference_id\x18\x10 \x01(\tH\x04R\x11promptReferenceId\x88\x01\x01\x12 \n" +
-	"\tthread_id\x18\x11 \x01(\tH\x05R\bthreadId\x88\x01\x01\x12%\n" +
-	"\ftext_blob_id\x18\x12 \x01(\fH\x06R\n" +
+	"\x18subagent_system_reminder\x18\v \x01(\tH\x04R\x16subagentSystemReminder\x88\x01\x01\x123\n" +
+	"\x13prompt_reference_id\x18\x10 \x01(\tH\x05R\x11promptReferenceId\x88\x01\x01\x12 \n" +
+	"\tthread_id\x18\x11 \x01(\tH\x06R\bthreadId\x88\x01\x01\x12%\n" +
+	"\ftext_blob_id\x18\x12 \x01(\fH\aR\n" +
 	"textBlobId\x88\x01\x01\x12.\n" +
-	"\x11rich_text_blob_id\x18\x13 \x01(\fH\aR\x0erichTextBlobId\x88\x01\x01\x12\"\n" +
+	"\x11rich_text_blob_id\x18\x13 \x01(\fH\bR\x0erichTextBlobId\x88\x01\x01\x12\"\n" +
 	"\n" +
-	"turn_steer\x18\x18 \x01(\bH\bR\tturnSteer\x88\x01\x01\x12'\n" +
-	"\rstarted_at_ms\x18\x19 \x01(\x04H\tR\vstartedAtMs\x88\x01\x01\x12+\n" +
-	"\x0fcompleted_at_ms\x18\x1a \x01(\x04H\n" +
-	"R\rcompletedAtMs\x88\x01\x01\x12,\n" +
-	"\x10sent_by_agent_id\x18\x1b \x01(\tH\vR\rsentByAgentId\x88\x01\x01B\x13\n" +
+	"turn_steer\x18\x18 \x01(\bH\tR\tturnSteer\x88\x01\x01\x12'\n" +
+	"\rstarted_at_ms\x18\x19 \x01(\x04H\n" +
+	"R\vstartedAtMs\x88\x01\x01\x12+\n" +
+	"\x0fcompleted_at_ms\x18\x1a \x01(\x04H\vR\rcompletedAtMs\x88\x01\x01\x12,\n" +
+	"\x10sent_by_agent_id\x18\x1b \x01(\tH\fR\rsentByAgentId\x88\x01\x01B\x13\n" +
+	"\x11_selected_contextB\x13\n" +
 	"\x11_is_simulated_msgB\x15\n" +
 	"\x13_best_of_n_group_idB\f\n" +
 	"\n" +
@@ -30777,7 +31010,7 @@ func file_agent_v1_agent_proto_rawDescGZIP() []byte {
 }
 
 var file_agent_v1_agent_proto_enumTypes = make([]protoimpl.EnumInfo, 24)
-var file_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 363)
+var file_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 366)
 var file_agent_v1_agent_proto_goTypes = []any{
 	(AdoptOutcome)(0),                                   // 0: agent.v1.AdoptOutcome
 	(AgentMode)(0),                                      // 1: agent.v1.AgentMode
@@ -31068,110 +31301,113 @@ var file_agent_v1_agent_proto_goTypes = []any{
 	(*ResumeAction)(nil),                                // 286: agent.v1.ResumeAction
 	(*RoutedModelUpdate)(nil),                           // 287: agent.v1.RoutedModelUpdate
 	(*SandboxPolicy)(nil),                               // 288: agent.v1.SandboxPolicy
-	(*SetBlobArgs)(nil),                                 // 289: agent.v1.SetBlobArgs
-	(*SetBlobResult)(nil),                               // 290: agent.v1.SetBlobResult
-	(*ShellAllowlistPrecheckArgs)(nil),                  // 291: agent.v1.ShellAllowlistPrecheckArgs
-	(*ShellAllowlistPrecheckResult)(nil),                // 292: agent.v1.ShellAllowlistPrecheckResult
-	(*ShellArgs)(nil),                                   // 293: agent.v1.ShellArgs
-	(*ShellCommandParsingResult)(nil),                   // 294: agent.v1.ShellCommandParsingResult
-	(*ShellFailure)(nil),                                // 295: agent.v1.ShellFailure
-	(*ShellHookApprovalRequirement)(nil),                // 296: agent.v1.ShellHookApprovalRequirement
-	(*ShellOutputDeltaUpdate)(nil),                      // 297: agent.v1.ShellOutputDeltaUpdate
-	(*ShellOutputNotificationConfig)(nil),               // 298: agent.v1.ShellOutputNotificationConfig
-	(*ShellPermissionDenied)(nil),                       // 299: agent.v1.ShellPermissionDenied
-	(*ShellRejected)(nil),                               // 300: agent.v1.ShellRejected
-	(*ShellResult)(nil),                                 // 301: agent.v1.ShellResult
-	(*ShellSandboxUnsupported)(nil),                     // 302: agent.v1.ShellSandboxUnsupported
-	(*ShellSpawnError)(nil),                             // 303: agent.v1.ShellSpawnError
-	(*ShellStream)(nil),                                 // 304: agent.v1.ShellStream
-	(*ShellStreamBackgrounded)(nil),                     // 305: agent.v1.ShellStreamBackgrounded
-	(*ShellStreamExit)(nil),                             // 306: agent.v1.ShellStreamExit
-	(*ShellStreamHookContext)(nil),                      // 307: agent.v1.ShellStreamHookContext
-	(*ShellStreamStart)(nil),                            // 308: agent.v1.ShellStreamStart
-	(*ShellStreamStderr)(nil),                           // 309: agent.v1.ShellStreamStderr
-	(*ShellStreamStdout)(nil),                           // 310: agent.v1.ShellStreamStdout
-	(*ShellSuccess)(nil),                                // 311: agent.v1.ShellSuccess
-	(*ShellTimeout)(nil),                                // 312: agent.v1.ShellTimeout
-	(*ShellToolCall)(nil),                               // 313: agent.v1.ShellToolCall
-	(*SkillDescriptor)(nil),                             // 314: agent.v1.SkillDescriptor
-	(*SkillOptions)(nil),                                // 315: agent.v1.SkillOptions
-	(*SmartModeApproval)(nil),                           // 316: agent.v1.SmartModeApproval
-	(*SmartModeClassifierArgs)(nil),                     // 317: agent.v1.SmartModeClassifierArgs
-	(*SmartModeClassifierConversationMessage)(nil),      // 318: agent.v1.SmartModeClassifierConversationMessage
-	(*SmartModeClassifierError)(nil),                    // 319: agent.v1.SmartModeClassifierError
-	(*SmartModeClassifierResult)(nil),                   // 320: agent.v1.SmartModeClassifierResult
-	(*SmartModeClassifierSuccess)(nil),                  // 321: agent.v1.SmartModeClassifierSuccess
-	(*SmartModeRiskTarget)(nil),                         // 322: agent.v1.SmartModeRiskTarget
-	(*SpanContext)(nil),                                 // 323: agent.v1.SpanContext
-	(*StepCompletedUpdate)(nil),                         // 324: agent.v1.StepCompletedUpdate
-	(*StepStartedUpdate)(nil),                           // 325: agent.v1.StepStartedUpdate
-	(*SubagentArgs)(nil),                                // 326: agent.v1.SubagentArgs
-	(*SubagentAwaitArgs)(nil),                           // 327: agent.v1.SubagentAwaitArgs
-	(*SubagentAwaitComplete)(nil),                       // 328: agent.v1.SubagentAwaitComplete
-	(*SubagentAwaitError)(nil),                          // 329: agent.v1.SubagentAwaitError
-	(*SubagentAwaitNotFound)(nil),                       // 330: agent.v1.SubagentAwaitNotFound
-	(*SubagentAwaitResult)(nil),                         // 331: agent.v1.SubagentAwaitResult
-	(*SubagentAwaitStillRunning)(nil),                   // 332: agent.v1.SubagentAwaitStillRunning
-	(*SubagentModelOverride)(nil),                       // 333: agent.v1.SubagentModelOverride
-	(*SubagentResult)(nil),                              // 334: agent.v1.SubagentResult
-	(*SummaryCompletedUpdate)(nil),                      // 335: agent.v1.SummaryCompletedUpdate
-	(*SummaryStartedUpdate)(nil),                        // 336: agent.v1.SummaryStartedUpdate
-	(*SummaryUpdate)(nil),                               // 337: agent.v1.SummaryUpdate
-	(*SystemPromptSpec)(nil),                            // 338: agent.v1.SystemPromptSpec
-	(*TerminalMetadata)(nil),                            // 339: agent.v1.TerminalMetadata
-	(*TextDeltaUpdate)(nil),                             // 340: agent.v1.TextDeltaUpdate
-	(*ThinkingCompletedUpdate)(nil),                     // 341: agent.v1.ThinkingCompletedUpdate
-	(*ThinkingDeltaUpdate)(nil),                         // 342: agent.v1.ThinkingDeltaUpdate
-	(*ThinkingDetails)(nil),                             // 343: agent.v1.ThinkingDetails
-	(*TokenDeltaUpdate)(nil),                            // 344: agent.v1.TokenDeltaUpdate
-	(*ToolCall)(nil),                                    // 345: agent.v1.ToolCall
-	(*ToolCallCompletedUpdate)(nil),                     // 346: agent.v1.ToolCallCompletedUpdate
-	(*ToolCallDelta)(nil),                               // 347: agent.v1.ToolCallDelta
-	(*ToolCallDeltaUpdate)(nil),                         // 348: agent.v1.ToolCallDeltaUpdate
-	(*ToolCallStartedUpdate)(nil),                       // 349: agent.v1.ToolCallStartedUpdate
-	(*ToolRequestsListedUpdate)(nil),                    // 350: agent.v1.ToolRequestsListedUpdate
-	(*TtftBreakdown)(nil),                               // 351: agent.v1.TtftBreakdown
-	(*TurnEndedUpdate)(nil),                             // 352: agent.v1.TurnEndedUpdate
-	(*UserAgentStoreWebContext)(nil),                    // 353: agent.v1.UserAgentStoreWebContext
-	(*UserMessage)(nil),                                 // 354: agent.v1.UserMessage
-	(*UserMessageAction)(nil),                           // 355: agent.v1.UserMessageAction
-	(*UserMessageAppendedUpdate)(nil),                   // 356: agent.v1.UserMessageAppendedUpdate
-	(*WebFetchAllowlistPrecheckArgs)(nil),               // 357: agent.v1.WebFetchAllowlistPrecheckArgs
-	(*WebFetchAllowlistPrecheckResult)(nil),             // 358: agent.v1.WebFetchAllowlistPrecheckResult
-	(*WriteArgs)(nil),                                   // 359: agent.v1.WriteArgs
-	(*WriteError)(nil),                                  // 360: agent.v1.WriteError
-	(*WriteNoSpace)(nil),                                // 361: agent.v1.WriteNoSpace
-	(*WritePermissionDenied)(nil),                       // 362: agent.v1.WritePermissionDenied
-	(*WriteRejected)(nil),                               // 363: agent.v1.WriteRejected
-	(*WriteResult)(nil),                                 // 364: agent.v1.WriteResult
-	(*WriteShellStdinArgs)(nil),                         // 365: agent.v1.WriteShellStdinArgs
-	(*WriteShellStdinError)(nil),                        // 366: agent.v1.WriteShellStdinError
-	(*WriteShellStdinResult)(nil),                       // 367: agent.v1.WriteShellStdinResult
-	(*WriteShellStdinSuccess)(nil),                      // 368: agent.v1.WriteShellStdinSuccess
-	(*WriteSuccess)(nil),                                // 369: agent.v1.WriteSuccess
-	(*CommandClassifierResult_ClassifiedCommand)(nil),   // 370: agent.v1.CommandClassifierResult.ClassifiedCommand
-	nil, // 371: agent.v1.ConversationStateStructure.FileStatesEntry
-	nil, // 372: agent.v1.ConversationStateStructure.SubagentThreadsEntry
-	nil, // 373: agent.v1.GrepSuccess.WorkspaceResultsEntry
-	(*ListMcpResourcesExecResult_McpResource)(nil), // 374: agent.v1.ListMcpResourcesExecResult.McpResource
-	nil,                              // 375: agent.v1.ListMcpResourcesExecResult.McpResource.AnnotationsEntry
-	nil,                              // 376: agent.v1.LsDirectoryTreeNode.FullSubtreeExtensionCountsEntry
-	(*LsDirectoryTreeNode_File)(nil), // 377: agent.v1.LsDirectoryTreeNode.File
-	nil,                              // 378: agent.v1.McpArgs.ArgsEntry
-	nil,                              // 379: agent.v1.ReadMcpResourceSuccess.AnnotationsEntry
-	(*RecentlyAddedPlugin_CapabilityDescriptor)(nil), // 380: agent.v1.RecentlyAddedPlugin.CapabilityDescriptor
-	nil, // 381: agent.v1.RequestContext.FileContentsEntry
-	(*RequestedModel_ModelParameterValue)(nil),             // 382: agent.v1.RequestedModel.ModelParameterValue
-	(*ShellCommandParsingResult_ExecutableCommand)(nil),    // 383: agent.v1.ShellCommandParsingResult.ExecutableCommand
-	(*ShellCommandParsingResult_ExecutableCommandArg)(nil), // 384: agent.v1.ShellCommandParsingResult.ExecutableCommandArg
-	(*ShellCommandParsingResult_Redirect)(nil),             // 385: agent.v1.ShellCommandParsingResult.Redirect
-	(*TerminalMetadata_Command)(nil),                       // 386: agent.v1.TerminalMetadata.Command
-	(*aiserverv1.GetDiffResponse)(nil),                     // 387: aiserver.v1.GetDiffResponse
-	(*aiserverv1.GetDiffRequest)(nil),                      // 388: aiserver.v1.GetDiffRequest
-	(*structpb.Struct)(nil),                                // 389: google.protobuf.Struct
-	(*structpb.Value)(nil),                                 // 390: google.protobuf.Value
-	(*timestamppb.Timestamp)(nil),                          // 391: google.protobuf.Timestamp
-	(*aiserverv1.BidiRequestId)(nil),                       // 392: aiserver.v1.BidiRequestId
+	(*SelectedContext)(nil),                             // 289: agent.v1.SelectedContext
+	(*SelectedImage)(nil),                               // 290: agent.v1.SelectedImage
+	(*SetBlobArgs)(nil),                                 // 291: agent.v1.SetBlobArgs
+	(*SetBlobResult)(nil),                               // 292: agent.v1.SetBlobResult
+	(*ShellAllowlistPrecheckArgs)(nil),                  // 293: agent.v1.ShellAllowlistPrecheckArgs
+	(*ShellAllowlistPrecheckResult)(nil),                // 294: agent.v1.ShellAllowlistPrecheckResult
+	(*ShellArgs)(nil),                                   // 295: agent.v1.ShellArgs
+	(*ShellCommandParsingResult)(nil),                   // 296: agent.v1.ShellCommandParsingResult
+	(*ShellFailure)(nil),                                // 297: agent.v1.ShellFailure
+	(*ShellHookApprovalRequirement)(nil),                // 298: agent.v1.ShellHookApprovalRequirement
+	(*ShellOutputDeltaUpdate)(nil),                      // 299: agent.v1.ShellOutputDeltaUpdate
+	(*ShellOutputNotificationConfig)(nil),               // 300: agent.v1.ShellOutputNotificationConfig
+	(*ShellPermissionDenied)(nil),                       // 301: agent.v1.ShellPermissionDenied
+	(*ShellRejected)(nil),                               // 302: agent.v1.ShellRejected
+	(*ShellResult)(nil),                                 // 303: agent.v1.ShellResult
+	(*ShellSandboxUnsupported)(nil),                     // 304: agent.v1.ShellSandboxUnsupported
+	(*ShellSpawnError)(nil),                             // 305: agent.v1.ShellSpawnError
+	(*ShellStream)(nil),                                 // 306: agent.v1.ShellStream
+	(*ShellStreamBackgrounded)(nil),                     // 307: agent.v1.ShellStreamBackgrounded
+	(*ShellStreamExit)(nil),                             // 308: agent.v1.ShellStreamExit
+	(*ShellStreamHookContext)(nil),                      // 309: agent.v1.ShellStreamHookContext
+	(*ShellStreamStart)(nil),                            // 310: agent.v1.ShellStreamStart
+	(*ShellStreamStderr)(nil),                           // 311: agent.v1.ShellStreamStderr
+	(*ShellStreamStdout)(nil),                           // 312: agent.v1.ShellStreamStdout
+	(*ShellSuccess)(nil),                                // 313: agent.v1.ShellSuccess
+	(*ShellTimeout)(nil),                                // 314: agent.v1.ShellTimeout
+	(*ShellToolCall)(nil),                               // 315: agent.v1.ShellToolCall
+	(*SkillDescriptor)(nil),                             // 316: agent.v1.SkillDescriptor
+	(*SkillOptions)(nil),                                // 317: agent.v1.SkillOptions
+	(*SmartModeApproval)(nil),                           // 318: agent.v1.SmartModeApproval
+	(*SmartModeClassifierArgs)(nil),                     // 319: agent.v1.SmartModeClassifierArgs
+	(*SmartModeClassifierConversationMessage)(nil),      // 320: agent.v1.SmartModeClassifierConversationMessage
+	(*SmartModeClassifierError)(nil),                    // 321: agent.v1.SmartModeClassifierError
+	(*SmartModeClassifierResult)(nil),                   // 322: agent.v1.SmartModeClassifierResult
+	(*SmartModeClassifierSuccess)(nil),                  // 323: agent.v1.SmartModeClassifierSuccess
+	(*SmartModeRiskTarget)(nil),                         // 324: agent.v1.SmartModeRiskTarget
+	(*SpanContext)(nil),                                 // 325: agent.v1.SpanContext
+	(*StepCompletedUpdate)(nil),                         // 326: agent.v1.StepCompletedUpdate
+	(*StepStartedUpdate)(nil),                           // 327: agent.v1.StepStartedUpdate
+	(*SubagentArgs)(nil),                                // 328: agent.v1.SubagentArgs
+	(*SubagentAwaitArgs)(nil),                           // 329: agent.v1.SubagentAwaitArgs
+	(*SubagentAwaitComplete)(nil),                       // 330: agent.v1.SubagentAwaitComplete
+	(*SubagentAwaitError)(nil),                          // 331: agent.v1.SubagentAwaitError
+	(*SubagentAwaitNotFound)(nil),                       // 332: agent.v1.SubagentAwaitNotFound
+	(*SubagentAwaitResult)(nil),                         // 333: agent.v1.SubagentAwaitResult
+	(*SubagentAwaitStillRunning)(nil),                   // 334: agent.v1.SubagentAwaitStillRunning
+	(*SubagentModelOverride)(nil),                       // 335: agent.v1.SubagentModelOverride
+	(*SubagentResult)(nil),                              // 336: agent.v1.SubagentResult
+	(*SummaryCompletedUpdate)(nil),                      // 337: agent.v1.SummaryCompletedUpdate
+	(*SummaryStartedUpdate)(nil),                        // 338: agent.v1.SummaryStartedUpdate
+	(*SummaryUpdate)(nil),                               // 339: agent.v1.SummaryUpdate
+	(*SystemPromptSpec)(nil),                            // 340: agent.v1.SystemPromptSpec
+	(*TerminalMetadata)(nil),                            // 341: agent.v1.TerminalMetadata
+	(*TextDeltaUpdate)(nil),                             // 342: agent.v1.TextDeltaUpdate
+	(*ThinkingCompletedUpdate)(nil),                     // 343: agent.v1.ThinkingCompletedUpdate
+	(*ThinkingDeltaUpdate)(nil),                         // 344: agent.v1.ThinkingDeltaUpdate
+	(*ThinkingDetails)(nil),                             // 345: agent.v1.ThinkingDetails
+	(*TokenDeltaUpdate)(nil),                            // 346: agent.v1.TokenDeltaUpdate
+	(*ToolCall)(nil),                                    // 347: agent.v1.ToolCall
+	(*ToolCallCompletedUpdate)(nil),                     // 348: agent.v1.ToolCallCompletedUpdate
+	(*ToolCallDelta)(nil),                               // 349: agent.v1.ToolCallDelta
+	(*ToolCallDeltaUpdate)(nil),                         // 350: agent.v1.ToolCallDeltaUpdate
+	(*ToolCallStartedUpdate)(nil),                       // 351: agent.v1.ToolCallStartedUpdate
+	(*ToolRequestsListedUpdate)(nil),                    // 352: agent.v1.ToolRequestsListedUpdate
+	(*TtftBreakdown)(nil),                               // 353: agent.v1.TtftBreakdown
+	(*TurnEndedUpdate)(nil),                             // 354: agent.v1.TurnEndedUpdate
+	(*UserAgentStoreWebContext)(nil),                    // 355: agent.v1.UserAgentStoreWebContext
+	(*UserMessage)(nil),                                 // 356: agent.v1.UserMessage
+	(*UserMessageAction)(nil),                           // 357: agent.v1.UserMessageAction
+	(*UserMessageAppendedUpdate)(nil),                   // 358: agent.v1.UserMessageAppendedUpdate
+	(*WebFetchAllowlistPrecheckArgs)(nil),               // 359: agent.v1.WebFetchAllowlistPrecheckArgs
+	(*WebFetchAllowlistPrecheckResult)(nil),             // 360: agent.v1.WebFetchAllowlistPrecheckResult
+	(*WriteArgs)(nil),                                   // 361: agent.v1.WriteArgs
+	(*WriteError)(nil),                                  // 362: agent.v1.WriteError
+	(*WriteNoSpace)(nil),                                // 363: agent.v1.WriteNoSpace
+	(*WritePermissionDenied)(nil),                       // 364: agent.v1.WritePermissionDenied
+	(*WriteRejected)(nil),                               // 365: agent.v1.WriteRejected
+	(*WriteResult)(nil),                                 // 366: agent.v1.WriteResult
+	(*WriteShellStdinArgs)(nil),                         // 367: agent.v1.WriteShellStdinArgs
+	(*WriteShellStdinError)(nil),                        // 368: agent.v1.WriteShellStdinError
+	(*WriteShellStdinResult)(nil),                       // 369: agent.v1.WriteShellStdinResult
+	(*WriteShellStdinSuccess)(nil),                      // 370: agent.v1.WriteShellStdinSuccess
+	(*WriteSuccess)(nil),                                // 371: agent.v1.WriteSuccess
+	(*CommandClassifierResult_ClassifiedCommand)(nil),   // 372: agent.v1.CommandClassifierResult.ClassifiedCommand
+	nil, // 373: agent.v1.ConversationStateStructure.FileStatesEntry
+	nil, // 374: agent.v1.ConversationStateStructure.SubagentThreadsEntry
+	nil, // 375: agent.v1.GrepSuccess.WorkspaceResultsEntry
+	(*ListMcpResourcesExecResult_McpResource)(nil), // 376: agent.v1.ListMcpResourcesExecResult.McpResource
+	nil,                              // 377: agent.v1.ListMcpResourcesExecResult.McpResource.AnnotationsEntry
+	nil,                              // 378: agent.v1.LsDirectoryTreeNode.FullSubtreeExtensionCountsEntry
+	(*LsDirectoryTreeNode_File)(nil), // 379: agent.v1.LsDirectoryTreeNode.File
+	nil,                              // 380: agent.v1.McpArgs.ArgsEntry
+	nil,                              // 381: agent.v1.ReadMcpResourceSuccess.AnnotationsEntry
+	(*RecentlyAddedPlugin_CapabilityDescriptor)(nil), // 382: agent.v1.RecentlyAddedPlugin.CapabilityDescriptor
+	nil, // 383: agent.v1.RequestContext.FileContentsEntry
+	(*RequestedModel_ModelParameterValue)(nil),             // 384: agent.v1.RequestedModel.ModelParameterValue
+	(*SelectedImage_Dimension)(nil),                        // 385: agent.v1.SelectedImage.Dimension
+	(*ShellCommandParsingResult_ExecutableCommand)(nil),    // 386: agent.v1.ShellCommandParsingResult.ExecutableCommand
+	(*ShellCommandParsingResult_ExecutableCommandArg)(nil), // 387: agent.v1.ShellCommandParsingResult.ExecutableCommandArg
+	(*ShellCommandParsingResult_Redirect)(nil),             // 388: agent.v1.ShellCommandParsingResult.Redirect
+	(*TerminalMetadata_Command)(nil),                       // 389: agent.v1.TerminalMetadata.Command
+	(*aiserverv1.GetDiffResponse)(nil),                     // 390: aiserver.v1.GetDiffResponse
+	(*aiserverv1.GetDiffRequest)(nil),                      // 391: aiserver.v1.GetDiffRequest
+	(*structpb.Struct)(nil),                                // 392: google.protobuf.Struct
+	(*structpb.Value)(nil),                                 // 393: google.protobuf.Value
+	(*timestamppb.Timestamp)(nil),                          // 394: google.protobuf.Timestamp
+	(*aiserverv1.BidiRequestId)(nil),                       // 395: aiserver.v1.BidiRequestId
 }
 var file_agent_v1_agent_proto_depIdxs = []int32{
 	0,   // 0: agent.v1.AdoptResult.success:type_name -> agent.v1.AdoptOutcome
@@ -31189,12 +31425,12 @@ var file_agent_v1_agent_proto_depIdxs = []int32{
 	280, // 12: agent.v1.AgentRunRequest.requested_model:type_name -> agent.v1.RequestedModel
 	197, // 13: agent.v1.AgentRunRequest.mcp_tools:type_name -> agent.v1.McpTools
 	178, // 14: agent.v1.AgentRunRequest.mcp_file_system_options:type_name -> agent.v1.McpFileSystemOptions
-	315, // 15: agent.v1.AgentRunRequest.skill_options:type_name -> agent.v1.SkillOptions
+	317, // 15: agent.v1.AgentRunRequest.skill_options:type_name -> agent.v1.SkillOptions
 	280, // 16: agent.v1.AgentRunRequest.selected_subagent_models:type_name -> agent.v1.RequestedModel
 	198, // 17: agent.v1.AgentRunRequest.selected_subagent_model_details:type_name -> agent.v1.ModelDetails
 	239, // 18: agent.v1.AgentRunRequest.pre_fetched_blobs:type_name -> agent.v1.PreFetchedBlob
-	333, // 19: agent.v1.AgentRunRequest.subagent_model_overrides:type_name -> agent.v1.SubagentModelOverride
-	338, // 20: agent.v1.AgentRunRequest.system_prompt_spec:type_name -> agent.v1.SystemPromptSpec
+	335, // 19: agent.v1.AgentRunRequest.subagent_model_overrides:type_name -> agent.v1.SubagentModelOverride
+	340, // 20: agent.v1.AgentRunRequest.system_prompt_spec:type_name -> agent.v1.SystemPromptSpec
 	50,  // 21: agent.v1.AgentRunRequest.client_llm_gateway_credential:type_name -> agent.v1.ClientLlmGatewayCredential
 	155, // 22: agent.v1.AgentServerMessage.interaction_update:type_name -> agent.v1.InteractionUpdate
 	118, // 23: agent.v1.AgentServerMessage.exec_server_message:type_name -> agent.v1.ExecServerMessage
@@ -31202,27 +31438,27 @@ var file_agent_v1_agent_proto_depIdxs = []int32{
 	82,  // 25: agent.v1.AgentServerMessage.conversation_checkpoint_update:type_name -> agent.v1.ConversationStateStructure
 	157, // 26: agent.v1.AgentServerMessage.kv_server_message:type_name -> agent.v1.KvServerMessage
 	153, // 27: agent.v1.AgentServerMessage.interaction_query:type_name -> agent.v1.InteractionQuery
-	351, // 28: agent.v1.AgentServerMessage.ttft_breakdown:type_name -> agent.v1.TtftBreakdown
+	353, // 28: agent.v1.AgentServerMessage.ttft_breakdown:type_name -> agent.v1.TtftBreakdown
 	32,  // 29: agent.v1.AgentStoreConflictArgs.cursor:type_name -> agent.v1.AgentStoreConflictCursor
 	36,  // 30: agent.v1.AgentStoreConflictResult.success:type_name -> agent.v1.AgentStoreConflictSuccess
 	33,  // 31: agent.v1.AgentStoreConflictResult.error:type_name -> agent.v1.AgentStoreConflictError
 	34,  // 32: agent.v1.AgentStoreConflictSuccess.events:type_name -> agent.v1.AgentStoreConflictEvent
 	32,  // 33: agent.v1.AgentStoreConflictSuccess.next_cursor:type_name -> agent.v1.AgentStoreConflictCursor
-	294, // 34: agent.v1.BackgroundShellSpawnArgs.parsing_result:type_name -> agent.v1.ShellCommandParsingResult
+	296, // 34: agent.v1.BackgroundShellSpawnArgs.parsing_result:type_name -> agent.v1.ShellCommandParsingResult
 	288, // 35: agent.v1.BackgroundShellSpawnArgs.sandbox_policy:type_name -> agent.v1.SandboxPolicy
 	51,  // 36: agent.v1.BackgroundShellSpawnArgs.classifier_result:type_name -> agent.v1.CommandClassifierResult
-	298, // 37: agent.v1.BackgroundShellSpawnArgs.output_notification:type_name -> agent.v1.ShellOutputNotificationConfig
-	316, // 38: agent.v1.BackgroundShellSpawnArgs.smart_mode_approval:type_name -> agent.v1.SmartModeApproval
-	296, // 39: agent.v1.BackgroundShellSpawnArgs.hook_approval_requirement:type_name -> agent.v1.ShellHookApprovalRequirement
+	300, // 37: agent.v1.BackgroundShellSpawnArgs.output_notification:type_name -> agent.v1.ShellOutputNotificationConfig
+	318, // 38: agent.v1.BackgroundShellSpawnArgs.smart_mode_approval:type_name -> agent.v1.SmartModeApproval
+	298, // 39: agent.v1.BackgroundShellSpawnArgs.hook_approval_requirement:type_name -> agent.v1.ShellHookApprovalRequirement
 	42,  // 40: agent.v1.BackgroundShellSpawnResult.success:type_name -> agent.v1.BackgroundShellSpawnSuccess
 	40,  // 41: agent.v1.BackgroundShellSpawnResult.error:type_name -> agent.v1.BackgroundShellSpawnError
-	300, // 42: agent.v1.BackgroundShellSpawnResult.rejected:type_name -> agent.v1.ShellRejected
-	299, // 43: agent.v1.BackgroundShellSpawnResult.permission_denied:type_name -> agent.v1.ShellPermissionDenied
-	302, // 44: agent.v1.BackgroundShellSpawnResult.sandbox_unsupported:type_name -> agent.v1.ShellSandboxUnsupported
+	302, // 42: agent.v1.BackgroundShellSpawnResult.rejected:type_name -> agent.v1.ShellRejected
+	301, // 43: agent.v1.BackgroundShellSpawnResult.permission_denied:type_name -> agent.v1.ShellPermissionDenied
+	304, // 44: agent.v1.BackgroundShellSpawnResult.sandbox_unsupported:type_name -> agent.v1.ShellSandboxUnsupported
 	48,  // 45: agent.v1.CanvasDiagnosticsResult.success:type_name -> agent.v1.CanvasDiagnosticsSuccess
 	46,  // 46: agent.v1.CanvasDiagnosticsResult.error:type_name -> agent.v1.CanvasDiagnosticsError
 	102, // 47: agent.v1.CanvasDiagnosticsSuccess.diagnostics:type_name -> agent.v1.Diagnostic
-	370, // 48: agent.v1.CommandClassifierResult.commands:type_name -> agent.v1.CommandClassifierResult.ClassifiedCommand
+	372, // 48: agent.v1.CommandClassifierResult.commands:type_name -> agent.v1.CommandClassifierResult.ClassifiedCommand
 	19,  // 49: agent.v1.CommandClassifierResult.suggested_sandbox_mode:type_name -> agent.v1.CommandClassifierResult.SuggestedSandboxMode
 	55,  // 50: agent.v1.ComputerUseResult.success:type_name -> agent.v1.ComputerUseSuccess
 	53,  // 51: agent.v1.ComputerUseResult.error:type_name -> agent.v1.ComputerUseError
@@ -31233,7 +31469,7 @@ var file_agent_v1_agent_proto_depIdxs = []int32{
 	56,  // 56: agent.v1.ContextInjectionState.cancelled:type_name -> agent.v1.ContextInjectionCancelled
 	60,  // 57: agent.v1.ContextInjectionState.rejected:type_name -> agent.v1.ContextInjectionRejected
 	61,  // 58: agent.v1.ContextInjectionStateUpdate.state:type_name -> agent.v1.ContextInjectionState
-	355, // 59: agent.v1.ConversationAction.user_message_action:type_name -> agent.v1.UserMessageAction
+	357, // 59: agent.v1.ConversationAction.user_message_action:type_name -> agent.v1.UserMessageAction
 	286, // 60: agent.v1.ConversationAction.resume_action:type_name -> agent.v1.ResumeAction
 	44,  // 61: agent.v1.ConversationAction.cancel_action:type_name -> agent.v1.CancelAction
 	68,  // 62: agent.v1.ConversationHistory.messages:type_name -> agent.v1.ConversationHistoryMessage
@@ -31257,8 +31493,8 @@ var file_agent_v1_agent_proto_depIdxs = []int32{
 	78,  // 80: agent.v1.ConversationSearchResult.error:type_name -> agent.v1.ConversationSearchError
 	79,  // 81: agent.v1.ConversationSearchSuccess.hits:type_name -> agent.v1.ConversationSearchHit
 	1,   // 82: agent.v1.ConversationStateStructure.mode:type_name -> agent.v1.AgentMode
-	371, // 83: agent.v1.ConversationStateStructure.file_states:type_name -> agent.v1.ConversationStateStructure.FileStatesEntry
-	372, // 84: agent.v1.ConversationStateStructure.subagent_threads:type_name -> agent.v1.ConversationStateStructure.SubagentThreadsEntry
+	373, // 83: agent.v1.ConversationStateStructure.file_states:type_name -> agent.v1.ConversationStateStructure.FileStatesEntry
+	374, // 84: agent.v1.ConversationStateStructure.subagent_threads:type_name -> agent.v1.ConversationStateStructure.SubagentThreadsEntry
 	85,  // 85: agent.v1.CursorRule.type:type_name -> agent.v1.CursorRuleType
 	3,   // 86: agent.v1.CursorRule.source:type_name -> agent.v1.CursorRuleSource
 	88,  // 87: agent.v1.CursorRuleType.global:type_name -> agent.v1.CursorRuleTypeGlobal
@@ -31287,8 +31523,8 @@ var file_agent_v1_agent_proto_depIdxs = []int32{
 	115, // 110: agent.v1.ExecClientControlMessage.throw:type_name -> agent.v1.ExecClientThrow
 	112, // 111: agent.v1.ExecClientControlMessage.heartbeat:type_name -> agent.v1.ExecClientHeartbeat
 	151, // 112: agent.v1.ExecClientMessage.hook_additional_contexts:type_name -> agent.v1.HookAdditionalContext
-	301, // 113: agent.v1.ExecClientMessage.shell_result:type_name -> agent.v1.ShellResult
-	364, // 114: agent.v1.ExecClientMessage.write_result:type_name -> agent.v1.WriteResult
+	303, // 113: agent.v1.ExecClientMessage.shell_result:type_name -> agent.v1.ShellResult
+	366, // 114: agent.v1.ExecClientMessage.write_result:type_name -> agent.v1.WriteResult
 	99,  // 115: agent.v1.ExecClientMessage.delete_result:type_name -> agent.v1.DeleteResult
 	145, // 116: agent.v1.ExecClientMessage.grep_result:type_name -> agent.v1.GrepResult
 	258, // 117: agent.v1.ExecClientMessage.read_result:type_name -> agent.v1.ReadResult
@@ -31297,7 +31533,7 @@ var file_agent_v1_agent_proto_depIdxs = []int32{
 	108, // 120: agent.v1.ExecClientMessage.diagnostics_result:type_name -> agent.v1.DiagnosticsResult
 	278, // 121: agent.v1.ExecClientMessage.request_context_result:type_name -> agent.v1.RequestContextResult
 	184, // 122: agent.v1.ExecClientMessage.mcp_result:type_name -> agent.v1.McpResult
-	304, // 123: agent.v1.ExecClientMessage.shell_stream:type_name -> agent.v1.ShellStream
+	306, // 123: agent.v1.ExecClientMessage.shell_stream:type_name -> agent.v1.ShellStream
 	41,  // 124: agent.v1.ExecClientMessage.background_shell_spawn_result:type_name -> agent.v1.BackgroundShellSpawnResult
 	160, // 125: agent.v1.ExecClientMessage.list_mcp_resources_exec_result:type_name -> agent.v1.ListMcpResourcesExecResult
 	251, // 126: agent.v1.ExecClientMessage.read_mcp_resource_exec_result:type_name -> agent.v1.ReadMcpResourceExecResult
@@ -31305,18 +31541,18 @@ var file_agent_v1_agent_proto_depIdxs = []int32{
 	126, // 128: agent.v1.ExecClientMessage.fetch_result:type_name -> agent.v1.FetchResult
 	269, // 129: agent.v1.ExecClientMessage.record_screen_result:type_name -> agent.v1.RecordScreenResult
 	54,  // 130: agent.v1.ExecClientMessage.computer_use_result:type_name -> agent.v1.ComputerUseResult
-	367, // 131: agent.v1.ExecClientMessage.write_shell_stdin_result:type_name -> agent.v1.WriteShellStdinResult
+	369, // 131: agent.v1.ExecClientMessage.write_shell_stdin_result:type_name -> agent.v1.WriteShellStdinResult
 	120, // 132: agent.v1.ExecClientMessage.execute_hook_result:type_name -> agent.v1.ExecuteHookResult
-	334, // 133: agent.v1.ExecClientMessage.subagent_result:type_name -> agent.v1.SubagentResult
+	336, // 133: agent.v1.ExecClientMessage.subagent_result:type_name -> agent.v1.SubagentResult
 	129, // 134: agent.v1.ExecClientMessage.force_background_shell_result:type_name -> agent.v1.ForceBackgroundShellResult
 	131, // 135: agent.v1.ExecClientMessage.force_background_subagent_result:type_name -> agent.v1.ForceBackgroundSubagentResult
-	331, // 136: agent.v1.ExecClientMessage.subagent_await_result:type_name -> agent.v1.SubagentAwaitResult
-	320, // 137: agent.v1.ExecClientMessage.smart_mode_classifier_result:type_name -> agent.v1.SmartModeClassifierResult
+	333, // 136: agent.v1.ExecClientMessage.subagent_await_result:type_name -> agent.v1.SubagentAwaitResult
+	322, // 137: agent.v1.ExecClientMessage.smart_mode_classifier_result:type_name -> agent.v1.SmartModeClassifierResult
 	47,  // 138: agent.v1.ExecClientMessage.canvas_diagnostics_result:type_name -> agent.v1.CanvasDiagnosticsResult
-	292, // 139: agent.v1.ExecClientMessage.shell_allowlist_precheck_result:type_name -> agent.v1.ShellAllowlistPrecheckResult
+	294, // 139: agent.v1.ExecClientMessage.shell_allowlist_precheck_result:type_name -> agent.v1.ShellAllowlistPrecheckResult
 	173, // 140: agent.v1.ExecClientMessage.mcp_allowlist_precheck_result:type_name -> agent.v1.McpAllowlistPrecheckResult
-	358, // 141: agent.v1.ExecClientMessage.web_fetch_allowlist_precheck_result:type_name -> agent.v1.WebFetchAllowlistPrecheckResult
-	387, // 142: agent.v1.ExecClientMessage.git_diff_response:type_name -> aiserver.v1.GetDiffResponse
+	360, // 141: agent.v1.ExecClientMessage.web_fetch_allowlist_precheck_result:type_name -> agent.v1.WebFetchAllowlistPrecheckResult
+	390, // 142: agent.v1.ExecClientMessage.git_diff_response:type_name -> aiserver.v1.GetDiffResponse
 	229, // 143: agent.v1.ExecClientMessage.pi_read_result:type_name -> agent.v1.PiReadExecResult
 	207, // 144: agent.v1.ExecClientMessage.pi_bash_result:type_name -> agent.v1.PiBashExecResult
 	212, // 145: agent.v1.ExecClientMessage.pi_edit_result:type_name -> agent.v1.PiEditExecResult
@@ -31326,11 +31562,11 @@ var file_agent_v1_agent_proto_depIdxs = []int32{
 	225, // 149: agent.v1.ExecClientMessage.pi_ls_result:type_name -> agent.v1.PiLsExecResult
 	80,  // 150: agent.v1.ExecClientMessage.conversation_search_result:type_name -> agent.v1.ConversationSearchResult
 	35,  // 151: agent.v1.ExecClientMessage.agent_store_conflict_result:type_name -> agent.v1.AgentStoreConflictResult
-	301, // 152: agent.v1.ExecClientMessage.mini_swe_agent_bash_result:type_name -> agent.v1.ShellResult
+	303, // 152: agent.v1.ExecClientMessage.mini_swe_agent_bash_result:type_name -> agent.v1.ShellResult
 	26,  // 153: agent.v1.ExecClientMessage.adopt_result:type_name -> agent.v1.AdoptResult
 	116, // 154: agent.v1.ExecServerControlMessage.abort:type_name -> agent.v1.ExecServerAbort
-	293, // 155: agent.v1.ExecServerMessage.shell_args:type_name -> agent.v1.ShellArgs
-	359, // 156: agent.v1.ExecServerMessage.write_args:type_name -> agent.v1.WriteArgs
+	295, // 155: agent.v1.ExecServerMessage.shell_args:type_name -> agent.v1.ShellArgs
+	361, // 156: agent.v1.ExecServerMessage.write_args:type_name -> agent.v1.WriteArgs
 	92,  // 157: agent.v1.ExecServerMessage.delete_args:type_name -> agent.v1.DeleteArgs
 	137, // 158: agent.v1.ExecServerMessage.grep_args:type_name -> agent.v1.GrepArgs
 	245, // 159: agent.v1.ExecServerMessage.read_args:type_name -> agent.v1.ReadArgs
@@ -31339,7 +31575,7 @@ var file_agent_v1_agent_proto_depIdxs = []int32{
 	103, // 162: agent.v1.ExecServerMessage.diagnostics_args:type_name -> agent.v1.DiagnosticsArgs
 	274, // 163: agent.v1.ExecServerMessage.request_context_args:type_name -> agent.v1.RequestContextArgs
 	175, // 164: agent.v1.ExecServerMessage.mcp_args:type_name -> agent.v1.McpArgs
-	293, // 165: agent.v1.ExecServerMessage.shell_stream_args:type_name -> agent.v1.ShellArgs
+	295, // 165: agent.v1.ExecServerMessage.shell_stream_args:type_name -> agent.v1.ShellArgs
 	39,  // 166: agent.v1.ExecServerMessage.background_shell_spawn_args:type_name -> agent.v1.BackgroundShellSpawnArgs
 	159, // 167: agent.v1.ExecServerMessage.list_mcp_resources_exec_args:type_name -> agent.v1.ListMcpResourcesExecArgs
 	250, // 168: agent.v1.ExecServerMessage.read_mcp_resource_exec_args:type_name -> agent.v1.ReadMcpResourceExecArgs
@@ -31347,18 +31583,18 @@ var file_agent_v1_agent_proto_depIdxs = []int32{
 	124, // 170: agent.v1.ExecServerMessage.fetch_args:type_name -> agent.v1.FetchArgs
 	266, // 171: agent.v1.ExecServerMessage.record_screen_args:type_name -> agent.v1.RecordScreenArgs
 	52,  // 172: agent.v1.ExecServerMessage.computer_use_args:type_name -> agent.v1.ComputerUseArgs
-	365, // 173: agent.v1.ExecServerMessage.write_shell_stdin_args:type_name -> agent.v1.WriteShellStdinArgs
+	367, // 173: agent.v1.ExecServerMessage.write_shell_stdin_args:type_name -> agent.v1.WriteShellStdinArgs
 	119, // 174: agent.v1.ExecServerMessage.execute_hook_args:type_name -> agent.v1.ExecuteHookArgs
-	326, // 175: agent.v1.ExecServerMessage.subagent_args:type_name -> agent.v1.SubagentArgs
+	328, // 175: agent.v1.ExecServerMessage.subagent_args:type_name -> agent.v1.SubagentArgs
 	128, // 176: agent.v1.ExecServerMessage.force_background_shell_args:type_name -> agent.v1.ForceBackgroundShellArgs
 	130, // 177: agent.v1.ExecServerMessage.force_background_subagent_args:type_name -> agent.v1.ForceBackgroundSubagentArgs
-	327, // 178: agent.v1.ExecServerMessage.subagent_await_args:type_name -> agent.v1.SubagentAwaitArgs
-	317, // 179: agent.v1.ExecServerMessage.smart_mode_classifier_args:type_name -> agent.v1.SmartModeClassifierArgs
+	329, // 178: agent.v1.ExecServerMessage.subagent_await_args:type_name -> agent.v1.SubagentAwaitArgs
+	319, // 179: agent.v1.ExecServerMessage.smart_mode_classifier_args:type_name -> agent.v1.SmartModeClassifierArgs
 	45,  // 180: agent.v1.ExecServerMessage.canvas_diagnostics_args:type_name -> agent.v1.CanvasDiagnosticsArgs
-	291, // 181: agent.v1.ExecServerMessage.shell_allowlist_precheck_args:type_name -> agent.v1.ShellAllowlistPrecheckArgs
+	293, // 181: agent.v1.ExecServerMessage.shell_allowlist_precheck_args:type_name -> agent.v1.ShellAllowlistPrecheckArgs
 	172, // 182: agent.v1.ExecServerMessage.mcp_allowlist_precheck_args:type_name -> agent.v1.McpAllowlistPrecheckArgs
-	357, // 183: agent.v1.ExecServerMessage.web_fetch_allowlist_precheck_args:type_name -> agent.v1.WebFetchAllowlistPrecheckArgs
-	388, // 184: agent.v1.ExecServerMessage.git_diff_request:type_name -> aiserver.v1.GetDiffRequest
+	359, // 183: agent.v1.ExecServerMessage.web_fetch_allowlist_precheck_args:type_name -> agent.v1.WebFetchAllowlistPrecheckArgs
+	391, // 184: agent.v1.ExecServerMessage.git_diff_request:type_name -> aiserver.v1.GetDiffRequest
 	227, // 185: agent.v1.ExecServerMessage.pi_read_args:type_name -> agent.v1.PiReadExecArgs
 	205, // 186: agent.v1.ExecServerMessage.pi_bash_args:type_name -> agent.v1.PiBashExecArgs
 	209, // 187: agent.v1.ExecServerMessage.pi_edit_args:type_name -> agent.v1.PiEditExecArgs
@@ -31366,18 +31602,18 @@ var file_agent_v1_agent_proto_depIdxs = []int32{
 	219, // 189: agent.v1.ExecServerMessage.pi_grep_args:type_name -> agent.v1.PiGrepExecArgs
 	215, // 190: agent.v1.ExecServerMessage.pi_find_args:type_name -> agent.v1.PiFindExecArgs
 	223, // 191: agent.v1.ExecServerMessage.pi_ls_args:type_name -> agent.v1.PiLsExecArgs
-	293, // 192: agent.v1.ExecServerMessage.mini_swe_agent_bash_args:type_name -> agent.v1.ShellArgs
+	295, // 192: agent.v1.ExecServerMessage.mini_swe_agent_bash_args:type_name -> agent.v1.ShellArgs
 	77,  // 193: agent.v1.ExecServerMessage.conversation_search_args:type_name -> agent.v1.ConversationSearchArgs
 	31,  // 194: agent.v1.ExecServerMessage.agent_store_conflict_args:type_name -> agent.v1.AgentStoreConflictArgs
 	25,  // 195: agent.v1.ExecServerMessage.adopt_args:type_name -> agent.v1.AdoptArgs
-	323, // 196: agent.v1.ExecServerMessage.span_context:type_name -> agent.v1.SpanContext
+	325, // 196: agent.v1.ExecServerMessage.span_context:type_name -> agent.v1.SpanContext
 	121, // 197: agent.v1.FeedbackRequestCategoryGroup.categories:type_name -> agent.v1.FeedbackRequestCategory
 	121, // 198: agent.v1.FeedbackRequestUpdate.categories:type_name -> agent.v1.FeedbackRequestCategory
 	122, // 199: agent.v1.FeedbackRequestUpdate.category_groups:type_name -> agent.v1.FeedbackRequestCategoryGroup
 	127, // 200: agent.v1.FetchResult.success:type_name -> agent.v1.FetchSuccess
 	125, // 201: agent.v1.FetchResult.error:type_name -> agent.v1.FetchError
 	6,   // 202: agent.v1.ForceBackgroundShellResult.status:type_name -> agent.v1.ForceBackgroundShellStatus
-	301, // 203: agent.v1.ForceBackgroundShellResult.shell_result:type_name -> agent.v1.ShellResult
+	303, // 203: agent.v1.ForceBackgroundShellResult.shell_result:type_name -> agent.v1.ShellResult
 	7,   // 204: agent.v1.ForceBackgroundSubagentResult.status:type_name -> agent.v1.ForceBackgroundSubagentStatus
 	110, // 205: agent.v1.GetBlobResult.error:type_name -> agent.v1.Error
 	198, // 206: agent.v1.GetUsableModelsResponse.models:type_name -> agent.v1.ModelDetails
@@ -31387,31 +31623,31 @@ var file_agent_v1_agent_proto_depIdxs = []int32{
 	138, // 210: agent.v1.GrepFileMatch.matches:type_name -> agent.v1.GrepContentMatch
 	146, // 211: agent.v1.GrepResult.success:type_name -> agent.v1.GrepSuccess
 	141, // 212: agent.v1.GrepResult.error:type_name -> agent.v1.GrepError
-	373, // 213: agent.v1.GrepSuccess.workspace_results:type_name -> agent.v1.GrepSuccess.WorkspaceResultsEntry
+	375, // 213: agent.v1.GrepSuccess.workspace_results:type_name -> agent.v1.GrepSuccess.WorkspaceResultsEntry
 	148, // 214: agent.v1.GrepSuccess.active_editor_result:type_name -> agent.v1.GrepUnionResult
 	137, // 215: agent.v1.GrepToolCall.args:type_name -> agent.v1.GrepArgs
 	145, // 216: agent.v1.GrepToolCall.result:type_name -> agent.v1.GrepResult
 	140, // 217: agent.v1.GrepUnionResult.count:type_name -> agent.v1.GrepCountResult
 	144, // 218: agent.v1.GrepUnionResult.files:type_name -> agent.v1.GrepFilesResult
 	139, // 219: agent.v1.GrepUnionResult.content:type_name -> agent.v1.GrepContentResult
-	340, // 220: agent.v1.InteractionUpdate.text_delta:type_name -> agent.v1.TextDeltaUpdate
+	342, // 220: agent.v1.InteractionUpdate.text_delta:type_name -> agent.v1.TextDeltaUpdate
 	203, // 221: agent.v1.InteractionUpdate.partial_tool_call:type_name -> agent.v1.PartialToolCallUpdate
-	348, // 222: agent.v1.InteractionUpdate.tool_call_delta:type_name -> agent.v1.ToolCallDeltaUpdate
-	349, // 223: agent.v1.InteractionUpdate.tool_call_started:type_name -> agent.v1.ToolCallStartedUpdate
-	346, // 224: agent.v1.InteractionUpdate.tool_call_completed:type_name -> agent.v1.ToolCallCompletedUpdate
-	342, // 225: agent.v1.InteractionUpdate.thinking_delta:type_name -> agent.v1.ThinkingDeltaUpdate
-	341, // 226: agent.v1.InteractionUpdate.thinking_completed:type_name -> agent.v1.ThinkingCompletedUpdate
-	356, // 227: agent.v1.InteractionUpdate.user_message_appended:type_name -> agent.v1.UserMessageAppendedUpdate
-	344, // 228: agent.v1.InteractionUpdate.token_delta:type_name -> agent.v1.TokenDeltaUpdate
-	337, // 229: agent.v1.InteractionUpdate.summary:type_name -> agent.v1.SummaryUpdate
-	336, // 230: agent.v1.InteractionUpdate.summary_started:type_name -> agent.v1.SummaryStartedUpdate
-	335, // 231: agent.v1.InteractionUpdate.summary_completed:type_name -> agent.v1.SummaryCompletedUpdate
-	297, // 232: agent.v1.InteractionUpdate.shell_output_delta:type_name -> agent.v1.ShellOutputDeltaUpdate
+	350, // 222: agent.v1.InteractionUpdate.tool_call_delta:type_name -> agent.v1.ToolCallDeltaUpdate
+	351, // 223: agent.v1.InteractionUpdate.tool_call_started:type_name -> agent.v1.ToolCallStartedUpdate
+	348, // 224: agent.v1.InteractionUpdate.tool_call_completed:type_name -> agent.v1.ToolCallCompletedUpdate
+	344, // 225: agent.v1.InteractionUpdate.thinking_delta:type_name -> agent.v1.ThinkingDeltaUpdate
+	343, // 226: agent.v1.InteractionUpdate.thinking_completed:type_name -> agent.v1.ThinkingCompletedUpdate
+	358, // 227: agent.v1.InteractionUpdate.user_message_appended:type_name -> agent.v1.UserMessageAppendedUpdate
+	346, // 228: agent.v1.InteractionUpdate.token_delta:type_name -> agent.v1.TokenDeltaUpdate
+	339, // 229: agent.v1.InteractionUpdate.summary:type_name -> agent.v1.SummaryUpdate
+	338, // 230: agent.v1.InteractionUpdate.summary_started:type_name -> agent.v1.SummaryStartedUpdate
+	337, // 231: agent.v1.InteractionUpdate.summary_completed:type_name -> agent.v1.SummaryCompletedUpdate
+	299, // 232: agent.v1.InteractionUpdate.shell_output_delta:type_name -> agent.v1.ShellOutputDeltaUpdate
 	150, // 233: agent.v1.InteractionUpdate.heartbeat:type_name -> agent.v1.HeartbeatUpdate
-	352, // 234: agent.v1.InteractionUpdate.turn_ended:type_name -> agent.v1.TurnEndedUpdate
-	325, // 235: agent.v1.InteractionUpdate.step_started:type_name -> agent.v1.StepStartedUpdate
-	324, // 236: agent.v1.InteractionUpdate.step_completed:type_name -> agent.v1.StepCompletedUpdate
-	350, // 237: agent.v1.InteractionUpdate.tool_requests_listed:type_name -> agent.v1.ToolRequestsListedUpdate
+	354, // 234: agent.v1.InteractionUpdate.turn_ended:type_name -> agent.v1.TurnEndedUpdate
+	327, // 235: agent.v1.InteractionUpdate.step_started:type_name -> agent.v1.StepStartedUpdate
+	326, // 236: agent.v1.InteractionUpdate.step_completed:type_name -> agent.v1.StepCompletedUpdate
+	352, // 237: agent.v1.InteractionUpdate.tool_requests_listed:type_name -> agent.v1.ToolRequestsListedUpdate
 	243, // 238: agent.v1.InteractionUpdate.prompt_suggestion:type_name -> agent.v1.PromptSuggestionUpdate
 	238, // 239: agent.v1.InteractionUpdate.post_request_prompt:type_name -> agent.v1.PostRequestPromptUpdate
 	24,  // 240: agent.v1.InteractionUpdate.active_branch_change:type_name -> agent.v1.ActiveBranchChange
@@ -31421,18 +31657,18 @@ var file_agent_v1_agent_proto_depIdxs = []int32{
 	287, // 244: agent.v1.InteractionUpdate.routed_model:type_name -> agent.v1.RoutedModelUpdate
 	149, // 245: agent.v1.InteractionUpdate.grok_bot_nudge:type_name -> agent.v1.GrokBotNudgeUpdate
 	133, // 246: agent.v1.KvClientMessage.get_blob_result:type_name -> agent.v1.GetBlobResult
-	290, // 247: agent.v1.KvClientMessage.set_blob_result:type_name -> agent.v1.SetBlobResult
+	292, // 247: agent.v1.KvClientMessage.set_blob_result:type_name -> agent.v1.SetBlobResult
 	132, // 248: agent.v1.KvServerMessage.get_blob_args:type_name -> agent.v1.GetBlobArgs
-	289, // 249: agent.v1.KvServerMessage.set_blob_args:type_name -> agent.v1.SetBlobArgs
-	323, // 250: agent.v1.KvServerMessage.span_context:type_name -> agent.v1.SpanContext
+	291, // 249: agent.v1.KvServerMessage.set_blob_args:type_name -> agent.v1.SetBlobArgs
+	325, // 250: agent.v1.KvServerMessage.span_context:type_name -> agent.v1.SpanContext
 	162, // 251: agent.v1.ListMcpResourcesExecResult.success:type_name -> agent.v1.ListMcpResourcesSuccess
 	158, // 252: agent.v1.ListMcpResourcesExecResult.error:type_name -> agent.v1.ListMcpResourcesError
 	161, // 253: agent.v1.ListMcpResourcesExecResult.rejected:type_name -> agent.v1.ListMcpResourcesRejected
-	374, // 254: agent.v1.ListMcpResourcesSuccess.resources:type_name -> agent.v1.ListMcpResourcesExecResult.McpResource
+	376, // 254: agent.v1.ListMcpResourcesSuccess.resources:type_name -> agent.v1.ListMcpResourcesExecResult.McpResource
 	288, // 255: agent.v1.LsArgs.sandbox_policy:type_name -> agent.v1.SandboxPolicy
 	164, // 256: agent.v1.LsDirectoryTreeNode.children_dirs:type_name -> agent.v1.LsDirectoryTreeNode
-	377, // 257: agent.v1.LsDirectoryTreeNode.children_files:type_name -> agent.v1.LsDirectoryTreeNode.File
-	376, // 258: agent.v1.LsDirectoryTreeNode.full_subtree_extension_counts:type_name -> agent.v1.LsDirectoryTreeNode.FullSubtreeExtensionCountsEntry
+	379, // 257: agent.v1.LsDirectoryTreeNode.children_files:type_name -> agent.v1.LsDirectoryTreeNode.File
+	378, // 258: agent.v1.LsDirectoryTreeNode.full_subtree_extension_counts:type_name -> agent.v1.LsDirectoryTreeNode.FullSubtreeExtensionCountsEntry
 	168, // 259: agent.v1.LsResult.success:type_name -> agent.v1.LsSuccess
 	165, // 260: agent.v1.LsResult.error:type_name -> agent.v1.LsError
 	166, // 261: agent.v1.LsResult.rejected:type_name -> agent.v1.LsRejected
@@ -31441,13 +31677,13 @@ var file_agent_v1_agent_proto_depIdxs = []int32{
 	164, // 264: agent.v1.LsTimeout.directory_tree_root:type_name -> agent.v1.LsDirectoryTreeNode
 	163, // 265: agent.v1.LsToolCall.args:type_name -> agent.v1.LsArgs
 	167, // 266: agent.v1.LsToolCall.result:type_name -> agent.v1.LsResult
-	380, // 267: agent.v1.MatchedInstalledPlugin.skills:type_name -> agent.v1.RecentlyAddedPlugin.CapabilityDescriptor
-	380, // 268: agent.v1.MatchedInstalledPlugin.subagents:type_name -> agent.v1.RecentlyAddedPlugin.CapabilityDescriptor
-	380, // 269: agent.v1.MatchedInstalledPlugin.hooks:type_name -> agent.v1.RecentlyAddedPlugin.CapabilityDescriptor
-	380, // 270: agent.v1.MatchedInstalledPlugin.rules:type_name -> agent.v1.RecentlyAddedPlugin.CapabilityDescriptor
-	380, // 271: agent.v1.MatchedInstalledPlugin.commands:type_name -> agent.v1.RecentlyAddedPlugin.CapabilityDescriptor
-	378, // 272: agent.v1.McpArgs.args:type_name -> agent.v1.McpArgs.ArgsEntry
-	316, // 273: agent.v1.McpArgs.smart_mode_approval:type_name -> agent.v1.SmartModeApproval
+	382, // 267: agent.v1.MatchedInstalledPlugin.skills:type_name -> agent.v1.RecentlyAddedPlugin.CapabilityDescriptor
+	382, // 268: agent.v1.MatchedInstalledPlugin.subagents:type_name -> agent.v1.RecentlyAddedPlugin.CapabilityDescriptor
+	382, // 269: agent.v1.MatchedInstalledPlugin.hooks:type_name -> agent.v1.RecentlyAddedPlugin.CapabilityDescriptor
+	382, // 270: agent.v1.MatchedInstalledPlugin.rules:type_name -> agent.v1.RecentlyAddedPlugin.CapabilityDescriptor
+	382, // 271: agent.v1.MatchedInstalledPlugin.commands:type_name -> agent.v1.RecentlyAddedPlugin.CapabilityDescriptor
+	380, // 272: agent.v1.McpArgs.args:type_name -> agent.v1.McpArgs.ArgsEntry
+	318, // 273: agent.v1.McpArgs.smart_mode_approval:type_name -> agent.v1.SmartModeApproval
 	192, // 274: agent.v1.McpDescriptor.tools:type_name -> agent.v1.McpToolDescriptor
 	176, // 275: agent.v1.McpFileSystemOptions.mcp_descriptors:type_name -> agent.v1.McpDescriptor
 	176, // 276: agent.v1.McpMetaToolOptions.mcp_descriptors:type_name -> agent.v1.McpDescriptor
@@ -31459,12 +31695,12 @@ var file_agent_v1_agent_proto_depIdxs = []int32{
 	185, // 282: agent.v1.McpResult.server_not_found:type_name -> agent.v1.McpServerNotFound
 	174, // 283: agent.v1.McpResult.approved:type_name -> agent.v1.McpApproved
 	196, // 284: agent.v1.McpSuccess.content:type_name -> agent.v1.McpToolResultContentItem
-	389, // 285: agent.v1.McpSuccess.structured_content:type_name -> google.protobuf.Struct
+	392, // 285: agent.v1.McpSuccess.structured_content:type_name -> google.protobuf.Struct
 	202, // 286: agent.v1.McpTextContent.output_location:type_name -> agent.v1.OutputLocation
 	175, // 287: agent.v1.McpToolCall.args:type_name -> agent.v1.McpArgs
 	195, // 288: agent.v1.McpToolCall.result:type_name -> agent.v1.McpToolResult
-	390, // 289: agent.v1.McpToolDefinition.input_schema:type_name -> google.protobuf.Value
-	390, // 290: agent.v1.McpToolDescriptor.input_schema:type_name -> google.protobuf.Value
+	393, // 289: agent.v1.McpToolDefinition.input_schema:type_name -> google.protobuf.Value
+	393, // 290: agent.v1.McpToolDescriptor.input_schema:type_name -> google.protobuf.Value
 	188, // 291: agent.v1.McpToolResult.success:type_name -> agent.v1.McpSuccess
 	193, // 292: agent.v1.McpToolResult.error:type_name -> agent.v1.McpToolError
 	183, // 293: agent.v1.McpToolResult.rejected:type_name -> agent.v1.McpRejected
@@ -31472,14 +31708,14 @@ var file_agent_v1_agent_proto_depIdxs = []int32{
 	189, // 295: agent.v1.McpToolResultContentItem.text:type_name -> agent.v1.McpTextContent
 	179, // 296: agent.v1.McpToolResultContentItem.image:type_name -> agent.v1.McpImageContent
 	191, // 297: agent.v1.McpTools.mcp_tools:type_name -> agent.v1.McpToolDefinition
-	343, // 298: agent.v1.ModelDetails.thinking_details:type_name -> agent.v1.ThinkingDetails
+	345, // 298: agent.v1.ModelDetails.thinking_details:type_name -> agent.v1.ThinkingDetails
 	37,  // 299: agent.v1.ModelDetails.api_key_credentials:type_name -> agent.v1.ApiKeyCredentials
 	38,  // 300: agent.v1.ModelDetails.azure_credentials:type_name -> agent.v1.AzureCredentials
 	43,  // 301: agent.v1.ModelDetails.bedrock_credentials:type_name -> agent.v1.BedrockCredentials
 	8,   // 302: agent.v1.MountedAgentStore.kind:type_name -> agent.v1.MountedAgentStoreKind
 	20,  // 303: agent.v1.NetworkPolicy.default_action:type_name -> agent.v1.NetworkPolicy.DefaultAction
 	201, // 304: agent.v1.NetworkPolicy.logging:type_name -> agent.v1.NetworkPolicyLoggingConfig
-	345, // 305: agent.v1.PartialToolCallUpdate.tool_call:type_name -> agent.v1.ToolCall
+	347, // 305: agent.v1.PartialToolCallUpdate.tool_call:type_name -> agent.v1.ToolCall
 	231, // 306: agent.v1.PiBashExecError.truncation:type_name -> agent.v1.PiTruncation
 	208, // 307: agent.v1.PiBashExecResult.success:type_name -> agent.v1.PiBashExecSuccess
 	206, // 308: agent.v1.PiBashExecResult.error:type_name -> agent.v1.PiBashExecError
@@ -31506,12 +31742,12 @@ var file_agent_v1_agent_proto_depIdxs = []int32{
 	241, // 329: agent.v1.PrecomputedHumanChange.rendered_diffs:type_name -> agent.v1.PrecomputedHumanChangeRenderedDiff
 	237, // 330: agent.v1.Range.start:type_name -> agent.v1.Position
 	237, // 331: agent.v1.Range.end:type_name -> agent.v1.Position
-	316, // 332: agent.v1.ReadMcpResourceExecArgs.smart_mode_approval:type_name -> agent.v1.SmartModeApproval
+	318, // 332: agent.v1.ReadMcpResourceExecArgs.smart_mode_approval:type_name -> agent.v1.SmartModeApproval
 	254, // 333: agent.v1.ReadMcpResourceExecResult.success:type_name -> agent.v1.ReadMcpResourceSuccess
 	249, // 334: agent.v1.ReadMcpResourceExecResult.error:type_name -> agent.v1.ReadMcpResourceError
 	253, // 335: agent.v1.ReadMcpResourceExecResult.rejected:type_name -> agent.v1.ReadMcpResourceRejected
 	252, // 336: agent.v1.ReadMcpResourceExecResult.not_found:type_name -> agent.v1.ReadMcpResourceNotFound
-	379, // 337: agent.v1.ReadMcpResourceSuccess.annotations:type_name -> agent.v1.ReadMcpResourceSuccess.AnnotationsEntry
+	381, // 337: agent.v1.ReadMcpResourceSuccess.annotations:type_name -> agent.v1.ReadMcpResourceSuccess.AnnotationsEntry
 	202, // 338: agent.v1.ReadMcpResourceSuccess.output_location:type_name -> agent.v1.OutputLocation
 	259, // 339: agent.v1.ReadResult.success:type_name -> agent.v1.ReadSuccess
 	246, // 340: agent.v1.ReadResult.error:type_name -> agent.v1.ReadError
@@ -31525,11 +31761,11 @@ var file_agent_v1_agent_proto_depIdxs = []int32{
 	262, // 348: agent.v1.ReadToolResult.error:type_name -> agent.v1.ReadToolError
 	256, // 349: agent.v1.ReadToolSuccess.read_range:type_name -> agent.v1.ReadRange
 	84,  // 350: agent.v1.ReadToolSuccess.related_cursor_rules:type_name -> agent.v1.CursorRule
-	380, // 351: agent.v1.RecentlyAddedPlugin.skills:type_name -> agent.v1.RecentlyAddedPlugin.CapabilityDescriptor
-	380, // 352: agent.v1.RecentlyAddedPlugin.subagents:type_name -> agent.v1.RecentlyAddedPlugin.CapabilityDescriptor
-	380, // 353: agent.v1.RecentlyAddedPlugin.hooks:type_name -> agent.v1.RecentlyAddedPlugin.CapabilityDescriptor
-	380, // 354: agent.v1.RecentlyAddedPlugin.rules:type_name -> agent.v1.RecentlyAddedPlugin.CapabilityDescriptor
-	380, // 355: agent.v1.RecentlyAddedPlugin.commands:type_name -> agent.v1.RecentlyAddedPlugin.CapabilityDescriptor
+	382, // 351: agent.v1.RecentlyAddedPlugin.skills:type_name -> agent.v1.RecentlyAddedPlugin.CapabilityDescriptor
+	382, // 352: agent.v1.RecentlyAddedPlugin.subagents:type_name -> agent.v1.RecentlyAddedPlugin.CapabilityDescriptor
+	382, // 353: agent.v1.RecentlyAddedPlugin.hooks:type_name -> agent.v1.RecentlyAddedPlugin.CapabilityDescriptor
+	382, // 354: agent.v1.RecentlyAddedPlugin.rules:type_name -> agent.v1.RecentlyAddedPlugin.CapabilityDescriptor
+	382, // 355: agent.v1.RecentlyAddedPlugin.commands:type_name -> agent.v1.RecentlyAddedPlugin.CapabilityDescriptor
 	10,  // 356: agent.v1.RecordScreenArgs.mode:type_name -> agent.v1.RecordingMode
 	271, // 357: agent.v1.RecordScreenResult.start_success:type_name -> agent.v1.RecordScreenStartSuccess
 	270, // 358: agent.v1.RecordScreenResult.save_success:type_name -> agent.v1.RecordScreenSaveSuccess
@@ -31544,8 +31780,8 @@ var file_agent_v1_agent_proto_depIdxs = []int32{
 	164, // 367: agent.v1.RequestContext.project_layouts:type_name -> agent.v1.LsDirectoryTreeNode
 	180, // 368: agent.v1.RequestContext.mcp_instructions:type_name -> agent.v1.McpInstructions
 	91,  // 369: agent.v1.RequestContext.debug_mode_config:type_name -> agent.v1.DebugModeConfig
-	315, // 370: agent.v1.RequestContext.skill_options:type_name -> agent.v1.SkillOptions
-	381, // 371: agent.v1.RequestContext.file_contents:type_name -> agent.v1.RequestContext.FileContentsEntry
+	317, // 370: agent.v1.RequestContext.skill_options:type_name -> agent.v1.SkillOptions
+	383, // 371: agent.v1.RequestContext.file_contents:type_name -> agent.v1.RequestContext.FileContentsEntry
 	90,  // 372: agent.v1.RequestContext.custom_subagents:type_name -> agent.v1.CustomSubagent
 	178, // 373: agent.v1.RequestContext.mcp_file_system_options:type_name -> agent.v1.McpFileSystemOptions
 	152, // 374: agent.v1.RequestContext.hooks_config:type_name -> agent.v1.HooksConfigInfo
@@ -31558,15 +31794,15 @@ var file_agent_v1_agent_proto_depIdxs = []int32{
 	204, // 381: agent.v1.RequestContext.user_permissions_auto_run:type_name -> agent.v1.PermissionsAutoRunInstructions
 	204, // 382: agent.v1.RequestContext.project_permissions_auto_run:type_name -> agent.v1.PermissionsAutoRunInstructions
 	204, // 383: agent.v1.RequestContext.admin_permissions_auto_run:type_name -> agent.v1.PermissionsAutoRunInstructions
-	338, // 384: agent.v1.RequestContext.system_prompt_override:type_name -> agent.v1.SystemPromptSpec
+	340, // 384: agent.v1.RequestContext.system_prompt_override:type_name -> agent.v1.SystemPromptSpec
 	199, // 385: agent.v1.RequestContextEnv.mounted_agent_stores:type_name -> agent.v1.MountedAgentStore
-	353, // 386: agent.v1.RequestContextEnv.user_agent_store_web_context:type_name -> agent.v1.UserAgentStoreWebContext
-	391, // 387: agent.v1.RequestContextEnv.dev_mock_prompt_time:type_name -> google.protobuf.Timestamp
+	355, // 386: agent.v1.RequestContextEnv.user_agent_store_web_context:type_name -> agent.v1.UserAgentStoreWebContext
+	394, // 387: agent.v1.RequestContextEnv.dev_mock_prompt_time:type_name -> google.protobuf.Timestamp
 	279, // 388: agent.v1.RequestContextResult.success:type_name -> agent.v1.RequestContextSuccess
 	276, // 389: agent.v1.RequestContextResult.error:type_name -> agent.v1.RequestContextError
 	277, // 390: agent.v1.RequestContextResult.rejected:type_name -> agent.v1.RequestContextRejected
 	273, // 391: agent.v1.RequestContextSuccess.request_context:type_name -> agent.v1.RequestContext
-	382, // 392: agent.v1.RequestedModel.parameters:type_name -> agent.v1.RequestedModel.ModelParameterValue
+	384, // 392: agent.v1.RequestedModel.parameters:type_name -> agent.v1.RequestedModel.ModelParameterValue
 	37,  // 393: agent.v1.RequestedModel.api_key_credentials:type_name -> agent.v1.ApiKeyCredentials
 	38,  // 394: agent.v1.RequestedModel.azure_credentials:type_name -> agent.v1.AzureCredentials
 	43,  // 395: agent.v1.RequestedModel.bedrock_credentials:type_name -> agent.v1.BedrockCredentials
@@ -31580,104 +31816,107 @@ var file_agent_v1_agent_proto_depIdxs = []int32{
 	22,  // 403: agent.v1.SandboxPolicy.type:type_name -> agent.v1.SandboxPolicy.Type
 	200, // 404: agent.v1.SandboxPolicy.network_policy:type_name -> agent.v1.NetworkPolicy
 	21,  // 405: agent.v1.SandboxPolicy.read_boundary:type_name -> agent.v1.SandboxPolicy.ReadBoundaryMode
-	110, // 406: agent.v1.SetBlobResult.error:type_name -> agent.v1.Error
-	294, // 407: agent.v1.ShellAllowlistPrecheckArgs.parsing_result:type_name -> agent.v1.ShellCommandParsingResult
-	51,  // 408: agent.v1.ShellAllowlistPrecheckArgs.classifier_result:type_name -> agent.v1.CommandClassifierResult
-	294, // 409: agent.v1.ShellArgs.parsing_result:type_name -> agent.v1.ShellCommandParsingResult
-	288, // 410: agent.v1.ShellArgs.requested_sandbox_policy:type_name -> agent.v1.SandboxPolicy
-	18,  // 411: agent.v1.ShellArgs.timeout_behavior:type_name -> agent.v1.TimeoutBehavior
-	51,  // 412: agent.v1.ShellArgs.classifier_result:type_name -> agent.v1.CommandClassifierResult
-	298, // 413: agent.v1.ShellArgs.output_notification:type_name -> agent.v1.ShellOutputNotificationConfig
-	316, // 414: agent.v1.ShellArgs.smart_mode_approval:type_name -> agent.v1.SmartModeApproval
-	296, // 415: agent.v1.ShellArgs.hook_approval_requirement:type_name -> agent.v1.ShellHookApprovalRequirement
-	383, // 416: agent.v1.ShellCommandParsingResult.executable_commands:type_name -> agent.v1.ShellCommandParsingResult.ExecutableCommand
-	385, // 417: agent.v1.ShellCommandParsingResult.redirects:type_name -> agent.v1.ShellCommandParsingResult.Redirect
-	202, // 418: agent.v1.ShellFailure.output_location:type_name -> agent.v1.OutputLocation
-	14,  // 419: agent.v1.ShellFailure.abort_reason:type_name -> agent.v1.ShellAbortReason
-	23,  // 420: agent.v1.ShellHookApprovalRequirement.kind:type_name -> agent.v1.ShellHookApprovalRequirement.Kind
-	310, // 421: agent.v1.ShellOutputDeltaUpdate.stdout:type_name -> agent.v1.ShellStreamStdout
-	309, // 422: agent.v1.ShellOutputDeltaUpdate.stderr:type_name -> agent.v1.ShellStreamStderr
-	306, // 423: agent.v1.ShellOutputDeltaUpdate.exit:type_name -> agent.v1.ShellStreamExit
-	308, // 424: agent.v1.ShellOutputDeltaUpdate.start:type_name -> agent.v1.ShellStreamStart
-	311, // 425: agent.v1.ShellResult.success:type_name -> agent.v1.ShellSuccess
-	295, // 426: agent.v1.ShellResult.failure:type_name -> agent.v1.ShellFailure
-	312, // 427: agent.v1.ShellResult.timeout:type_name -> agent.v1.ShellTimeout
-	300, // 428: agent.v1.ShellResult.rejected:type_name -> agent.v1.ShellRejected
-	303, // 429: agent.v1.ShellResult.spawn_error:type_name -> agent.v1.ShellSpawnError
-	299, // 430: agent.v1.ShellResult.permission_denied:type_name -> agent.v1.ShellPermissionDenied
-	288, // 431: agent.v1.ShellResult.sandbox_policy:type_name -> agent.v1.SandboxPolicy
-	310, // 432: agent.v1.ShellStream.stdout:type_name -> agent.v1.ShellStreamStdout
-	309, // 433: agent.v1.ShellStream.stderr:type_name -> agent.v1.ShellStreamStderr
-	306, // 434: agent.v1.ShellStream.exit:type_name -> agent.v1.ShellStreamExit
-	308, // 435: agent.v1.ShellStream.start:type_name -> agent.v1.ShellStreamStart
-	300, // 436: agent.v1.ShellStream.rejected:type_name -> agent.v1.ShellRejected
-	299, // 437: agent.v1.ShellStream.permission_denied:type_name -> agent.v1.ShellPermissionDenied
-	305, // 438: agent.v1.ShellStream.backgrounded:type_name -> agent.v1.ShellStreamBackgrounded
-	307, // 439: agent.v1.ShellStream.hook_context:type_name -> agent.v1.ShellStreamHookContext
-	302, // 440: agent.v1.ShellStream.sandbox_unsupported:type_name -> agent.v1.ShellSandboxUnsupported
-	15,  // 441: agent.v1.ShellStreamBackgrounded.reason:type_name -> agent.v1.ShellBackgroundReason
-	202, // 442: agent.v1.ShellStreamExit.output_location:type_name -> agent.v1.OutputLocation
-	14,  // 443: agent.v1.ShellStreamExit.abort_reason:type_name -> agent.v1.ShellAbortReason
-	151, // 444: agent.v1.ShellStreamHookContext.hook_additional_contexts:type_name -> agent.v1.HookAdditionalContext
-	288, // 445: agent.v1.ShellStreamStart.sandbox_policy:type_name -> agent.v1.SandboxPolicy
-	202, // 446: agent.v1.ShellSuccess.output_location:type_name -> agent.v1.OutputLocation
-	15,  // 447: agent.v1.ShellSuccess.background_reason:type_name -> agent.v1.ShellBackgroundReason
-	293, // 448: agent.v1.ShellToolCall.args:type_name -> agent.v1.ShellArgs
-	301, // 449: agent.v1.ShellToolCall.result:type_name -> agent.v1.ShellResult
-	9,   // 450: agent.v1.SkillDescriptor.package_type:type_name -> agent.v1.PackageType
-	314, // 451: agent.v1.SkillOptions.skill_descriptors:type_name -> agent.v1.SkillDescriptor
-	322, // 452: agent.v1.SmartModeClassifierArgs.target:type_name -> agent.v1.SmartModeRiskTarget
-	318, // 453: agent.v1.SmartModeClassifierArgs.conversation_context:type_name -> agent.v1.SmartModeClassifierConversationMessage
-	321, // 454: agent.v1.SmartModeClassifierResult.success:type_name -> agent.v1.SmartModeClassifierSuccess
-	319, // 455: agent.v1.SmartModeClassifierResult.error:type_name -> agent.v1.SmartModeClassifierError
-	16,  // 456: agent.v1.SmartModeClassifierSuccess.decision:type_name -> agent.v1.SmartModeClassifierDecision
-	389, // 457: agent.v1.SmartModeRiskTarget.arguments:type_name -> google.protobuf.Struct
-	328, // 458: agent.v1.SubagentAwaitResult.complete:type_name -> agent.v1.SubagentAwaitComplete
-	332, // 459: agent.v1.SubagentAwaitResult.still_running:type_name -> agent.v1.SubagentAwaitStillRunning
-	330, // 460: agent.v1.SubagentAwaitResult.not_found:type_name -> agent.v1.SubagentAwaitNotFound
-	329, // 461: agent.v1.SubagentAwaitResult.error:type_name -> agent.v1.SubagentAwaitError
-	280, // 462: agent.v1.SubagentModelOverride.model:type_name -> agent.v1.RequestedModel
-	386, // 463: agent.v1.TerminalMetadata.last_commands:type_name -> agent.v1.TerminalMetadata.Command
-	386, // 464: agent.v1.TerminalMetadata.current_command:type_name -> agent.v1.TerminalMetadata.Command
-	17,  // 465: agent.v1.ThinkingDeltaUpdate.thinking_style:type_name -> agent.v1.ThinkingStyle
-	313, // 466: agent.v1.ToolCall.shell_tool_call:type_name -> agent.v1.ShellToolCall
-	101, // 467: agent.v1.ToolCall.delete_tool_call:type_name -> agent.v1.DeleteToolCall
-	147, // 468: agent.v1.ToolCall.grep_tool_call:type_name -> agent.v1.GrepToolCall
-	261, // 469: agent.v1.ToolCall.read_tool_call:type_name -> agent.v1.ReadToolCall
-	170, // 470: agent.v1.ToolCall.ls_tool_call:type_name -> agent.v1.LsToolCall
-	190, // 471: agent.v1.ToolCall.mcp_tool_call:type_name -> agent.v1.McpToolCall
-	345, // 472: agent.v1.ToolCallCompletedUpdate.tool_call:type_name -> agent.v1.ToolCall
-	347, // 473: agent.v1.ToolCallDeltaUpdate.tool_call_delta:type_name -> agent.v1.ToolCallDelta
-	345, // 474: agent.v1.ToolCallStartedUpdate.tool_call:type_name -> agent.v1.ToolCall
-	1,   // 475: agent.v1.UserMessage.mode:type_name -> agent.v1.AgentMode
-	354, // 476: agent.v1.UserMessageAction.user_message:type_name -> agent.v1.UserMessage
-	273, // 477: agent.v1.UserMessageAction.request_context:type_name -> agent.v1.RequestContext
-	354, // 478: agent.v1.UserMessageAction.prepend_user_messages:type_name -> agent.v1.UserMessage
-	64,  // 479: agent.v1.UserMessageAction.conversation_history:type_name -> agent.v1.ConversationHistory
-	354, // 480: agent.v1.UserMessageAppendedUpdate.user_message:type_name -> agent.v1.UserMessage
-	369, // 481: agent.v1.WriteResult.success:type_name -> agent.v1.WriteSuccess
-	362, // 482: agent.v1.WriteResult.permission_denied:type_name -> agent.v1.WritePermissionDenied
-	361, // 483: agent.v1.WriteResult.no_space:type_name -> agent.v1.WriteNoSpace
-	360, // 484: agent.v1.WriteResult.error:type_name -> agent.v1.WriteError
-	363, // 485: agent.v1.WriteResult.rejected:type_name -> agent.v1.WriteRejected
-	368, // 486: agent.v1.WriteShellStdinResult.success:type_name -> agent.v1.WriteShellStdinSuccess
-	366, // 487: agent.v1.WriteShellStdinResult.error:type_name -> agent.v1.WriteShellStdinError
-	148, // 488: agent.v1.GrepSuccess.WorkspaceResultsEntry.value:type_name -> agent.v1.GrepUnionResult
-	375, // 489: agent.v1.ListMcpResourcesExecResult.McpResource.annotations:type_name -> agent.v1.ListMcpResourcesExecResult.McpResource.AnnotationsEntry
-	339, // 490: agent.v1.LsDirectoryTreeNode.File.terminal_metadata:type_name -> agent.v1.TerminalMetadata
-	390, // 491: agent.v1.McpArgs.ArgsEntry.value:type_name -> google.protobuf.Value
-	384, // 492: agent.v1.ShellCommandParsingResult.ExecutableCommand.args:type_name -> agent.v1.ShellCommandParsingResult.ExecutableCommandArg
-	27,  // 493: agent.v1.AgentService.Run:input_type -> agent.v1.AgentClientMessage
-	392, // 494: agent.v1.AgentService.RunSSE:input_type -> aiserver.v1.BidiRequestId
-	134, // 495: agent.v1.AgentService.GetUsableModels:input_type -> agent.v1.GetUsableModelsRequest
-	29,  // 496: agent.v1.AgentService.Run:output_type -> agent.v1.AgentServerMessage
-	29,  // 497: agent.v1.AgentService.RunSSE:output_type -> agent.v1.AgentServerMessage
-	135, // 498: agent.v1.AgentService.GetUsableModels:output_type -> agent.v1.GetUsableModelsResponse
-	496, // [496:499] is the sub-list for method output_type
-	493, // [493:496] is the sub-list for method input_type
-	493, // [493:493] is the sub-list for extension type_name
-	493, // [493:493] is the sub-list for extension extendee
-	0,   // [0:493] is the sub-list for field type_name
+	290, // 406: agent.v1.SelectedContext.selected_images:type_name -> agent.v1.SelectedImage
+	385, // 407: agent.v1.SelectedImage.dimension:type_name -> agent.v1.SelectedImage.Dimension
+	110, // 408: agent.v1.SetBlobResult.error:type_name -> agent.v1.Error
+	296, // 409: agent.v1.ShellAllowlistPrecheckArgs.parsing_result:type_name -> agent.v1.ShellCommandParsingResult
+	51,  // 410: agent.v1.ShellAllowlistPrecheckArgs.classifier_result:type_name -> agent.v1.CommandClassifierResult
+	296, // 411: agent.v1.ShellArgs.parsing_result:type_name -> agent.v1.ShellCommandParsingResult
+	288, // 412: agent.v1.ShellArgs.requested_sandbox_policy:type_name -> agent.v1.SandboxPolicy
+	18,  // 413: agent.v1.ShellArgs.timeout_behavior:type_name -> agent.v1.TimeoutBehavior
+	51,  // 414: agent.v1.ShellArgs.classifier_result:type_name -> agent.v1.CommandClassifierResult
+	300, // 415: agent.v1.ShellArgs.output_notification:type_name -> agent.v1.ShellOutputNotificationConfig
+	318, // 416: agent.v1.ShellArgs.smart_mode_approval:type_name -> agent.v1.SmartModeApproval
+	298, // 417: agent.v1.ShellArgs.hook_approval_requirement:type_name -> agent.v1.ShellHookApprovalRequirement
+	386, // 418: agent.v1.ShellCommandParsingResult.executable_commands:type_name -> agent.v1.ShellCommandParsingResult.ExecutableCommand
+	388, // 419: agent.v1.ShellCommandParsingResult.redirects:type_name -> agent.v1.ShellCommandParsingResult.Redirect
+	202, // 420: agent.v1.ShellFailure.output_location:type_name -> agent.v1.OutputLocation
+	14,  // 421: agent.v1.ShellFailure.abort_reason:type_name -> agent.v1.ShellAbortReason
+	23,  // 422: agent.v1.ShellHookApprovalRequirement.kind:type_name -> agent.v1.ShellHookApprovalRequirement.Kind
+	312, // 423: agent.v1.ShellOutputDeltaUpdate.stdout:type_name -> agent.v1.ShellStreamStdout
+	311, // 424: agent.v1.ShellOutputDeltaUpdate.stderr:type_name -> agent.v1.ShellStreamStderr
+	308, // 425: agent.v1.ShellOutputDeltaUpdate.exit:type_name -> agent.v1.ShellStreamExit
+	310, // 426: agent.v1.ShellOutputDeltaUpdate.start:type_name -> agent.v1.ShellStreamStart
+	313, // 427: agent.v1.ShellResult.success:type_name -> agent.v1.ShellSuccess
+	297, // 428: agent.v1.ShellResult.failure:type_name -> agent.v1.ShellFailure
+	314, // 429: agent.v1.ShellResult.timeout:type_name -> agent.v1.ShellTimeout
+	302, // 430: agent.v1.ShellResult.rejected:type_name -> agent.v1.ShellRejected
+	305, // 431: agent.v1.ShellResult.spawn_error:type_name -> agent.v1.ShellSpawnError
+	301, // 432: agent.v1.ShellResult.permission_denied:type_name -> agent.v1.ShellPermissionDenied
+	288, // 433: agent.v1.ShellResult.sandbox_policy:type_name -> agent.v1.SandboxPolicy
+	312, // 434: agent.v1.ShellStream.stdout:type_name -> agent.v1.ShellStreamStdout
+	311, // 435: agent.v1.ShellStream.stderr:type_name -> agent.v1.ShellStreamStderr
+	308, // 436: agent.v1.ShellStream.exit:type_name -> agent.v1.ShellStreamExit
+	310, // 437: agent.v1.ShellStream.start:type_name -> agent.v1.ShellStreamStart
+	302, // 438: agent.v1.ShellStream.rejected:type_name -> agent.v1.ShellRejected
+	301, // 439: agent.v1.ShellStream.permission_denied:type_name -> agent.v1.ShellPermissionDenied
+	307, // 440: agent.v1.ShellStream.backgrounded:type_name -> agent.v1.ShellStreamBackgrounded
+	309, // 441: agent.v1.ShellStream.hook_context:type_name -> agent.v1.ShellStreamHookContext
+	304, // 442: agent.v1.ShellStream.sandbox_unsupported:type_name -> agent.v1.ShellSandboxUnsupported
+	15,  // 443: agent.v1.ShellStreamBackgrounded.reason:type_name -> agent.v1.ShellBackgroundReason
+	202, // 444: agent.v1.ShellStreamExit.output_location:type_name -> agent.v1.OutputLocation
+	14,  // 445: agent.v1.ShellStreamExit.abort_reason:type_name -> agent.v1.ShellAbortReason
+	151, // 446: agent.v1.ShellStreamHookContext.hook_additional_contexts:type_name -> agent.v1.HookAdditionalContext
+	288, // 447: agent.v1.ShellStreamStart.sandbox_policy:type_name -> agent.v1.SandboxPolicy
+	202, // 448: agent.v1.ShellSuccess.output_location:type_name -> agent.v1.OutputLocation
+	15,  // 449: agent.v1.ShellSuccess.background_reason:type_name -> agent.v1.ShellBackgroundReason
+	295, // 450: agent.v1.ShellToolCall.args:type_name -> agent.v1.ShellArgs
+	303, // 451: agent.v1.ShellToolCall.result:type_name -> agent.v1.ShellResult
+	9,   // 452: agent.v1.SkillDescriptor.package_type:type_name -> agent.v1.PackageType
+	316, // 453: agent.v1.SkillOptions.skill_descriptors:type_name -> agent.v1.SkillDescriptor
+	324, // 454: agent.v1.SmartModeClassifierArgs.target:type_name -> agent.v1.SmartModeRiskTarget
+	320, // 455: agent.v1.SmartModeClassifierArgs.conversation_context:type_name -> agent.v1.SmartModeClassifierConversationMessage
+	323, // 456: agent.v1.SmartModeClassifierResult.success:type_name -> agent.v1.SmartModeClassifierSuccess
+	321, // 457: agent.v1.SmartModeClassifierResult.error:type_name -> agent.v1.SmartModeClassifierError
+	16,  // 458: agent.v1.SmartModeClassifierSuccess.decision:type_name -> agent.v1.SmartModeClassifierDecision
+	392, // 459: agent.v1.SmartModeRiskTarget.arguments:type_name -> google.protobuf.Struct
+	330, // 460: agent.v1.SubagentAwaitResult.complete:type_name -> agent.v1.SubagentAwaitComplete
+	334, // 461: agent.v1.SubagentAwaitResult.still_running:type_name -> agent.v1.SubagentAwaitStillRunning
+	332, // 462: agent.v1.SubagentAwaitResult.not_found:type_name -> agent.v1.SubagentAwaitNotFound
+	331, // 463: agent.v1.SubagentAwaitResult.error:type_name -> agent.v1.SubagentAwaitError
+	280, // 464: agent.v1.SubagentModelOverride.model:type_name -> agent.v1.RequestedModel
+	389, // 465: agent.v1.TerminalMetadata.last_commands:type_name -> agent.v1.TerminalMetadata.Command
+	389, // 466: agent.v1.TerminalMetadata.current_command:type_name -> agent.v1.TerminalMetadata.Command
+	17,  // 467: agent.v1.ThinkingDeltaUpdate.thinking_style:type_name -> agent.v1.ThinkingStyle
+	315, // 468: agent.v1.ToolCall.shell_tool_call:type_name -> agent.v1.ShellToolCall
+	101, // 469: agent.v1.ToolCall.delete_tool_call:type_name -> agent.v1.DeleteToolCall
+	147, // 470: agent.v1.ToolCall.grep_tool_call:type_name -> agent.v1.GrepToolCall
+	261, // 471: agent.v1.ToolCall.read_tool_call:type_name -> agent.v1.ReadToolCall
+	170, // 472: agent.v1.ToolCall.ls_tool_call:type_name -> agent.v1.LsToolCall
+	190, // 473: agent.v1.ToolCall.mcp_tool_call:type_name -> agent.v1.McpToolCall
+	347, // 474: agent.v1.ToolCallCompletedUpdate.tool_call:type_name -> agent.v1.ToolCall
+	349, // 475: agent.v1.ToolCallDeltaUpdate.tool_call_delta:type_name -> agent.v1.ToolCallDelta
+	347, // 476: agent.v1.ToolCallStartedUpdate.tool_call:type_name -> agent.v1.ToolCall
+	289, // 477: agent.v1.UserMessage.selected_context:type_name -> agent.v1.SelectedContext
+	1,   // 478: agent.v1.UserMessage.mode:type_name -> agent.v1.AgentMode
+	356, // 479: agent.v1.UserMessageAction.user_message:type_name -> agent.v1.UserMessage
+	273, // 480: agent.v1.UserMessageAction.request_context:type_name -> agent.v1.RequestContext
+	356, // 481: agent.v1.UserMessageAction.prepend_user_messages:type_name -> agent.v1.UserMessage
+	64,  // 482: agent.v1.UserMessageAction.conversation_history:type_name -> agent.v1.ConversationHistory
+	356, // 483: agent.v1.UserMessageAppendedUpdate.user_message:type_name -> agent.v1.UserMessage
+	371, // 484: agent.v1.WriteResult.success:type_name -> agent.v1.WriteSuccess
+	364, // 485: agent.v1.WriteResult.permission_denied:type_name -> agent.v1.WritePermissionDenied
+	363, // 486: agent.v1.WriteResult.no_space:type_name -> agent.v1.WriteNoSpace
+	362, // 487: agent.v1.WriteResult.error:type_name -> agent.v1.WriteError
+	365, // 488: agent.v1.WriteResult.rejected:type_name -> agent.v1.WriteRejected
+	370, // 489: agent.v1.WriteShellStdinResult.success:type_name -> agent.v1.WriteShellStdinSuccess
+	368, // 490: agent.v1.WriteShellStdinResult.error:type_name -> agent.v1.WriteShellStdinError
+	148, // 491: agent.v1.GrepSuccess.WorkspaceResultsEntry.value:type_name -> agent.v1.GrepUnionResult
+	377, // 492: agent.v1.ListMcpResourcesExecResult.McpResource.annotations:type_name -> agent.v1.ListMcpResourcesExecResult.McpResource.AnnotationsEntry
+	341, // 493: agent.v1.LsDirectoryTreeNode.File.terminal_metadata:type_name -> agent.v1.TerminalMetadata
+	393, // 494: agent.v1.McpArgs.ArgsEntry.value:type_name -> google.protobuf.Value
+	387, // 495: agent.v1.ShellCommandParsingResult.ExecutableCommand.args:type_name -> agent.v1.ShellCommandParsingResult.ExecutableCommandArg
+	27,  // 496: agent.v1.AgentService.Run:input_type -> agent.v1.AgentClientMessage
+	395, // 497: agent.v1.AgentService.RunSSE:input_type -> aiserver.v1.BidiRequestId
+	134, // 498: agent.v1.AgentService.GetUsableModels:input_type -> agent.v1.GetUsableModelsRequest
+	29,  // 499: agent.v1.AgentService.Run:output_type -> agent.v1.AgentServerMessage
+	29,  // 500: agent.v1.AgentService.RunSSE:output_type -> agent.v1.AgentServerMessage
+	135, // 501: agent.v1.AgentService.GetUsableModels:output_type -> agent.v1.GetUsableModelsResponse
+	499, // [499:502] is the sub-list for method output_type
+	496, // [496:499] is the sub-list for method input_type
+	496, // [496:496] is the sub-list for extension type_name
+	496, // [496:496] is the sub-list for extension extendee
+	0,   // [0:496] is the sub-list for field type_name
 }
 
 func init() { file_agent_v1_agent_proto_init() }
@@ -32111,20 +32350,24 @@ func file_agent_v1_agent_proto_init() {
 		(*ResponseComparisonUpdate_Skipped)(nil),
 	}
 	file_agent_v1_agent_proto_msgTypes[264].OneofWrappers = []any{}
-	file_agent_v1_agent_proto_msgTypes[266].OneofWrappers = []any{}
-	file_agent_v1_agent_proto_msgTypes[267].OneofWrappers = []any{}
+	file_agent_v1_agent_proto_msgTypes[266].OneofWrappers = []any{
+		(*SelectedImage_BlobId)(nil),
+		(*SelectedImage_Data)(nil),
+	}
+	file_agent_v1_agent_proto_msgTypes[268].OneofWrappers = []any{}
 	file_agent_v1_agent_proto_msgTypes[269].OneofWrappers = []any{}
-	file_agent_v1_agent_proto_msgTypes[270].OneofWrappers = []any{}
 	file_agent_v1_agent_proto_msgTypes[271].OneofWrappers = []any{}
 	file_agent_v1_agent_proto_msgTypes[272].OneofWrappers = []any{}
-	file_agent_v1_agent_proto_msgTypes[273].OneofWrappers = []any{
+	file_agent_v1_agent_proto_msgTypes[273].OneofWrappers = []any{}
+	file_agent_v1_agent_proto_msgTypes[274].OneofWrappers = []any{}
+	file_agent_v1_agent_proto_msgTypes[275].OneofWrappers = []any{
 		(*ShellOutputDeltaUpdate_Stdout)(nil),
 		(*ShellOutputDeltaUpdate_Stderr)(nil),
 		(*ShellOutputDeltaUpdate_Exit)(nil),
 		(*ShellOutputDeltaUpdate_Start)(nil),
 	}
-	file_agent_v1_agent_proto_msgTypes[274].OneofWrappers = []any{}
-	file_agent_v1_agent_proto_msgTypes[277].OneofWrappers = []any{
+	file_agent_v1_agent_proto_msgTypes[276].OneofWrappers = []any{}
+	file_agent_v1_agent_proto_msgTypes[279].OneofWrappers = []any{
 		(*ShellResult_Success)(nil),
 		(*ShellResult_Failure)(nil),
 		(*ShellResult_Timeout)(nil),
@@ -32132,7 +32375,7 @@ func file_agent_v1_agent_proto_init() {
 		(*ShellResult_SpawnError)(nil),
 		(*ShellResult_PermissionDenied)(nil),
 	}
-	file_agent_v1_agent_proto_msgTypes[280].OneofWrappers = []any{
+	file_agent_v1_agent_proto_msgTypes[282].OneofWrappers = []any{
 		(*ShellStream_Stdout)(nil),
 		(*ShellStream_Stderr)(nil),
 		(*ShellStream_Exit)(nil),
@@ -32143,41 +32386,41 @@ func file_agent_v1_agent_proto_init() {
 		(*ShellStream_HookContext)(nil),
 		(*ShellStream_SandboxUnsupported)(nil),
 	}
-	file_agent_v1_agent_proto_msgTypes[281].OneofWrappers = []any{}
-	file_agent_v1_agent_proto_msgTypes[282].OneofWrappers = []any{}
+	file_agent_v1_agent_proto_msgTypes[283].OneofWrappers = []any{}
 	file_agent_v1_agent_proto_msgTypes[284].OneofWrappers = []any{}
-	file_agent_v1_agent_proto_msgTypes[287].OneofWrappers = []any{}
+	file_agent_v1_agent_proto_msgTypes[286].OneofWrappers = []any{}
 	file_agent_v1_agent_proto_msgTypes[289].OneofWrappers = []any{}
-	file_agent_v1_agent_proto_msgTypes[290].OneofWrappers = []any{}
-	file_agent_v1_agent_proto_msgTypes[293].OneofWrappers = []any{}
-	file_agent_v1_agent_proto_msgTypes[296].OneofWrappers = []any{
+	file_agent_v1_agent_proto_msgTypes[291].OneofWrappers = []any{}
+	file_agent_v1_agent_proto_msgTypes[292].OneofWrappers = []any{}
+	file_agent_v1_agent_proto_msgTypes[295].OneofWrappers = []any{}
+	file_agent_v1_agent_proto_msgTypes[298].OneofWrappers = []any{
 		(*SmartModeClassifierResult_Success)(nil),
 		(*SmartModeClassifierResult_Error)(nil),
 	}
-	file_agent_v1_agent_proto_msgTypes[297].OneofWrappers = []any{}
 	file_agent_v1_agent_proto_msgTypes[299].OneofWrappers = []any{}
-	file_agent_v1_agent_proto_msgTypes[304].OneofWrappers = []any{}
-	file_agent_v1_agent_proto_msgTypes[305].OneofWrappers = []any{}
-	file_agent_v1_agent_proto_msgTypes[307].OneofWrappers = []any{
+	file_agent_v1_agent_proto_msgTypes[301].OneofWrappers = []any{}
+	file_agent_v1_agent_proto_msgTypes[306].OneofWrappers = []any{}
+	file_agent_v1_agent_proto_msgTypes[307].OneofWrappers = []any{}
+	file_agent_v1_agent_proto_msgTypes[309].OneofWrappers = []any{
 		(*SubagentAwaitResult_Complete)(nil),
 		(*SubagentAwaitResult_StillRunning)(nil),
 		(*SubagentAwaitResult_NotFound)(nil),
 		(*SubagentAwaitResult_Error)(nil),
 	}
-	file_agent_v1_agent_proto_msgTypes[308].OneofWrappers = []any{}
-	file_agent_v1_agent_proto_msgTypes[309].OneofWrappers = []any{
+	file_agent_v1_agent_proto_msgTypes[310].OneofWrappers = []any{}
+	file_agent_v1_agent_proto_msgTypes[311].OneofWrappers = []any{
 		(*SubagentModelOverride_Model)(nil),
 		(*SubagentModelOverride_Inherit)(nil),
 		(*SubagentModelOverride_Disabled)(nil),
 	}
-	file_agent_v1_agent_proto_msgTypes[311].OneofWrappers = []any{}
-	file_agent_v1_agent_proto_msgTypes[314].OneofWrappers = []any{
+	file_agent_v1_agent_proto_msgTypes[313].OneofWrappers = []any{}
+	file_agent_v1_agent_proto_msgTypes[316].OneofWrappers = []any{
 		(*SystemPromptSpec_Replace)(nil),
 		(*SystemPromptSpec_Append)(nil),
 	}
-	file_agent_v1_agent_proto_msgTypes[315].OneofWrappers = []any{}
-	file_agent_v1_agent_proto_msgTypes[318].OneofWrappers = []any{}
-	file_agent_v1_agent_proto_msgTypes[321].OneofWrappers = []any{
+	file_agent_v1_agent_proto_msgTypes[317].OneofWrappers = []any{}
+	file_agent_v1_agent_proto_msgTypes[320].OneofWrappers = []any{}
+	file_agent_v1_agent_proto_msgTypes[323].OneofWrappers = []any{
 		(*ToolCall_ShellToolCall)(nil),
 		(*ToolCall_DeleteToolCall)(nil),
 		(*ToolCall_GrepToolCall)(nil),
@@ -32185,36 +32428,36 @@ func file_agent_v1_agent_proto_init() {
 		(*ToolCall_LsToolCall)(nil),
 		(*ToolCall_McpToolCall)(nil),
 	}
-	file_agent_v1_agent_proto_msgTypes[327].OneofWrappers = []any{}
-	file_agent_v1_agent_proto_msgTypes[328].OneofWrappers = []any{}
+	file_agent_v1_agent_proto_msgTypes[329].OneofWrappers = []any{}
 	file_agent_v1_agent_proto_msgTypes[330].OneofWrappers = []any{}
-	file_agent_v1_agent_proto_msgTypes[331].OneofWrappers = []any{}
+	file_agent_v1_agent_proto_msgTypes[332].OneofWrappers = []any{}
 	file_agent_v1_agent_proto_msgTypes[333].OneofWrappers = []any{}
 	file_agent_v1_agent_proto_msgTypes[335].OneofWrappers = []any{}
-	file_agent_v1_agent_proto_msgTypes[340].OneofWrappers = []any{
+	file_agent_v1_agent_proto_msgTypes[337].OneofWrappers = []any{}
+	file_agent_v1_agent_proto_msgTypes[342].OneofWrappers = []any{
 		(*WriteResult_Success)(nil),
 		(*WriteResult_PermissionDenied)(nil),
 		(*WriteResult_NoSpace)(nil),
 		(*WriteResult_Error)(nil),
 		(*WriteResult_Rejected)(nil),
 	}
-	file_agent_v1_agent_proto_msgTypes[343].OneofWrappers = []any{
+	file_agent_v1_agent_proto_msgTypes[345].OneofWrappers = []any{
 		(*WriteShellStdinResult_Success)(nil),
 		(*WriteShellStdinResult_Error)(nil),
 	}
-	file_agent_v1_agent_proto_msgTypes[345].OneofWrappers = []any{}
-	file_agent_v1_agent_proto_msgTypes[346].OneofWrappers = []any{}
-	file_agent_v1_agent_proto_msgTypes[350].OneofWrappers = []any{}
-	file_agent_v1_agent_proto_msgTypes[353].OneofWrappers = []any{}
-	file_agent_v1_agent_proto_msgTypes[361].OneofWrappers = []any{}
-	file_agent_v1_agent_proto_msgTypes[362].OneofWrappers = []any{}
+	file_agent_v1_agent_proto_msgTypes[347].OneofWrappers = []any{}
+	file_agent_v1_agent_proto_msgTypes[348].OneofWrappers = []any{}
+	file_agent_v1_agent_proto_msgTypes[352].OneofWrappers = []any{}
+	file_agent_v1_agent_proto_msgTypes[355].OneofWrappers = []any{}
+	file_agent_v1_agent_proto_msgTypes[364].OneofWrappers = []any{}
+	file_agent_v1_agent_proto_msgTypes[365].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agent_v1_agent_proto_rawDesc), len(file_agent_v1_agent_proto_rawDesc)),
 			NumEnums:      24,
-			NumMessages:   363,
+			NumMessages:   366,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

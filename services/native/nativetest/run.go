@@ -58,6 +58,11 @@ type Run struct {
 // UserText is the text of the run's user message.
 func (r Run) UserText() string { return userText(r.Request) }
 
+// Images are the images attached to the run's user message.
+func (r Run) Images() []*agentv1.SelectedImage {
+	return r.Request.GetAction().GetUserMessageAction().GetUserMessage().GetSelectedContext().GetSelectedImages()
+}
+
 // Model is the model the run asked for (requested_model, else model_details).
 func (r Run) Model() string { return modelOf(r.Request) }
 

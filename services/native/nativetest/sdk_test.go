@@ -1,6 +1,7 @@
 package nativetest_test
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -27,8 +28,9 @@ type driverLine struct {
 	ErrorMessage string `json:"error_message"`
 }
 
-// runDriver runs testdata/sdkdriver.mjs against the fake.
-func runDriver(t *testing.T, srv *nativetest.Server, model string, tool bool, prompts ...string) ([]driverLine, string) {
+// runDriver runs testdata/sdkdriver.mjs against the fake. A prompt is a
+// string or an SDKUserMessage ({text, images}).
+func runDriver(t *testing.T, srv *nativetest.Server, model string, tool bool, prompts ...any) ([]driverLine, string) {
 	t.Helper()
 	ps, err := json.Marshal(prompts)
 	require.NoError(t, err)
@@ -185,6 +187,35 @@ func TestSDKErrors(t *testing.T) {
 	require.Len(t, errs, 1)
 	assert.Contains(t, errs[0].ErrorMessage, "no-such-model")
 	assert.Empty(t, srv2.Runs(), "an unknown model fails before any run")
+}
+
+// TestSDKImages: the images of an SDK message (SDKUserMessage.images)
+// reach the run as the user message's selected images, each with its
+// bytes, media type and an id: the shape the gateway sends.
+func TestSDKImages(t *testing.T) {
+	png := nativetest.PNG(3, 2)
+	srv := nativetest.NewServer(t, nativetest.Options{Script: func(*agentv1.AgentRunRequest) nativetest.Script {
+		return nativetest.Script{Steps: []nativetest.Step{nativetest.Text("A red square.")}}
+	}})
+	lines, _ := runDriver(t, srv, "composer-2", false, map[string]any{
+		"text":   "what is in this picture?",
+		"images": []map[string]any{{"data": base64.StdEncoding.EncodeToString(png), "mimeType": "image/png"}},
+	})
+	results := linesOf(lines, "driver_result")
+	require.Len(t, results, 1, "%v", lines)
+	require.Equal(t, "finished", results[0].Status, "turn error: %s", results[0].Error)
+	assert.Equal(t, "A red square.", *results[0].Result)
+
+	runs := srv.Runs()
+	require.Len(t, runs, 1)
+	assert.Equal(t, "what is in this picture?", runs[0].UserText())
+	seen := runs[0].Images()
+	require.Len(t, seen, 1)
+	assert.Equal(t, png, seen[0].GetData(), "the image's bytes, not its base64")
+	assert.Equal(t, "image/png", seen[0].GetMimeType())
+	assert.Regexp(t, `^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`, seen[0].GetUuid(), "a random UUID each")
+	assert.Empty(t, seen[0].GetBlobId())
+	assert.Empty(t, seen[0].GetPath())
 }
 
 func linesOf(lines []driverLine, typ string) []driverLine {
