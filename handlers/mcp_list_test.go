@@ -81,6 +81,8 @@ func TestMCPListTools(t *testing.T) {
 			require.Contains(t, byName, "add")
 			require.Contains(t, byName, "echo")
 			assert.Equal(t, "Add two integers.", byName["add"].Description)
+			assert.Equal(t, "null", byName["add"].JSON.Annotations.Raw(), "a tool without annotations")
+			assert.JSONEq(t, `{"readOnlyHint":true,"idempotentHint":false,"title":"Echo"}`, byName["echo"].JSON.Annotations.Raw(), "its server's annotations")
 			schema, _ := json.Marshal(byName["add"].InputSchema)
 			assert.Equal(t, "object", gjson.GetBytes(schema, "type").String(), string(schema))
 			assert.True(t, gjson.GetBytes(schema, "properties.a").Exists(), string(schema))

@@ -121,6 +121,9 @@ type Tool struct {
 	// parameter's value. Models asked for "a freeform tool, not JSON" do
 	// write it so.
 	RawInput string
+	// Annotations are an MCP tool's hints (readOnlyHint, title, …) as its
+	// server gave them, a JSON object; only listings show them.
+	Annotations json.RawMessage
 }
 
 // ToolChoiceMode is how the request wants tools used.

@@ -183,13 +183,13 @@ const (
 	EventMCPListFailed     = "response.mcp_list_tools.failed"
 )
 
-// mcpListedTool is one tool of an mcp_list_tools item. The gateway keeps
-// no annotations of a tool: they are null.
+// mcpListedTool is one tool of an mcp_list_tools item: its annotations
+// are its server's, null when it gave none.
 type mcpListedTool struct {
 	Name        string          `json:"name"`
 	Description *string         `json:"description"`
 	InputSchema json.RawMessage `json:"input_schema"`
-	Annotations *struct{}       `json:"annotations"`
+	Annotations json.RawMessage `json:"annotations"`
 }
 
 // mcpListItem is the JSON of an mcp_list_tools item: empty while in
@@ -210,7 +210,10 @@ func mcpListItem(it *OutputItem) any {
 	}
 	for _, t := range it.Tools {
 		_, name := models.ToolRun{Name: t.Name}.Label()
-		lt := mcpListedTool{Name: name, InputSchema: t.Parameters}
+		lt := mcpListedTool{Name: name, InputSchema: t.Parameters, Annotations: t.Annotations}
+		if len(lt.Annotations) == 0 {
+			lt.Annotations = json.RawMessage("null")
+		}
 		if t.Description != "" {
 			lt.Description = &t.Description
 		}

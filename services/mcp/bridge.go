@@ -388,10 +388,23 @@ func (b *Bridge) Tools() []models.Tool {
 	for _, s := range b.servers {
 		_, tools, _ := s.current()
 		for _, t := range tools {
-			out = append(out, models.Tool{Name: ToolName(s.name, t.Name), Description: t.Description, Parameters: schema(t.InputSchema)})
+			out = append(out, models.Tool{Name: ToolName(s.name, t.Name), Description: t.Description, Parameters: schema(t.InputSchema),
+				Annotations: annotations(t.Annotations)})
 		}
 	}
 	return out
+}
+
+// annotations are a tool's annotations as JSON, nil without any.
+func annotations(a *sdk.ToolAnnotations) json.RawMessage {
+	if a == nil {
+		return nil
+	}
+	b, err := json.Marshal(a)
+	if err != nil {
+		return nil
+	}
+	return b
 }
 
 func schema(v any) json.RawMessage {

@@ -48,7 +48,8 @@ func text(s string) *sdk.CallToolResult {
 // NewServer returns the test server; stdio enables crash.
 func NewServer(stdio bool) *sdk.Server {
 	s := sdk.NewServer(&sdk.Implementation{Name: "mcptest", Version: "1"}, nil)
-	sdk.AddTool(s, &sdk.Tool{Name: "echo", Description: "Echo the text back."}, func(_ context.Context, _ *sdk.CallToolRequest, in echoIn) (*sdk.CallToolResult, any, error) {
+	sdk.AddTool(s, &sdk.Tool{Name: "echo", Description: "Echo the text back.",
+		Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true, Title: "Echo"}}, func(_ context.Context, _ *sdk.CallToolRequest, in echoIn) (*sdk.CallToolResult, any, error) {
 		return text("echo: " + in.Text), nil, nil
 	})
 	sdk.AddTool(s, &sdk.Tool{Name: "add", Description: "Add two integers."}, func(_ context.Context, _ *sdk.CallToolRequest, in addIn) (*sdk.CallToolResult, any, error) {
