@@ -257,7 +257,7 @@ func TestHandlerLenientDecoding(t *testing.T) {
 		{"content as parts with image_url and cache_control", `{"model":"claude-sonnet-4.6","messages":[` +
 			`{"role":"system","content":[{"type":"text","text":"Be brief.","cache_control":{"type":"ephemeral"}}]},` +
 			`{"role":"user","content":[{"type":"text","text":"What is this?","cache_control":{"type":"ephemeral","ttl":"5m"}},{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo=","detail":"low"}}]}]}`,
-			[]string{"Be brief.", "What is this?", "[image_url omitted"}},
+			[]string{"Be brief.", "What is this?", "[image omitted: this model accepts text only]"}},
 		{"content null with tool_calls, then a tool message", `{"model":"claude-sonnet-4.6","messages":[{"role":"user","content":"Weather in Oslo?"},` + history + `],` + toolsJSON + `}`,
 			[]string{`<invoke name="get_weather">{"city":"Oslo"}</invoke>`, `<tool_result id="call_a1" name="get_weather">`, "rain, 4°C"}},
 		{"tool call arguments as an object", `{"model":"claude-sonnet-4.6","messages":[{"role":"user","content":"Weather?"},` +
@@ -298,6 +298,7 @@ func TestHandlerLenientDecoding(t *testing.T) {
 			for _, want := range tc.sent {
 				assert.Contains(t, sent.String(), want)
 			}
+			assert.NotContains(t, sent.String(), "iVBORw0KGgo", "no image data in a text prompt")
 			assert.NotContains(t, sent.String(), "simple sum", "earlier reasoning is not replayed")
 		})
 	}

@@ -41,7 +41,11 @@ func ToRequest(req *MessagesRequest) (*models.Request, error) {
 		out.ShowThinking = req.Thinking.Display != "omitted"
 	}
 	if len(req.System) > 0 {
-		out.Messages = append(out.Messages, models.Message{Role: models.RoleSystem, Blocks: contentBlocks(req.System)})
+		blocks, err := contentBlocks(req.System, "system", 0)
+		if err != nil {
+			return nil, err
+		}
+		out.Messages = append(out.Messages, models.Message{Role: models.RoleSystem, Blocks: blocks})
 	}
 	if len(req.Messages) == 0 {
 		return nil, models.InvalidRequest("messages", "messages is empty: send at least one user message")
@@ -49,7 +53,11 @@ func ToRequest(req *MessagesRequest) (*models.Request, error) {
 	for i, m := range req.Messages {
 		switch m.Role {
 		case "user":
-			out.Messages = append(out.Messages, userMessages(m.Content)...)
+			msgs, err := userMessages(i, m.Content)
+			if err != nil {
+				return nil, err
+			}
+			out.Messages = append(out.Messages, msgs...)
 		case "assistant":
 			msgs, err := assistantMessages(i, m.Content)
 			if err != nil {
@@ -60,7 +68,11 @@ func ToRequest(req *MessagesRequest) (*models.Request, error) {
 			// Instructions among the messages (Claude Code 2.1 sends
 			// its environment so); the upstream has one system prompt,
 			// and the core gathers them there.
-			out.Messages = append(out.Messages, models.Message{Role: models.RoleSystem, Blocks: contentBlocks(m.Content)})
+			blocks, err := contentBlocks(m.Content, fmt.Sprintf("messages.%d.content", i), 0)
+			if err != nil {
+				return nil, err
+			}
+			out.Messages = append(out.Messages, models.Message{Role: models.RoleSystem, Blocks: blocks})
 		default:
 			return nil, models.InvalidRequest(fmt.Sprintf("messages.%d.role", i), "messages.%d.role %q is not supported: use \"user\", \"assistant\" or \"system\"", i, utils.Clip(m.Role, utils.QuoteLen))
 		}
@@ -120,59 +132,89 @@ func toToolChoice(tc *ToolChoice, tools []models.Tool) (models.ToolChoice, bool,
 }
 
 // contentBlocks converts the content of a system prompt, a user turn or a
-// tool result: text, and a marker for anything else (an image, a
-// document), which the upstream cannot take.
-func contentBlocks(c Content) []models.Block {
+// tool result: text, inline images, and a marker for anything else (a
+// document, an image given by URL or file), which the upstream cannot
+// take. param names the content, and offset the index of c[0] in it,
+// for an error's place.
+func contentBlocks(c Content, param string, offset int) ([]models.Block, error) {
 	blocks := make([]models.Block, 0, len(c))
-	for _, b := range c {
+	for j, b := range c {
 		switch b.Type {
 		case "text", "":
 			blocks = append(blocks, models.Block{Kind: models.BlockText, Text: b.Text})
 		case "thinking", "redacted_thinking":
 			blocks = append(blocks, models.Block{Kind: models.BlockThinking, Text: b.Thinking})
+		case "image":
+			at := fmt.Sprintf("%s.%d.source", param, offset+j)
+			switch {
+			case b.Source == nil:
+				return nil, models.InvalidRequest(at, "%s is required: an image block needs its source", at)
+			case b.Source.Type == "base64":
+				img, err := models.ImageBlock(b.Source.MediaType, b.Source.Data)
+				if err != nil {
+					return nil, models.InvalidRequest(at, "%s: %v", at, err)
+				}
+				blocks = append(blocks, img)
+			default:
+				blocks = append(blocks, models.Block{Kind: models.BlockMedia, Text: b.Type})
+			}
 		default:
 			blocks = append(blocks, models.Block{Kind: models.BlockMedia, Text: b.Type})
 		}
 	}
-	return blocks
+	return blocks, nil
 }
 
-// userMessages splits a user turn into the core's messages: each
+// userMessages splits user turn i into the core's messages: each
 // tool_result becomes a RoleTool message answering its call, and the
 // other blocks a user message, in their order.
-func userMessages(c Content) []models.Message {
+func userMessages(i int, c Content) ([]models.Message, error) {
 	var out []models.Message
-	var pending Content
-	flush := func() {
-		if len(pending) > 0 {
-			out = append(out, models.Message{Role: models.RoleUser, Blocks: contentBlocks(pending)})
-			pending = nil
+	param := fmt.Sprintf("messages.%d.content", i)
+	start := 0 // of the blocks not yet in a message
+	flush := func(end int) error {
+		if end > start {
+			blocks, err := contentBlocks(c[start:end], param, start)
+			if err != nil {
+				return err
+			}
+			out = append(out, models.Message{Role: models.RoleUser, Blocks: blocks})
 		}
+		return nil
 	}
-	for _, b := range c {
+	for j, b := range c {
 		if b.Type != "tool_result" {
-			pending = append(pending, b)
 			continue
 		}
-		flush()
-		blocks := contentBlocks(b.Content)
+		if err := flush(j); err != nil {
+			return nil, err
+		}
+		start = j + 1
+		blocks, err := contentBlocks(b.Content, fmt.Sprintf("%s.%d.content", param, j), 0)
+		if err != nil {
+			return nil, err
+		}
 		if len(blocks) == 0 {
 			blocks = []models.Block{{Kind: models.BlockText}}
 		}
 		out = append(out, models.Message{Role: models.RoleTool, ToolCallID: b.ToolUseID, IsError: b.IsError, Blocks: blocks})
 	}
-	flush()
+	if err := flush(len(c)); err != nil {
+		return nil, err
+	}
 	if len(out) == 0 {
 		out = append(out, models.Message{Role: models.RoleUser, Blocks: []models.Block{{Kind: models.BlockText}}})
 	}
-	return out
+	return out, nil
 }
 
-// assistantMessage converts an assistant turn: text, thinking (history the
-// core never replays as text) and tool_use calls.
-func assistantMessage(i int, c Content) (models.Message, error) {
+// assistantMessage converts an assistant turn, the blocks of messages[i]
+// from index offset: text, thinking (history the core never replays as
+// text) and tool_use calls.
+func assistantMessage(i, offset int, c Content) (models.Message, error) {
 	msg := models.Message{Role: models.RoleAssistant}
-	for j, b := range c {
+	for k, b := range c {
+		j := offset + k
 		switch b.Type {
 		case "tool_use":
 			if b.Name == "" {
@@ -190,7 +232,11 @@ func assistantMessage(i int, c Content) (models.Message, error) {
 		case "tool_result":
 			return models.Message{}, models.InvalidRequest(fmt.Sprintf("messages.%d.content.%d.type", i, j), "messages.%d.content.%d: tool_result blocks belong in a user message", i, j)
 		default:
-			msg.Blocks = append(msg.Blocks, contentBlocks(Content{b})...)
+			blocks, err := contentBlocks(Content{b}, fmt.Sprintf("messages.%d.content", i), j)
+			if err != nil {
+				return models.Message{}, err
+			}
+			msg.Blocks = append(msg.Blocks, blocks...)
 		}
 	}
 	return msg, nil

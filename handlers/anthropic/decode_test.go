@@ -47,7 +47,7 @@ func TestToRequest(t *testing.T) {
 	text := func(s string) models.Block { return models.Block{Kind: models.BlockText, Text: s} }
 	assert.Equal(t, []models.Message{
 		{Role: models.RoleSystem, Blocks: []models.Block{text("You are Claude Code."), text("Be careful.")}},
-		{Role: models.RoleUser, Blocks: []models.Block{text("<system-reminder>ctx</system-reminder>"), text("read a"), {Kind: models.BlockMedia, Text: "image"}}},
+		{Role: models.RoleUser, Blocks: []models.Block{text("<system-reminder>ctx</system-reminder>"), text("read a"), {Kind: models.BlockImage, MediaType: "image/png", Data: "x"}}},
 		{Role: models.RoleAssistant, Blocks: []models.Block{
 			{Kind: models.BlockThinking, Text: "hmm"}, {Kind: models.BlockThinking}, text("ok"),
 			{Kind: models.BlockToolCall, ID: "toolu_1", Name: "Read", Arguments: `{"path":"a"}`},
@@ -125,6 +125,13 @@ func TestToRequestErrors(t *testing.T) {
 		{`{"model":"m","messages":[{"role":"assistant","content":[{"type":"tool_use","id":"t","input":{}}]}]}`, "messages.0.content.0.name"},
 		{`{"model":"m","messages":[{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"a","input":[1]}]}]}`, "messages.0.content.0.input"},
 		{`{"model":"m","messages":[{"role":"assistant","content":[{"type":"tool_result","tool_use_id":"t"}]}]}`, "messages.0.content.0.type"},
+		// After an mcp_tool_result, a block's place is still its index in the turn.
+		{`{"model":"m","messages":[{"role":"assistant","content":[{"type":"mcp_tool_use","id":"m","name":"a","server_name":"s","input":{}},{"type":"mcp_tool_result","tool_use_id":"m","content":"ok"},{"type":"tool_use","id":"t","input":{}}]}]}`, "messages.0.content.2.name"},
+		// Images: a source is required, and an inline one must be an image a model takes, with data.
+		{`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"image"}]}]}`, "messages.0.content.1.source"},
+		{`{"model":"m","messages":[{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/bmp","data":"Qk0="}}]}]}`, "messages.0.content.0.source"},
+		{`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"b"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":""}}]}]}]}`, "messages.0.content.1.content.1.source"},
+		{`{"model":"m","system":[{"type":"image","source":{"type":"base64","media_type":"text/plain","data":"eA=="}}],"messages":[{"role":"user","content":"hi"}]}`, "system.0.source"},
 	}
 	for _, tc := range cases {
 		_, err := ToRequest(decode(t, tc.body))
@@ -134,6 +141,22 @@ func TestToRequestErrors(t *testing.T) {
 		assert.Equal(t, models.KindInvalidRequest, apiErr.Kind, tc.body)
 		assert.Equal(t, tc.param, apiErr.Param, tc.body)
 	}
+}
+
+// Inline images, in a user turn and in a tool result, go along; one given
+// by URL is a marker.
+func TestToRequestImages(t *testing.T) {
+	req, err := ToRequest(decode(t, `{"model":"m","max_tokens":10,"messages":[
+	  {"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/jpeg","data":"/9j/"}},{"type":"image","source":{"type":"url","url":"https://x/y.png"}}]},
+	  {"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Read","input":{"file_path":"a.png"}}]},
+	  {"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgo="}}]},{"type":"text","text":"and?"}]}]}`))
+	require.NoError(t, err)
+	assert.Equal(t, []models.Message{
+		{Role: models.RoleUser, Blocks: []models.Block{{Kind: models.BlockImage, MediaType: "image/jpeg", Data: "/9j/"}, {Kind: models.BlockMedia, Text: "image"}}},
+		{Role: models.RoleAssistant, Blocks: []models.Block{{Kind: models.BlockToolCall, ID: "t1", Name: "Read", Arguments: `{"file_path":"a.png"}`}}},
+		{Role: models.RoleTool, ToolCallID: "t1", Blocks: []models.Block{{Kind: models.BlockImage, MediaType: "image/png", Data: "iVBORw0KGgo="}}},
+		{Role: models.RoleUser, Blocks: []models.Block{{Kind: models.BlockText, Text: "and?"}}},
+	}, req.Messages)
 }
 
 func TestContentDecoding(t *testing.T) {

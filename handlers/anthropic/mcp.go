@@ -76,13 +76,16 @@ func assistantMessages(i int, c Content) ([]models.Message, error) {
 			continue
 		}
 		if j > start {
-			msg, err := assistantMessage(i, c[start:j])
+			msg, err := assistantMessage(i, start, c[start:j])
 			if err != nil {
 				return nil, err
 			}
 			out = append(out, msg)
 		}
-		blocks := contentBlocks(b.Content)
+		blocks, err := contentBlocks(b.Content, fmt.Sprintf("messages.%d.content.%d.content", i, j), 0)
+		if err != nil {
+			return nil, err
+		}
 		if len(blocks) == 0 {
 			blocks = []models.Block{{Kind: models.BlockText}}
 		}
@@ -90,7 +93,7 @@ func assistantMessages(i int, c Content) ([]models.Message, error) {
 		start = j + 1
 	}
 	if start < len(c) || len(out) == 0 {
-		msg, err := assistantMessage(i, c[start:])
+		msg, err := assistantMessage(i, start, c[start:])
 		if err != nil {
 			return nil, err
 		}

@@ -86,9 +86,9 @@ func (c *Content) UnmarshalJSON(data []byte) error {
 }
 
 // Block is one content block. Which fields are set depends on Type:
-// text (Text), image and document (a source the upstream cannot take),
-// tool_use (ID, Name, Input), tool_result (ToolUseID, Content, IsError),
-// thinking (Thinking, Signature) and redacted_thinking (Data).
+// text (Text), image and document (Source), tool_use (ID, Name, Input),
+// tool_result (ToolUseID, Content, IsError), thinking (Thinking,
+// Signature) and redacted_thinking (Data).
 type Block struct {
 	Type      string          `json:"type"`
 	Text      string          `json:"text,omitempty"`
@@ -103,6 +103,19 @@ type Block struct {
 	Data      string          `json:"data,omitempty"`
 	// ServerName is an mcp_tool_use block's MCP server.
 	ServerName string `json:"server_name,omitempty"`
+	// Source is an image's or a document's.
+	Source *Source `json:"source,omitempty"`
+}
+
+// Source is where an image or a document is: inline (base64, with
+// MediaType and Data), or elsewhere (url, file), which the gateway does
+// not fetch.
+type Source struct {
+	Type      string `json:"type"`
+	MediaType string `json:"media_type,omitempty"`
+	Data      string `json:"data,omitempty"`
+	URL       string `json:"url,omitempty"`
+	FileID    string `json:"file_id,omitempty"`
 }
 
 // Tool is one entry of tools: a custom tool (Type absent or "custom") with

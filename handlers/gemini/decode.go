@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"cursor2api/models"
@@ -29,7 +30,11 @@ func ToRequest(req *GenerateContentRequest, model string, stream bool) (*models.
 		return nil, err
 	}
 	if req.SystemInstruction != nil {
-		if blocks := partBlocks(req.SystemInstruction.Parts); len(blocks) > 0 {
+		blocks, err := partBlocks(req.SystemInstruction.Parts, "systemInstruction.parts")
+		if err != nil {
+			return nil, err
+		}
+		if len(blocks) > 0 {
 			out.Messages = append(out.Messages, models.Message{Role: models.RoleSystem, Blocks: blocks})
 		}
 	}
@@ -168,30 +173,44 @@ func toToolChoice(tc *ToolConfig, tools []models.Tool) (models.ToolChoice, []mod
 	return models.ToolChoice{}, nil, models.InvalidRequest(param+".mode", "%s.mode %q is not supported: use AUTO, ANY or NONE", param, utils.Clip(fc.Mode, utils.QuoteLen))
 }
 
-// partBlocks converts the parts of a system instruction or a user turn
-// that are not calls or results: text, thoughts, and a marker for media.
-func partBlocks(parts []Part) []models.Block {
+// partBlocks converts the parts of a system instruction, or of a
+// function response, that are not calls or results: text, thoughts,
+// images, and a marker for other media. param names the parts.
+func partBlocks(parts []Part, param string) ([]models.Block, error) {
 	var blocks []models.Block
-	for _, p := range parts {
-		if b, ok := partBlock(p); ok {
+	for j, p := range parts {
+		b, ok, err := partBlock(p, fmt.Sprintf("%s[%d]", param, j))
+		if err != nil {
+			return nil, err
+		}
+		if ok {
 			blocks = append(blocks, b)
 		}
 	}
-	return blocks
+	return blocks, nil
 }
 
-func partBlock(p Part) (models.Block, bool) {
+// partBlock converts one part at path: inline data of an image type a
+// model takes is the image; other media are a marker (Gemini takes more
+// kinds than the models behind the gateway, and files are not fetched).
+func partBlock(p Part, path string) (models.Block, bool, error) {
 	switch {
 	case p.Text != nil && p.Thought:
-		return models.Block{Kind: models.BlockThinking, Text: *p.Text}, true
+		return models.Block{Kind: models.BlockThinking, Text: *p.Text}, true, nil
 	case p.Text != nil:
-		return models.Block{Kind: models.BlockText, Text: *p.Text}, true
+		return models.Block{Kind: models.BlockText, Text: *p.Text}, true, nil
+	case p.InlineData != nil && slices.Contains(models.ImageMediaTypes, strings.ToLower(p.InlineData.MIMEType)):
+		b, err := models.ImageBlock(p.InlineData.MIMEType, p.InlineData.Data)
+		if err != nil {
+			return models.Block{}, false, models.InvalidRequest(path+".inlineData", "%s.inlineData: %v", path, err)
+		}
+		return b, true, nil
 	case p.InlineData != nil:
-		return models.Block{Kind: models.BlockMedia, Text: mediaName(p.InlineData)}, true
+		return models.Block{Kind: models.BlockMedia, Text: mediaName(p.InlineData)}, true, nil
 	case p.FileData != nil:
-		return models.Block{Kind: models.BlockMedia, Text: mediaName(p.FileData)}, true
+		return models.Block{Kind: models.BlockMedia, Text: mediaName(p.FileData)}, true, nil
 	}
-	return models.Block{}, false
+	return models.Block{}, false, nil
 }
 
 func mediaName(b *Blob) string {
@@ -238,7 +257,11 @@ func contents(in []Content) ([]models.Message, error) {
 				case p.FunctionResponse != nil:
 					return nil, models.InvalidRequest(path+".functionResponse", "%s.functionResponse belongs in a user content: results are the client's, not the model's", path)
 				default:
-					if b, ok := partBlock(p); ok {
+					b, ok, err := partBlock(p, path)
+					if err != nil {
+						return nil, err
+					}
+					if ok {
 						msg.Blocks = append(msg.Blocks, b)
 					}
 				}
@@ -252,6 +275,10 @@ func contents(in []Content) ([]models.Message, error) {
 					blocks = nil
 				}
 			}
+			// afterResult: the parts read so far since a result are media
+			// only, which belong to it (Gemini CLI sends a file it read
+			// so, as inline data after the functionResponse).
+			afterResult := false
 			for j, p := range c.Parts {
 				path := fmt.Sprintf("contents[%d].parts[%d]", i, j)
 				switch {
@@ -262,10 +289,21 @@ func contents(in []Content) ([]models.Message, error) {
 						return nil, err
 					}
 					out = append(out, msg)
+					afterResult = true
 				case p.FunctionCall != nil:
 					return nil, models.InvalidRequest(path+".functionCall", "%s.functionCall belongs in a model content: calls are the model's", path)
 				default:
-					if b, ok := partBlock(p); ok {
+					b, ok, err := partBlock(p, path)
+					if err != nil {
+						return nil, err
+					}
+					switch {
+					case !ok:
+					case afterResult && p.Text == nil:
+						last := &out[len(out)-1]
+						last.Blocks = append(last.Blocks, b)
+					default:
+						afterResult = false
 						blocks = append(blocks, b)
 					}
 				}
@@ -308,7 +346,12 @@ func result(path string, r *FunctionResponse, pending *[]pendingCall) (models.Me
 		*pending = append((*pending)[:at], (*pending)[at+1:]...)
 	}
 	text, isError := resultText(r.Response)
-	return models.Message{Role: models.RoleTool, ToolCallID: id, ToolName: name, IsError: isError, Blocks: []models.Block{{Kind: models.BlockText, Text: text}}}, nil
+	media, err := partBlocks(r.Parts, path+".parts")
+	if err != nil {
+		return models.Message{}, err
+	}
+	blocks := append([]models.Block{{Kind: models.BlockText, Text: text}}, media...)
+	return models.Message{Role: models.RoleTool, ToolCallID: id, ToolName: name, IsError: isError, Blocks: blocks}, nil
 }
 
 // resultText is what a result says: the text of {output: "..."} (Gemini

@@ -120,6 +120,32 @@ func TestToRequestThinkingAndChoice(t *testing.T) {
 	}
 }
 
+// Inline images go along: in a user turn, in a result's parts, and after
+// a result (Gemini CLI's read_file of a picture); other media are markers.
+func TestToRequestImages(t *testing.T) {
+	png := &Blob{MIMEType: "image/png", Data: "iVBORw0KGgo="}
+	img := models.Block{Kind: models.BlockImage, MediaType: "image/png", Data: "iVBORw0KGgo="}
+	req := &GenerateContentRequest{Contents: []Content{
+		{Role: "user", Parts: []Part{{Text: text("look")}, {InlineData: png}, {InlineData: &Blob{MIMEType: "image/heic", Data: "AAAA"}}, {FileData: &Blob{MIMEType: "image/png"}}}},
+		{Role: "model", Parts: []Part{{FunctionCall: &FunctionCall{Name: "read_file"}}, {FunctionCall: &FunctionCall{Name: "shot"}}}},
+		{Role: "user", Parts: []Part{
+			{FunctionResponse: &FunctionResponse{Name: "read_file", Response: json.RawMessage(`{"output":"Binary content provided (1 item(s))."}`)}},
+			{InlineData: png},
+			{FunctionResponse: &FunctionResponse{Name: "shot", Response: json.RawMessage(`{"output":"done"}`), Parts: []Part{{InlineData: png}}}},
+			{Text: text("what now?")},
+			{InlineData: png},
+		}},
+	}}
+	out, err := ToRequest(req, "m", false)
+	require.NoError(t, err)
+	require.Len(t, out.Messages, 5)
+	assert.Equal(t, []models.Block{{Kind: models.BlockText, Text: "look"}, img, {Kind: models.BlockMedia, Text: "image/heic"}, {Kind: models.BlockMedia, Text: "image/png"}}, out.Messages[0].Blocks)
+	assert.Equal(t, []models.Block{{Kind: models.BlockText, Text: "Binary content provided (1 item(s))."}, img}, out.Messages[2].Blocks, "the picture read is the result's")
+	assert.Equal(t, []models.Block{{Kind: models.BlockText, Text: "done"}, img}, out.Messages[3].Blocks)
+	assert.Equal(t, models.Message{Role: models.RoleUser, Blocks: []models.Block{{Kind: models.BlockText, Text: "what now?"}, img}}, out.Messages[4],
+		"after text, an image is the user's again")
+}
+
 func TestToRequestErrors(t *testing.T) {
 	user := Content{Role: "user", Parts: []Part{{Text: text("hi")}}}
 	for _, tc := range []struct {
@@ -139,6 +165,9 @@ func TestToRequestErrors(t *testing.T) {
 		{"an unknown mode", GenerateContentRequest{Contents: []Content{user}, ToolConfig: &ToolConfig{FunctionCallingConfig: &FunctionCallingConfig{Mode: "SOMETIMES"}}}, "toolConfig.functionCallingConfig.mode"},
 		{"maxOutputTokens", GenerateContentRequest{Contents: []Content{user}, GenerationConfig: &GenerationConfig{MaxOutputTokens: new(int)}}, "generationConfig.maxOutputTokens"},
 		{"a JSON schema not an object", GenerateContentRequest{Contents: []Content{user}, GenerationConfig: &GenerationConfig{ResponseMIMEType: "application/json", ResponseJSONSchema: json.RawMessage(`"x"`)}}, "generationConfig.responseJsonSchema"},
+		{"an image without data", GenerateContentRequest{Contents: []Content{{Role: "user", Parts: []Part{{Text: text("x")}, {InlineData: &Blob{MIMEType: "image/png"}}}}}}, "contents[0].parts[1].inlineData"},
+		{"a result's image without data", GenerateContentRequest{Contents: []Content{{Role: "user", Parts: []Part{
+			{FunctionResponse: &FunctionResponse{Name: "f", Parts: []Part{{InlineData: &Blob{MIMEType: "image/jpeg"}}}}}}}}}, "contents[0].parts[0].functionResponse.parts[0].inlineData"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ToRequest(&tc.req, "m", false)

@@ -77,10 +77,11 @@ type Part struct {
 	FunctionResponse *FunctionResponse `json:"functionResponse,omitempty"`
 }
 
-// Blob is the media type of inline or file data; the data itself is never
-// read.
+// Blob is inline data (its media type and base64 data) or file data (its
+// media type; the file is not fetched).
 type Blob struct {
 	MIMEType string `json:"mimeType,omitempty"`
+	Data     string `json:"data,omitempty"`
 }
 
 // FunctionCall is a call the model made.
@@ -95,6 +96,9 @@ type FunctionResponse struct {
 	ID       string          `json:"id,omitempty"`
 	Name     string          `json:"name"`
 	Response json.RawMessage `json:"response,omitempty"`
+	// Parts are the result's media (inlineData, fileData), as Gemini 3
+	// models take them.
+	Parts []Part `json:"parts,omitempty"`
 }
 
 // Tool is one entry of tools. Only function declarations are served;

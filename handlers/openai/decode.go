@@ -43,7 +43,11 @@ func ToRequest(req *ChatRequest) (*models.Request, error) {
 		return nil, err
 	}
 	for i, m := range req.Messages {
-		msg, err := toMessage(m)
+		blocks, err := ContentBlocks(m.Content, fmt.Sprintf("messages[%d].content", i), "image_url.url")
+		if err != nil {
+			return nil, err
+		}
+		msg, err := toMessage(m, blocks)
 		if err != nil {
 			return nil, models.InvalidRequest(fmt.Sprintf("messages[%d].role", i), "messages[%d].role %q is not supported: use system, developer, user, assistant or tool", i, utils.Clip(m.Role, utils.QuoteLen))
 		}
@@ -79,10 +83,9 @@ func stopSequences(raw json.RawMessage) ([]string, error) {
 	return nil, models.InvalidRequest("stop", "stop must be a string or an array of strings")
 }
 
-// toMessage converts one message of the history; its error means an
-// unknown role.
-func toMessage(m Message) (models.Message, error) {
-	blocks := contentBlocks(m.Content)
+// toMessage converts one message of the history, its content read into
+// blocks; its error means an unknown role.
+func toMessage(m Message, blocks []models.Block) (models.Message, error) {
 	switch m.Role {
 	case "system", "developer":
 		return models.Message{Role: models.RoleSystem, Blocks: blocks}, nil
@@ -103,15 +106,30 @@ func toMessage(m Message) (models.Message, error) {
 	return models.Message{}, fmt.Errorf("unknown role %q", m.Role)
 }
 
-// contentBlocks is a message's text, then a marker for each part that
-// carried no text.
-func contentBlocks(c Content) []models.Block {
-	blocks := make([]models.Block, 0, 1+len(c.NonText))
+// ContentBlocks is content's text, its images, then a marker for each
+// other part that carried no text. An image given by a data: URL goes
+// along; one given by another URL is a marker (its part's type), since
+// the gateway fetches nothing for a client. param names the content (messages[3].content),
+// urlField an image part's URL within a part (image_url.url), for a
+// malformed image's error.
+func ContentBlocks(c Content, param, urlField string) ([]models.Block, error) {
+	blocks := make([]models.Block, 0, 1+len(c.Images)+len(c.NonText))
 	blocks = append(blocks, models.Block{Kind: models.BlockText, Text: c.Text})
+	for _, img := range c.Images {
+		if !models.IsDataURL(img.URL) {
+			blocks = append(blocks, models.Block{Kind: models.BlockMedia, Text: img.Type})
+			continue
+		}
+		b, err := models.ImageFromDataURL(img.URL)
+		if err != nil {
+			return nil, models.InvalidRequest(fmt.Sprintf("%s[%d].%s", param, img.Part, urlField), "%s[%d].%s: %v", param, img.Part, urlField, err)
+		}
+		blocks = append(blocks, b)
+	}
 	for _, t := range c.NonText {
 		blocks = append(blocks, models.Block{Kind: models.BlockMedia, Text: t})
 	}
-	return blocks
+	return blocks, nil
 }
 
 // toToolChoice reads tool_choice: absent or null (auto), "auto", "none",

@@ -124,3 +124,34 @@ func TestToRequest(t *testing.T) {
 	requireParam(t, err, "messages[2].role")
 	assert.True(t, strings.Contains(err.Error(), `"wizard"`), err.Error())
 }
+
+// Images: a data: URL goes along as the image; any other URL is a marker;
+// a malformed one is a 400 on its part.
+func TestToRequestImages(t *testing.T) {
+	decode := func(content string) ([]models.Block, error) {
+		var wire ChatRequest
+		require.NoError(t, json.Unmarshal([]byte(`{"model":"m","messages":[{"role":"user","content":`+content+`}]}`), &wire))
+		req, err := ToRequest(&wire)
+		if err != nil {
+			return nil, err
+		}
+		return req.Messages[0].Blocks, nil
+	}
+	blocks, err := decode(`[{"type":"text","text":"what?"},{"type":"image_url","image_url":{"url":"data:image/jpeg;base64,/9j/","detail":"high"}},{"type":"image_url","image_url":{"url":"https://x/y.png"}}]`)
+	require.NoError(t, err)
+	assert.Equal(t, []models.Block{{Kind: models.BlockText, Text: "what?"}, {Kind: models.BlockImage, MediaType: "image/jpeg", Data: "/9j/"},
+		{Kind: models.BlockMedia, Text: "image_url"}}, blocks)
+
+	for _, tc := range []struct{ url, msg string }{
+		{"data:image/png,raw", "not base64"},
+		{"data:image/tiff;base64,AAAA", "use image/png, image/jpeg, image/gif, image/webp"},
+		{"data:image/png;base64,", "no data"},
+	} {
+		_, err := decode(`[{"type":"text","text":"what?"},{"type":"image_url","image_url":{"url":"` + tc.url + `"}}]`)
+		var me *models.Error
+		require.ErrorAs(t, err, &me, tc.url)
+		assert.Equal(t, 400, me.Status)
+		assert.Equal(t, "messages[0].content[1].image_url.url", me.Param)
+		assert.Contains(t, me.Message, tc.msg)
+	}
+}

@@ -57,13 +57,44 @@ type Message struct {
 }
 
 // Content is a message's content: a plain string, an array of typed parts,
-// or null. It is kept as the flattened text plus a count of the parts that
-// carried no text (images, files, audio), which the prompt replaces with a
-// marker because the upstream only takes text.
+// or null. It is kept as the flattened text, the image parts' URLs, and
+// the types of the other parts that carried no text (files, audio), which
+// the prompt replaces with a marker.
 type Content struct {
 	Text string
-	// NonText lists the type of every part that was not text, in order.
+	// Images are the image parts (chat's image_url, Responses'
+	// input_image), in order; an input_image given by file_id is among
+	// NonText.
+	Images []ImagePart
+	// NonText lists the type of every other part that was not text, in
+	// order.
 	NonText []string
+}
+
+// ImagePart is an image part: its index among the parts, its type, and
+// its URL (a data: URL carries the image itself).
+type ImagePart struct {
+	Part      int
+	Type, URL string
+}
+
+// imagePart reports whether a part of type typ is an image part.
+func imagePart(typ string) bool { return typ == "image_url" || typ == "input_image" }
+
+// imageURL reads an image part's image_url: a string (Responses, and some
+// chat clients) or chat's {"url": ..., "detail": ...}; ok is false when
+// there is none.
+func imageURL(raw json.RawMessage) (url string, ok bool) {
+	if json.Unmarshal(raw, &url) == nil {
+		return url, url != ""
+	}
+	var obj struct {
+		URL string `json:"url"`
+	}
+	if json.Unmarshal(raw, &obj) == nil && obj.URL != "" {
+		return obj.URL, true
+	}
+	return "", false
 }
 
 // UnmarshalJSON accepts a string, null, or an array of parts. Parts are
@@ -101,15 +132,16 @@ func (c *Content) parts(data []byte) error {
 		return err
 	}
 	var texts []string
-	for _, raw := range parts {
+	for i, raw := range parts {
 		var s string
 		if json.Unmarshal(raw, &s) == nil {
 			texts = append(texts, s)
 			continue
 		}
 		var p struct {
-			Type string          `json:"type"`
-			Text json.RawMessage `json:"text"`
+			Type     string          `json:"type"`
+			Text     json.RawMessage `json:"text"`
+			ImageURL json.RawMessage `json:"image_url"`
 		}
 		if err := json.Unmarshal(raw, &p); err != nil {
 			return fmt.Errorf("content part must be an object or a string")
@@ -118,6 +150,12 @@ func (c *Content) parts(data []byte) error {
 		if len(p.Text) > 0 && json.Unmarshal(p.Text, &text) == nil && (p.Type == "" || strings.Contains(p.Type, "text")) {
 			texts = append(texts, text)
 			continue
+		}
+		if imagePart(p.Type) {
+			if url, ok := imageURL(p.ImageURL); ok {
+				c.Images = append(c.Images, ImagePart{Part: i, Type: p.Type, URL: url})
+				continue
+			}
 		}
 		t := p.Type
 		if t == "" {
@@ -159,6 +197,9 @@ func (c *Content) partsOfPlainShape(data []byte) bool {
 			switch {
 			case hasText && (typ == "" || strings.Contains(typ, "text")):
 				texts = append(texts, text)
+			case imagePart(typ):
+				ok = false // the general reading reads its URL
+				return false
 			case typ == "":
 				nonText = append(nonText, "unknown")
 			default:

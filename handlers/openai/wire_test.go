@@ -17,18 +17,21 @@ func TestContentDecoding(t *testing.T) {
 		name, in string
 		text     string
 		nonText  []string
+		images   []ImagePart
 	}{
-		{"string", `"hello"`, "hello", nil},
-		{"null", `null`, "", nil},
-		{"empty string", `""`, "", nil},
-		{"escapes", `"a\"b\\c\n\u00e9\ud83d\ude00"`, "a\"b\\c\né😀", nil},
-		{"unicode without escapes", `"héllo 😀"`, "héllo 😀", nil},
-		{"invalid UTF-8 is replaced", "\"a\xffb\"", "a\ufffdb", nil},
-		{"parts", `[{"type":"text","text":"a","cache_control":{"type":"ephemeral"}},{"type":"image_url","image_url":{"url":"x"}},{"type":"text","text":"b"}]`, "a\nb", []string{"image_url"}},
-		{"bare strings in the array", `["a", "b"]`, "a\nb", nil},
-		{"single part object", `{"type":"text","text":"solo"}`, "solo", nil},
-		{"input_text part", `[{"type":"input_text","text":"x"}]`, "x", nil},
-		{"file part", `[{"type":"file","file":{"file_id":"f"}}]`, "", []string{"file"}},
+		{"string", `"hello"`, "hello", nil, nil},
+		{"null", `null`, "", nil, nil},
+		{"empty string", `""`, "", nil, nil},
+		{"escapes", `"a\"b\\c\n\u00e9\ud83d\ude00"`, "a\"b\\c\né😀", nil, nil},
+		{"unicode without escapes", `"héllo 😀"`, "héllo 😀", nil, nil},
+		{"invalid UTF-8 is replaced", "\"a\xffb\"", "a\ufffdb", nil, nil},
+		{"parts", `[{"type":"text","text":"a","cache_control":{"type":"ephemeral"}},{"type":"image_url","image_url":{"url":"x"}},{"type":"text","text":"b"}]`, "a\nb", nil, []ImagePart{{1, "image_url", "x"}}},
+		{"image_url as a string, and input_image", `[{"type":"image_url","image_url":"data:a"},{"type":"input_image","image_url":"data:b","detail":"low"}]`, "", nil, []ImagePart{{0, "image_url", "data:a"}, {1, "input_image", "data:b"}}},
+		{"image parts without a URL", `[{"type":"input_image","file_id":"file-1"},{"type":"image_url","image_url":{"detail":"low"}}]`, "", []string{"input_image", "image_url"}, nil},
+		{"bare strings in the array", `["a", "b"]`, "a\nb", nil, nil},
+		{"single part object", `{"type":"text","text":"solo"}`, "solo", nil, nil},
+		{"input_text part", `[{"type":"input_text","text":"x"}]`, "x", nil, nil},
+		{"file part", `[{"type":"file","file":{"file_id":"f"}}]`, "", []string{"file"}, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -36,6 +39,7 @@ func TestContentDecoding(t *testing.T) {
 			require.NoError(t, json.Unmarshal([]byte(tc.in), &c))
 			assert.Equal(t, tc.text, c.Text)
 			assert.Equal(t, tc.nonText, c.NonText)
+			assert.Equal(t, tc.images, c.Images)
 		})
 	}
 	for _, bad := range []string{`42`, `true`, `[42]`} {

@@ -404,13 +404,17 @@ func (c *conversation) add(raw json.RawMessage, field string, i int) error {
 	}
 	switch it.Type {
 	case "", "message":
+		bs, err := openai.ContentBlocks(it.Content, path+".content", "image_url")
+		if err != nil {
+			return err
+		}
 		switch it.Role {
 		case "system", "developer":
-			c.msgs = append(c.msgs, models.Message{Role: models.RoleSystem, Blocks: blocks(it.Content)})
+			c.msgs = append(c.msgs, models.Message{Role: models.RoleSystem, Blocks: bs})
 		case "user":
-			c.push(models.Message{Role: models.RoleUser, Blocks: blocks(it.Content)})
+			c.push(models.Message{Role: models.RoleUser, Blocks: bs})
 		case "assistant":
-			c.assistant(blocks(it.Content)...)
+			c.assistant(bs...)
 		default:
 			return models.InvalidRequest(path+".role", "%s.role %q is not supported: use system, developer, user or assistant", path, utils.Clip(it.Role, utils.QuoteLen))
 		}
@@ -431,7 +435,11 @@ func (c *conversation) add(raw json.RawMessage, field string, i int) error {
 		if it.CallID == "" {
 			return models.InvalidRequest(path+".call_id", "%s.call_id is required: it names the call this output answers", path)
 		}
-		c.push(models.Message{Role: models.RoleTool, ToolCallID: it.CallID, Blocks: blocks(it.Output)})
+		bs, err := openai.ContentBlocks(it.Output, path+".output", "image_url")
+		if err != nil {
+			return err
+		}
+		c.push(models.Message{Role: models.RoleTool, ToolCallID: it.CallID, Blocks: bs})
 	case ItemMCPCall:
 		if it.Name == "" || it.ServerLabel == "" {
 			return models.InvalidRequest(path, "%s: an mcp_call needs a name and a server_label", path)
@@ -478,10 +486,13 @@ func textMessage(role models.Role, text string) models.Message {
 }
 
 // blocks are content's text, then a marker for each part without text
-// (input_image, input_file).
+// (input_image, input_file): what an mcp_call's output keeps of them.
 func blocks(c openai.Content) []models.Block {
-	out := make([]models.Block, 0, 1+len(c.NonText))
+	out := make([]models.Block, 0, 1+len(c.Images)+len(c.NonText))
 	out = append(out, models.Block{Kind: models.BlockText, Text: c.Text})
+	for _, img := range c.Images {
+		out = append(out, models.Block{Kind: models.BlockMedia, Text: img.Type})
+	}
 	for _, t := range c.NonText {
 		out = append(out, models.Block{Kind: models.BlockMedia, Text: t})
 	}

@@ -39,7 +39,7 @@ func TestToRequestCodexShapedInput(t *testing.T) {
 	    {"type":"web_search"},{"type":"local_shell"}],
 	  "input":[
 	    {"type":"message","role":"developer","content":[{"type":"input_text","text":"base prompt"}]},
-	    {"type":"message","role":"user","content":[{"type":"input_text","text":"look"},{"type":"input_image","image_url":"data:x"}]},
+	    {"type":"message","role":"user","content":[{"type":"input_text","text":"look"},{"type":"input_image","image_url":"data:image/png;base64,iVBORw0KGgo="}]},
 	    {"type":"reasoning","id":"rs_1","summary":[],"encrypted_content":"opaque"},
 	    {"type":"reasoning","id":"rs_2","summary":[{"type":"summary_text","text":"I should list files"}]},
 	    {"type":"message","role":"assistant","content":[{"type":"output_text","text":"Listing."}]},
@@ -65,7 +65,7 @@ func TestToRequestCodexShapedInput(t *testing.T) {
 	assert.Equal(t, []string{"tools[1].tools[1] (file_search)", "tools[2] (web_search)", "tools[3] (local_shell)", "input[9] (web_search_call)"}, dec.Ignored)
 	assert.Equal(t, []models.Message{
 		{Role: models.RoleSystem, Blocks: []models.Block{text("base prompt")}},
-		{Role: models.RoleUser, Blocks: []models.Block{text("look"), {Kind: models.BlockMedia, Text: "input_image"}}},
+		{Role: models.RoleUser, Blocks: []models.Block{text("look"), {Kind: models.BlockImage, MediaType: "image/png", Data: "iVBORw0KGgo="}}},
 		{Role: models.RoleAssistant, Blocks: []models.Block{
 			{Kind: models.BlockThinking, Text: "I should list files"},
 			text("Listing."),

@@ -1,0 +1,71 @@
+package models
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// ImageMediaTypes are the media types of the images a model takes: what
+// Anthropic and OpenAI accept, and what a door checks an inline image
+// against.
+var ImageMediaTypes = []string{"image/png", "image/jpeg", "image/gif", "image/webp"}
+
+// ImageBlock is the block of an inline image of the given media type
+// (image/jpg is taken as image/jpeg, and case is ignored) and base64
+// data, which is not decoded here. The error says what is wrong, for the
+// door to place.
+func ImageBlock(mediaType, data string) (Block, error) {
+	mt := strings.ToLower(strings.TrimSpace(mediaType))
+	if mt == "image/jpg" {
+		mt = "image/jpeg"
+	}
+	known := false
+	for _, t := range ImageMediaTypes {
+		known = known || t == mt
+	}
+	switch {
+	case !known:
+		return Block{}, fmt.Errorf("the image's media type %q is not one a model takes: use %s", clip(mediaType), strings.Join(ImageMediaTypes, ", "))
+	case data == "":
+		return Block{}, errors.New("the image has no data")
+	}
+	return Block{Kind: BlockImage, MediaType: mt, Data: data}, nil
+}
+
+// IsDataURL reports whether url is a data: URL, which ImageFromDataURL
+// reads; any other URL names an image the gateway does not fetch.
+func IsDataURL(url string) bool {
+	return len(url) >= 5 && strings.EqualFold(url[:5], "data:")
+}
+
+// ImageFromDataURL is the block of an image given as a data: URL,
+// data:<media type>[;<parameter>…];base64,<data>.
+func ImageFromDataURL(url string) (Block, error) {
+	const form = "data:<media type>;base64,<data>"
+	if !IsDataURL(url) {
+		return Block{}, fmt.Errorf("the image URL is not a data: URL (%s)", form)
+	}
+	head, data, ok := strings.Cut(url[5:], ",")
+	if !ok {
+		return Block{}, fmt.Errorf("the data: URL has no comma before its data (%s)", form)
+	}
+	params := strings.Split(head, ";")
+	if !strings.EqualFold(strings.TrimSpace(params[len(params)-1]), "base64") {
+		return Block{}, fmt.Errorf("the data: URL is not base64 (%s)", form)
+	}
+	return ImageBlock(params[0], data)
+}
+
+// clip shortens a client's string for an error message.
+func clip(s string) string {
+	const max = 40
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && s[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	return s[:cut] + "…"
+}
