@@ -176,3 +176,32 @@ func TestClaudeCodeCLIReadsAPictureNative(t *testing.T) {
 		})
 	}
 }
+
+// TestGeminiCLIReadsAPictureNative: Gemini CLI's read_file of a PNG sends
+// the picture with its functionResponse; it reaches the run as the
+// result's image.
+func TestGeminiCLIReadsAPictureNative(t *testing.T) {
+	work := t.TempDir()
+	pic := filepath.Join(work, "shot.png")
+	require.NoError(t, os.WriteFile(pic, nativetest.PNG(8, 8), 0o644))
+	s, up := newNativeStackEnv(t, nil, agentModel([]agentStep{
+		{"Looking at it.", nativetest.Call{Tool: "read_file", Args: map[string]any{"file_path": pic}}},
+	}, "It is a red square."))
+	out := runGemini(t, s, work, "What is in shot.png?", "-m", "composer-2")
+	assert.Contains(t, string(out), "It is a red square.")
+	assert.NotContains(t, s.logs.String(), "status=4", "none of Gemini CLI's requests was refused")
+
+	runs := up.Runs()
+	require.Len(t, runs, 1, "%s", out)
+	var images []*agentv1.McpImageContent
+	for _, e := range runs[0].Execs {
+		for _, c := range e.Answer.GetMcpResult().GetSuccess().GetContent() {
+			if img := c.GetImage(); img != nil {
+				images = append(images, img)
+			}
+		}
+	}
+	require.Len(t, images, 1, "the picture reached the run: %s", out)
+	assert.Equal(t, nativetest.PNG(8, 8), images[0].GetData())
+	assert.Equal(t, "image/png", images[0].GetMimeType())
+}
