@@ -79,7 +79,7 @@ func TestCodexCLIRunsAToolCall(t *testing.T) {
 
 // runCodex runs codex exec in work with prompt against the gateway at url,
 // with extra lines of config.toml, and returns what it printed.
-func runCodex(t *testing.T, bin, url, work, extra, prompt string) []byte {
+func runCodex(t *testing.T, bin, url, work, extra, prompt string, flags ...string) []byte {
 	t.Helper()
 	home := t.TempDir()
 	config := `model = "claude-sonnet-4.6"
@@ -98,7 +98,8 @@ env_key = "CURSOR2API_KEY"
 	require.NoError(t, os.WriteFile(filepath.Join(home, "config.toml"), []byte(config), 0o600))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "exec", "--skip-git-repo-check", "--sandbox", "danger-full-access", "-C", work, prompt)
+	args := append(append([]string{"exec", "--skip-git-repo-check", "--sandbox", "danger-full-access", "-C", work}, flags...), prompt)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = offlineEnv("CODEX_HOME="+home, "HOME="+home, "CURSOR2API_KEY=sk-codex")
 	cmd.Stdin = strings.NewReader("")
 	cmd.WaitDelay = 10 * time.Second // a child left holding its output cannot hold the test

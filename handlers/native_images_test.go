@@ -205,3 +205,25 @@ func TestGeminiCLIReadsAPictureNative(t *testing.T) {
 	assert.Equal(t, nativetest.PNG(8, 8), images[0].GetData())
 	assert.Equal(t, "image/png", images[0].GetMimeType())
 }
+
+// TestCodexCLISendsAPictureNative: codex exec -i attaches a picture to
+// the prompt (an input_image); it reaches the run as its image.
+func TestCodexCLISendsAPictureNative(t *testing.T) {
+	bin := codexBinary(t)
+	catalog := filepath.Join(t.TempDir(), "catalog.json")
+	require.NoError(t, os.WriteFile(catalog, []byte(codexCatalog), 0o600))
+	work := t.TempDir()
+	pic := filepath.Join(work, "shot.png")
+	require.NoError(t, os.WriteFile(pic, nativetest.PNG(8, 8), 0o644))
+	s, up := newNativeStackEnv(t, nil, agentModel(nil, "It is a red square."))
+	out := runCodex(t, bin, s.URL, work, `model_catalog_json = "`+catalog+`"`, "What is in this picture?", "--image="+pic)
+	assert.Contains(t, string(out), "It is a red square.")
+	assert.NotContains(t, s.logs.String(), "status=4", "none of Codex's requests was refused")
+
+	runs := up.Runs()
+	require.Len(t, runs, 1, "%s", out)
+	imgs := runs[0].Images()
+	require.Len(t, imgs, 1, "the picture reached the run: %s", out)
+	assert.NotEmpty(t, imgs[0].GetData())
+	assert.Contains(t, []string{"image/png", "image/jpeg", "image/webp"}, imgs[0].GetMimeType())
+}
