@@ -100,9 +100,13 @@ func FromConfigState(cfg *config.Config, logger *slog.Logger, q *state.Queue) (*
 	}
 	m := metrics.New()
 	ready := &readiness.Tracker{}
-	pool, err := egressPool(cfg, m, ready, logger)
-	if err != nil {
-		return nil, err
+	var pool *egress.Pool
+	if cfg.Backend != "agent" || cfg.CloudOn() {
+		// The Agent CLI gets none of the gateway's settings: without Cloud
+		// Agents, nothing would leave through the pool.
+		if pool, err = egressPool(cfg, m, ready, logger); err != nil {
+			return nil, err
+		}
 	}
 	var gw *Gateway
 	switch cfg.Backend {
