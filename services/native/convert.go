@@ -310,7 +310,7 @@ func images(m models.Message) ([]image, error) {
 			err = errors.New("it is empty")
 		}
 		if err != nil {
-			where := "a " + string(m.Role) + " message"
+			where := fmt.Sprintf("a message of role %s", m.Role)
 			if m.Role == models.RoleTool {
 				where = fmt.Sprintf("the result of tool call %q", utils.Clip(m.ToolCallID, utils.QuoteLen))
 			}

@@ -108,7 +108,7 @@ func TestImageNotBase64(t *testing.T) {
 		var me *models.Error
 		require.ErrorAs(t, err, &me, "%q", data)
 		assert.Equal(t, http.StatusBadRequest, me.Status)
-		assert.Contains(t, me.Message, "a user message has an image whose data is not base64")
+		assert.Contains(t, me.Message, "a message of role user has an image whose data is not base64")
 	}
 	assert.Empty(t, srv.Runs())
 }

@@ -308,9 +308,8 @@ func (r *run) resume(results map[string]models.Message) error {
 			if err != nil {
 				return err
 			}
-			content = append(content[:0:0], &agentv1.McpToolResultContentItem{Content: &agentv1.McpToolResultContentItem_Text{
-				Text: &agentv1.McpTextContent{Text: resultText(m)}}})
-			content = append(content, mcpImages(imgs)...)
+			content = append([]*agentv1.McpToolResultContentItem{{Content: &agentv1.McpToolResultContentItem_Text{
+				Text: &agentv1.McpTextContent{Text: resultText(m)}}}}, mcpImages(imgs)...)
 			isError = m.IsError
 		}
 		answers[i] = &agentv1.McpResult{Result: &agentv1.McpResult_Success{Success: &agentv1.McpSuccess{Content: content, IsError: isError}}}
