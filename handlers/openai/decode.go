@@ -43,7 +43,7 @@ func ToRequest(req *ChatRequest) (*models.Request, error) {
 		return nil, err
 	}
 	for i, m := range req.Messages {
-		blocks, err := ContentBlocks(m.Content, fmt.Sprintf("messages[%d].content", i), "image_url.url")
+		blocks, err := ContentBlocks(m.Content, func() string { return fmt.Sprintf("messages[%d].content", i) }, "image_url.url")
 		if err != nil {
 			return nil, err
 		}
@@ -109,10 +109,11 @@ func toMessage(m Message, blocks []models.Block) (models.Message, error) {
 // ContentBlocks is content's text, its images, then a marker for each
 // other part that carried no text. An image given by a data: URL goes
 // along; one given by another URL is a marker (its part's type), since
-// the gateway fetches nothing for a client. param names the content (messages[3].content),
-// urlField an image part's URL within a part (image_url.url), for a
-// malformed image's error.
-func ContentBlocks(c Content, param, urlField string) ([]models.Block, error) {
+// the gateway fetches nothing for a client. param names the content
+// (messages[3].content), urlField an image part's URL within a part
+// (image_url.url), for a malformed image's error; param is called for
+// that error alone, so that a message of text formats no path.
+func ContentBlocks(c Content, param func() string, urlField string) ([]models.Block, error) {
 	blocks := make([]models.Block, 0, 1+len(c.Images)+len(c.NonText))
 	blocks = append(blocks, models.Block{Kind: models.BlockText, Text: c.Text})
 	for _, img := range c.Images {
@@ -122,7 +123,8 @@ func ContentBlocks(c Content, param, urlField string) ([]models.Block, error) {
 		}
 		b, err := models.ImageFromDataURL(img.URL)
 		if err != nil {
-			return nil, models.InvalidRequest(fmt.Sprintf("%s[%d].%s", param, img.Part, urlField), "%s[%d].%s: %v", param, img.Part, urlField, err)
+			at := fmt.Sprintf("%s[%d].%s", param(), img.Part, urlField)
+			return nil, models.InvalidRequest(at, "%s: %v", at, err)
 		}
 		blocks = append(blocks, b)
 	}

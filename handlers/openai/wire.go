@@ -169,16 +169,23 @@ func (c *Content) parts(data []byte) error {
 
 // partsOfPlainShape reads an array of parts (data, checked JSON already)
 // in one pass, when every part has the plain shape agents send: a string,
-// or an object whose "type" and "text" keys, if there, are lower case,
-// unescaped, once each, and strings. It reports false, leaving c as it
-// was, for anything else, which UnmarshalJSON's general reading (one
-// encoding/json pass per part and field, a pass over every text at each
-// level) then takes, with its errors. The result is the general
-// reading's (TestContentPartsReadAsTheGeneralReading).
+// or an object whose "type", "text" and "image_url" keys, if there, are
+// lower case, unescaped, once each, and strings, the image_url of an
+// image part being also an object whose "url", if there, is so. It
+// reports false, leaving c as it was, for anything else, which
+// UnmarshalJSON's general reading (one encoding/json pass per part and
+// field, a pass over every text at each level) then takes, with its
+// errors. The result is the general reading's
+// (TestContentPartsReadAsTheGeneralReading). An image's URL, which may
+// be megabytes, is a slice of the one copy of data that gjson makes,
+// where the general reading copies it three times more.
 func (c *Content) partsOfPlainShape(data []byte) bool {
 	var texts, nonText []string
+	var images []ImagePart
 	ok := true
+	i := 0
 	gjson.ParseBytes(data).ForEach(func(_, part gjson.Result) bool {
+		i++ // part i-1
 		switch {
 		case part.Type == gjson.String:
 			text, good := utils.StringOf(part)
@@ -189,7 +196,7 @@ func (c *Content) partsOfPlainShape(data []byte) bool {
 			texts = append(texts, text)
 			return true
 		case part.IsObject():
-			typ, text, hasText, good := plainPart(part)
+			typ, text, hasText, image, good := plainPart(part)
 			if !good {
 				ok = false
 				return false
@@ -197,28 +204,37 @@ func (c *Content) partsOfPlainShape(data []byte) bool {
 			switch {
 			case hasText && (typ == "" || strings.Contains(typ, "text")):
 				texts = append(texts, text)
+				return true
 			case imagePart(typ):
-				ok = false // the general reading reads its URL
-				return false
-			case typ == "":
-				nonText = append(nonText, "unknown")
-			default:
-				nonText = append(nonText, typ)
+				url, good := plainImageURL(image)
+				if !good {
+					ok = false
+					return false
+				}
+				if url != "" {
+					images = append(images, ImagePart{Part: i - 1, Type: typ, URL: url})
+					return true
+				}
 			}
+			if typ == "" {
+				typ = "unknown"
+			}
+			nonText = append(nonText, typ)
 			return true
 		}
 		ok = false // null, a number, a boolean, an array
 		return false
 	})
 	if ok {
-		*c = Content{Text: strings.Join(texts, "\n"), NonText: nonText}
+		*c = Content{Text: strings.Join(texts, "\n"), Images: images, NonText: nonText}
 	}
 	return ok
 }
 
 // plainPart reads a part object's "type" and "text" when they have the
-// plain shape (see partsOfPlainShape); good is false otherwise.
-func plainPart(part gjson.Result) (typ, text string, hasText, good bool) {
+// plain shape (see partsOfPlainShape), and finds its "image_url"; good is
+// false otherwise.
+func plainPart(part gjson.Result) (typ, text string, hasText bool, image gjson.Result, good bool) {
 	good = true
 	var seen uint64
 	part.ForEach(func(key, value gjson.Result) bool {
@@ -229,6 +245,10 @@ func plainPart(part gjson.Result) (typ, text string, hasText, good bool) {
 		}
 		if field < 0 {
 			return true // a field the general reading skips too
+		}
+		if field == 2 {
+			image = value // read for an image part only, as the general reading reads it
+			return true
 		}
 		s, ok := utils.StringOf(value)
 		switch {
@@ -242,11 +262,42 @@ func plainPart(part gjson.Result) (typ, text string, hasText, good bool) {
 		}
 		return true
 	})
-	return typ, text, hasText, good
+	return typ, text, hasText, image, good
 }
 
-// partFields are a part's fields as the general reading declares them.
-var partFields = []string{"type", "text"}
+// plainImageURL reads an image part's image_url (v, gjson's zero Result
+// when absent) as imageURL does, when it has the plain shape: a string,
+// or an object whose "url", if there, is one; good is false otherwise.
+func plainImageURL(v gjson.Result) (url string, good bool) {
+	switch {
+	case !v.Exists():
+		return "", true
+	case v.Type == gjson.String:
+		return utils.StringOf(v)
+	case !v.IsObject():
+		return "", false
+	}
+	good = true
+	var seen uint64
+	v.ForEach(func(key, value gjson.Result) bool {
+		field, ok := utils.PlainField(key, imageURLFields, &seen)
+		switch {
+		case !ok:
+			good = false
+		case field == 0:
+			url, good = utils.StringOf(value)
+		}
+		return good
+	})
+	return url, good
+}
+
+// partFields and imageURLFields are a part's and an image_url object's
+// fields as the general reading declares them.
+var (
+	partFields     = []string{"type", "text", "image_url"}
+	imageURLFields = []string{"url"}
+)
 
 // MarshalJSON writes the text as a plain string.
 func (c Content) MarshalJSON() ([]byte, error) { return json.Marshal(c.Text) }

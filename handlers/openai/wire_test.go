@@ -76,13 +76,34 @@ func TestContentPartsReadAsTheGeneralReading(t *testing.T) {
 	texts := []string{`""`, `"plain"`, `"a\nb \"q\" \u00e9 \ud83d\ude00"`, "\"bad \xff\"", `"\ud800"`}
 	values := append([]string{`null`, `1`, `true`, `{}`, `[]`, `{"x":"text"}`}, texts...)
 	types := []string{`"text"`, `"input_text"`, `"output_text"`, `"image_url"`, `"input_image"`, `""`, `"TEXT"`}
-	keys := []string{`"type"`, `"text"`, `"Type"`, `"TEXT"`, `"t\u0065xt"`, `"image_url"`, `"cache_control"`}
+	keys := []string{`"type"`, `"text"`, `"Type"`, `"TEXT"`, `"t\u0065xt"`, `"image_url"`, `"Image_URL"`, `"cache_control"`}
+	urls := []string{`"data:image/png;base64,iVBORw0KGgo="`, `"data:image\/gif;base64,R0lG"`, `"https://example.com/a.png"`, `""`, "\"bad \xff\""}
+	imageURL := func() string {
+		switch r.IntN(5) {
+		case 0, 1:
+			return urls[r.IntN(len(urls))]
+		case 2:
+			return values[r.IntN(len(values))]
+		}
+		var fields []string
+		for range r.IntN(3) {
+			k := []string{`"url"`, `"url"`, `"URL"`, `"detail"`, `"u\u0072l"`}[r.IntN(5)]
+			v := urls[r.IntN(len(urls))]
+			if r.IntN(5) == 0 {
+				v = values[r.IntN(len(values))]
+			}
+			fields = append(fields, k+":"+v)
+		}
+		return "{" + strings.Join(fields, ",") + "}"
+	}
 	part := func() string {
-		switch r.IntN(6) {
+		switch r.IntN(7) {
 		case 0:
 			return texts[r.IntN(len(texts))]
 		case 1:
 			return values[r.IntN(len(values))]
+		case 2: // an image part as clients send it, its image_url of any shape
+			return `{"type":` + []string{`"image_url"`, `"input_image"`}[r.IntN(2)] + `,"image_url":` + imageURL() + `,"detail":"auto"}`
 		default:
 			var fields []string
 			for range r.IntN(4) {
@@ -93,6 +114,8 @@ func TestContentPartsReadAsTheGeneralReading(t *testing.T) {
 					v = values[r.IntN(len(values))]
 				case k == `"type"` || k == `"Type"`:
 					v = types[r.IntN(len(types))]
+				case k == `"image_url"` || k == `"Image_URL"`:
+					v = imageURL()
 				default:
 					v = texts[r.IntN(len(texts))]
 				}
@@ -101,7 +124,7 @@ func TestContentPartsReadAsTheGeneralReading(t *testing.T) {
 			return "{" + strings.Join(fields, ",") + "}"
 		}
 	}
-	took := 0
+	took, images := 0, 0
 	for range 20000 {
 		ps := make([]string, r.IntN(5))
 		for i := range ps {
@@ -121,6 +144,8 @@ func TestContentPartsReadAsTheGeneralReading(t *testing.T) {
 		took++
 		require.NoError(t, generalErr, "the one-pass reading took what the general one refuses: %s", data)
 		require.Equal(t, general, fast, "%s", data)
+		images += len(fast.Images)
 	}
 	assert.Greater(t, took, 5000, "the one-pass reading is exercised")
+	assert.Greater(t, images, 100, "the one-pass reading of images is exercised")
 }

@@ -404,7 +404,7 @@ func (c *conversation) add(raw json.RawMessage, field string, i int) error {
 	}
 	switch it.Type {
 	case "", "message":
-		bs, err := openai.ContentBlocks(it.Content, path+".content", "image_url")
+		bs, err := openai.ContentBlocks(it.Content, func() string { return path + ".content" }, "image_url")
 		if err != nil {
 			return err
 		}
@@ -435,7 +435,7 @@ func (c *conversation) add(raw json.RawMessage, field string, i int) error {
 		if it.CallID == "" {
 			return models.InvalidRequest(path+".call_id", "%s.call_id is required: it names the call this output answers", path)
 		}
-		bs, err := openai.ContentBlocks(it.Output, path+".output", "image_url")
+		bs, err := openai.ContentBlocks(it.Output, func() string { return path + ".output" }, "image_url")
 		if err != nil {
 			return err
 		}
