@@ -41,7 +41,7 @@ func ToRequest(req *MessagesRequest) (*models.Request, error) {
 		out.ShowThinking = req.Thinking.Display != "omitted"
 	}
 	if len(req.System) > 0 {
-		blocks, err := contentBlocks(req.System, "system", 0)
+		blocks, err := contentBlocks(req.System, func() string { return "system" }, 0)
 		if err != nil {
 			return nil, err
 		}
@@ -68,7 +68,7 @@ func ToRequest(req *MessagesRequest) (*models.Request, error) {
 			// Instructions among the messages (Claude Code 2.1 sends
 			// its environment so); the upstream has one system prompt,
 			// and the core gathers them there.
-			blocks, err := contentBlocks(m.Content, fmt.Sprintf("messages.%d.content", i), 0)
+			blocks, err := contentBlocks(m.Content, contentParam(i), 0)
 			if err != nil {
 				return nil, err
 			}
@@ -135,8 +135,9 @@ func toToolChoice(tc *ToolChoice, tools []models.Tool) (models.ToolChoice, bool,
 // tool result: text, inline images, and a marker for anything else (a
 // document, an image given by URL or file), which the upstream cannot
 // take. param names the content, and offset the index of c[0] in it,
-// for an error's place.
-func contentBlocks(c Content, param string, offset int) ([]models.Block, error) {
+// for an error's place; param is called for that error alone, so that
+// content without images formats no path.
+func contentBlocks(c Content, param func() string, offset int) ([]models.Block, error) {
 	blocks := make([]models.Block, 0, len(c))
 	for j, b := range c {
 		switch b.Type {
@@ -145,7 +146,7 @@ func contentBlocks(c Content, param string, offset int) ([]models.Block, error) 
 		case "thinking", "redacted_thinking":
 			blocks = append(blocks, models.Block{Kind: models.BlockThinking, Text: b.Thinking})
 		case "image":
-			at := fmt.Sprintf("%s.%d.source", param, offset+j)
+			at := fmt.Sprintf("%s.%d.source", param(), offset+j)
 			switch {
 			case b.Source == nil:
 				return nil, models.InvalidRequest(at, "%s is required: an image block needs its source", at)
@@ -165,12 +166,17 @@ func contentBlocks(c Content, param string, offset int) ([]models.Block, error) 
 	return blocks, nil
 }
 
+// contentParam is the param of messages[i]'s content.
+func contentParam(i int) func() string {
+	return func() string { return fmt.Sprintf("messages.%d.content", i) }
+}
+
 // userMessages splits user turn i into the core's messages: each
 // tool_result becomes a RoleTool message answering its call, and the
 // other blocks a user message, in their order.
 func userMessages(i int, c Content) ([]models.Message, error) {
 	var out []models.Message
-	param := fmt.Sprintf("messages.%d.content", i)
+	param := contentParam(i)
 	start := 0 // of the blocks not yet in a message
 	flush := func(end int) error {
 		if end > start {
@@ -190,7 +196,7 @@ func userMessages(i int, c Content) ([]models.Message, error) {
 			return nil, err
 		}
 		start = j + 1
-		blocks, err := contentBlocks(b.Content, fmt.Sprintf("%s.%d.content", param, j), 0)
+		blocks, err := contentBlocks(b.Content, func() string { return fmt.Sprintf("%s.%d.content", param(), j) }, 0)
 		if err != nil {
 			return nil, err
 		}
@@ -232,7 +238,7 @@ func assistantMessage(i, offset int, c Content) (models.Message, error) {
 		case "tool_result":
 			return models.Message{}, models.InvalidRequest(fmt.Sprintf("messages.%d.content.%d.type", i, j), "messages.%d.content.%d: tool_result blocks belong in a user message", i, j)
 		default:
-			blocks, err := contentBlocks(Content{b}, fmt.Sprintf("messages.%d.content", i), j)
+			blocks, err := contentBlocks(Content{b}, contentParam(i), j)
 			if err != nil {
 				return models.Message{}, err
 			}

@@ -82,7 +82,7 @@ func assistantMessages(i int, c Content) ([]models.Message, error) {
 			}
 			out = append(out, msg)
 		}
-		blocks, err := contentBlocks(b.Content, fmt.Sprintf("messages.%d.content.%d.content", i, j), 0)
+		blocks, err := contentBlocks(b.Content, func() string { return fmt.Sprintf("messages.%d.content.%d.content", i, j) }, 0)
 		if err != nil {
 			return nil, err
 		}
