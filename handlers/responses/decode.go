@@ -376,10 +376,10 @@ func inputItems(input json.RawMessage) (items []json.RawMessage, text *string, e
 	case input[0] == '[':
 		// The items as they came, each a slice of input, which the
 		// request's decoder has checked: split in one pass, without
-		// encoding/json's check and copy of each.
-		gjson.ParseBytes(input).ForEach(func(_, item gjson.Result) bool {
-			end := item.Index + len(item.Raw)
-			items = append(items, input[item.Index:end:end]) // an append to one copies it
+		// encoding/json's check and copy of each, or a copy of the whole
+		// (input may hold megabytes of images).
+		jsondec.Elements(input, func(item []byte) bool {
+			items = append(items, item[:len(item):len(item)]) // an append to one copies it
 			return true
 		})
 		return items, nil, nil

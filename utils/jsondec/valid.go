@@ -250,6 +250,23 @@ func members(data []byte, fn func(key, value []byte) bool) bool {
 	return true
 }
 
+// Elements calls fn with each element of data, a JSON array checked
+// already (by Valid, or as a part of a body Unmarshal decoded), each a
+// slice of data without the white space around it. It stops, reporting
+// false, when fn does. It is for a door that splits an array it keeps
+// raw (the Responses input) without the copy a parser of strings makes.
+func Elements(data []byte, fn func(elem []byte) bool) bool {
+	start := skipSpace(data, 0)
+	end := len(data)
+	for end > start && utils.IsJSONSpace(data[end-1]) {
+		end--
+	}
+	if end-start < 2 || data[start] != '[' {
+		return false
+	}
+	return elements(data[start:end], fn)
+}
+
 // elements calls fn with each element of the valid JSON array data
 // (trimmed), trimmed. It stops, reporting false, when fn does.
 func elements(data []byte, fn func(elem []byte) bool) bool {

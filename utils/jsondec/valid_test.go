@@ -97,3 +97,31 @@ func TestMembersAndElements(t *testing.T) {
 	assert.False(t, ok, "stops when fn does")
 	assert.Equal(t, []string{`1`, `"a,b"`, `[2,3]`, `{"k":"v"}`}, got)
 }
+
+// TestElements holds Elements' split of checked arrays to encoding/json's
+// (each element's bytes as a json.RawMessage has them), white space
+// around the array and its elements included.
+func TestElements(t *testing.T) {
+	for _, c := range []string{
+		`[]`, ` [ ] `, "\n[\t1 ]\r\n", `[{"type":"message","content":[{"text":"a],\"b"}]}, "x" ,[[]], null,-1.5e3,{}]`,
+		`["\u005d", "\\", "ü"]`,
+	} {
+		var want []json.RawMessage
+		if err := json.Unmarshal([]byte(c), &want); err != nil {
+			t.Fatalf("%s: %v", c, err)
+		}
+		var got []json.RawMessage
+		assert.True(t, Elements([]byte(c), func(e []byte) bool {
+			got = append(got, e)
+			return true
+		}), c)
+		if len(want) == 0 {
+			assert.Empty(t, got, c)
+			continue
+		}
+		assert.Equal(t, want, got, c)
+	}
+	for _, notArray := range []string{``, ` `, `{}`, `"[]"`, `1`} {
+		assert.False(t, Elements([]byte(notArray), func([]byte) bool { t.Fatal("called"); return true }), notArray)
+	}
+}
