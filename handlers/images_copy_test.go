@@ -1,0 +1,90 @@
+package handlers
+
+import (
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"cursor2api/handlers/anthropic"
+	"cursor2api/handlers/gemini"
+	"cursor2api/handlers/openai"
+	"cursor2api/handlers/responses"
+	"cursor2api/models"
+	"cursor2api/utils/jsondec"
+)
+
+// TestImageDataCopiedOnce holds each door to one copy of an image's data
+// from the body to the core's request, the string the block keeps (the
+// Responses door two: its input is kept raw as well, for the store): an
+// image may be megabytes. What a decode allocates is measured, the least
+// of a few runs, so that another test's allocations do not count.
+func TestImageDataCopiedOnce(t *testing.T) {
+	const size = 1 << 20
+	data := strings.Repeat("iVBORw0KGgo+/AA=", size/16)
+	cases := []struct {
+		door   string
+		body   string
+		copies int
+		decode func(body []byte) (*models.Request, error)
+	}{
+		{"openai", `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"hi"},{"type":"image_url","image_url":{"url":"data:image/png;base64,` + data + `","detail":"auto"}}]}]}`, 1,
+			func(body []byte) (*models.Request, error) {
+				var r openai.ChatRequest
+				if err := jsondec.Unmarshal(body, &r); err != nil {
+					return nil, err
+				}
+				return openai.ToRequest(&r)
+			}},
+		{"responses", `{"model":"m","input":[{"role":"user","content":[{"type":"input_text","text":"hi"},{"type":"input_image","image_url":"data:image/png;base64,` + data + `"}]}]}`, 2,
+			func(body []byte) (*models.Request, error) {
+				var r responses.Request
+				if err := jsondec.Unmarshal(body, &r); err != nil {
+					return nil, err
+				}
+				d, err := responses.ToRequest(&r, nil)
+				if err != nil {
+					return nil, err
+				}
+				return d.Request, nil
+			}},
+		{"anthropic", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"text","text":"hi"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"` + data + `"}}]}]}`, 1,
+			func(body []byte) (*models.Request, error) {
+				var r anthropic.MessagesRequest
+				if err := jsondec.Unmarshal(body, &r); err != nil {
+					return nil, err
+				}
+				return anthropic.ToRequest(&r)
+			}},
+		{"gemini", `{"contents":[{"role":"user","parts":[{"text":"hi"},{"inlineData":{"mimeType":"image/png","data":"` + data + `"}}]}]}`, 1,
+			func(body []byte) (*models.Request, error) {
+				var r gemini.GenerateContentRequest
+				if err := jsondec.Unmarshal(body, &r); err != nil {
+					return nil, err
+				}
+				return gemini.ToRequest(&r, "m", false)
+			}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.door, func(t *testing.T) {
+			body := []byte(tc.body)
+			req, err := tc.decode(body)
+			require.NoError(t, err)
+			blocks := req.Messages[len(req.Messages)-1].Blocks
+			require.Len(t, blocks, 2)
+			assert.Equal(t, models.Block{Kind: models.BlockImage, MediaType: "image/png", Data: data}, blocks[1])
+
+			least := ^uint64(0)
+			var before, after runtime.MemStats
+			for range 5 {
+				runtime.ReadMemStats(&before)
+				_, _ = tc.decode(body)
+				runtime.ReadMemStats(&after)
+				least = min(least, after.TotalAlloc-before.TotalAlloc)
+			}
+			assert.Less(t, least, uint64(tc.copies*size+size/4), "a decode allocates %d bytes for a %d-byte image", least, size)
+		})
+	}
+}
