@@ -26,9 +26,9 @@ const e2ePNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8/5+h
 
 const imageNote = "[image omitted: this model accepts text only]"
 
-// assertImagesOmitted checks the one upstream request: a note for each
-// of the notes images, the prompt containing each of want, and no image
-// data anywhere in the body.
+// assertImagesOmitted checks the one upstream request: as many notes as
+// images (notes), the prompt containing each of want, and no image data
+// anywhere in the body.
 func assertImagesOmitted(t *testing.T, s *stack, notes int, want ...string) {
 	t.Helper()
 	reqs := s.up.Requests()
