@@ -57,6 +57,15 @@ type refBlock struct {
 	Signature  string          `json:"signature,omitempty"`
 	Data       string          `json:"data,omitempty"`
 	ServerName string          `json:"server_name,omitempty"`
+	Source     *refSource      `json:"source,omitempty"`
+}
+
+type refSource struct {
+	Type      string `json:"type"`
+	MediaType string `json:"media_type,omitempty"`
+	Data      string `json:"data,omitempty"`
+	URL       string `json:"url,omitempty"`
+	FileID    string `json:"file_id,omitempty"`
 }
 
 func (c refContent) content() Content {
@@ -65,7 +74,11 @@ func (c refContent) content() Content {
 	}
 	out := Content{}
 	for _, b := range c {
-		out = append(out, Block{Type: b.Type, Text: b.Text, ID: b.ID, Name: b.Name, Input: b.Input, ToolUseID: b.ToolUseID,
+		var src *Source
+		if b.Source != nil {
+			src = &Source{Type: b.Source.Type, MediaType: b.Source.MediaType, Data: b.Source.Data, URL: b.Source.URL, FileID: b.Source.FileID}
+		}
+		out = append(out, Block{Source: src, Type: b.Type, Text: b.Text, ID: b.ID, Name: b.Name, Input: b.Input, ToolUseID: b.ToolUseID,
 			Content: b.Content.content(), IsError: b.IsError, Thinking: b.Thinking, Signature: b.Signature, Data: b.Data, ServerName: b.ServerName})
 	}
 	return out
@@ -81,7 +94,7 @@ func TestContentReadsAsEncodingJSON(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
 	strs := []string{`""`, `"plain"`, `"a\nb \"q\" \u00e9 \ud83d\ude00"`, "\"bad \xff\"", `"\ud800"`}
 	others := []string{`null`, `1`, `true`, `false`, `{}`, `[]`, `{"a":[1,"x"]}`}
-	blockFields := []string{"type", "text", "id", "name", "input", "tool_use_id", "content", "is_error", "thinking", "signature", "data", "server_name"}
+	blockFields := []string{"type", "text", "id", "name", "input", "tool_use_id", "content", "is_error", "thinking", "signature", "data", "server_name", "source"}
 	keys := append(blockFields, "Text", "TYPE", "cache_control", "citations", "t\\u0065xt", "Is_Error")
 	var block func(depth int) string
 	block = func(depth int) string {
@@ -97,6 +110,9 @@ func TestContentReadsAsEncodingJSON(t *testing.T) {
 				v = append(strs, others...)[r.IntN(len(strs)+len(others))]
 			case strings.EqualFold(k, "is_error"):
 				v = []string{"true", "false"}[r.IntN(2)]
+			case k == "source":
+				v = []string{`{"type":"base64","media_type":"image/png","data":"iVBORw0KGgo="}`, `{"type":"url","url":"https://x/a.png"}`, `{"type":"file","file_id":"file_1"}`,
+					`{"type":"base64","Media_Type":"image/gif","data":"R0lG","data":"R0lGOD"}`, `{"type":"base64","media_type":"image/png","data":"a\/b"}`, `{}`}[r.IntN(6)]
 			case k == "input":
 				v = []string{`{"path":"a.go"}`, `{}`, `"s"`, `[1, 2]`}[r.IntN(4)]
 			case k == "content" && depth < 2:
