@@ -1,6 +1,7 @@
 // Command cursor2api is a gateway that serves the OpenAI chat-completions,
-// Anthropic Messages and OpenAI Responses APIs, with real tool calls for
-// coding agents, in front of Cursor's web chat or the Cursor Agent CLI.
+// Anthropic Messages, OpenAI Responses and Gemini APIs, with real tool
+// calls for coding agents, in front of Cursor's web chat, the Cursor Agent
+// CLI or Cursor's native agent API.
 //
 // Subcommands: healthcheck (the container's HEALTHCHECK), doctor (run the
 // web chat's handshake step by step and say what to set), xih (run the

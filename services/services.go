@@ -1,9 +1,10 @@
 // Package services wires the gateway's parts from its configuration: the
 // model catalog and aliases, the back door (the web chat with its
-// transport, egress pool, cookie jar and x-is-human provider, or the Cursor
-// Agent CLI), the metrics and readiness that watch it, and the core chat
-// service on top. It is the only package that reads config; everything it
-// builds takes plain values.
+// transport, egress pool, cookie jar and x-is-human provider, the Cursor
+// Agent CLI, or Cursor's native agent API with its key pool), the MCP
+// servers, Cloud Agents, the metrics and readiness that watch them, and
+// the core chat service on top. It is the one package that turns config
+// into parts; everything it builds takes plain values.
 package services
 
 import (

@@ -61,8 +61,19 @@ func banner(cfg *config.Config, models []string) []any {
 		keys[i] = maskSecret(k)
 	}
 	backend := []any{"backend", "web", "upstream", cfg.CursorAPIURL}
-	if cfg.Backend == "agent" {
+	switch cfg.Backend {
+	case "agent":
 		backend = []any{"backend", "agent", "agent_bin", cfg.AgentBin, "agent_max_procs", cfg.AgentMaxProcs, "cursor_api_key", maskSecret(cfg.CursorAPIKey)}
+	case "cursor":
+		cursorKeys := make([]string, 0, len(cfg.CursorAPIKeys()))
+		for _, k := range cfg.CursorAPIKeys() {
+			cursorKeys = append(cursorKeys, maskSecret(k))
+		}
+		upstream := cfg.CursorBackendURL
+		if upstream == "" {
+			upstream = "Cursor's own hosts"
+		}
+		backend = []any{"backend", "cursor", "upstream", upstream, "cursor_transport", cfg.CursorTransport, "cursor_api_keys", cursorKeys}
 	}
 	return append(backend,
 		"models", models,
@@ -70,6 +81,7 @@ func banner(cfg *config.Config, models []string) []any {
 			"openai: POST /v1/chat/completions, GET /v1/models",
 			"anthropic: POST /v1/messages, POST /v1/messages/count_tokens",
 			"responses: POST /v1/responses, GET and DELETE /v1/responses/{id}",
+			"gemini: POST /v1beta/models/{model}:generateContent, :streamGenerateContent and :countTokens, GET /v1beta/models",
 		},
 		"api_keys", keys,
 		"state", stateBanner(cfg),

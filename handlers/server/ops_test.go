@@ -42,6 +42,53 @@ func TestBannerMasksSecrets(t *testing.T) {
 	assert.Empty(t, out.String(), "NewLogger logs at LOG_LEVEL")
 }
 
+// TestBannerNamesTheBackendAndEveryDoor: the start-up line says which
+// back door answers (the cursor backend once called itself "web") and
+// lists every front door the handler serves, Gemini's included.
+func TestBannerNamesTheBackendAndEveryDoor(t *testing.T) {
+	const key1, key2 = "crsr_first-secret-key-0001", "crsr_second-secret-key-0002"
+	tests := []struct {
+		name     string
+		env      map[string]string
+		backend  string
+		upstream any
+		keys     any
+	}{
+		{"web", map[string]string{}, "web", "https://cursor.com/api/chat", nil},
+		{"agent", map[string]string{"BACKEND": "agent"}, "agent", nil, nil},
+		{"cursor", map[string]string{"BACKEND": "cursor", "CURSOR_API_KEY": key1 + "," + key2}, "cursor", "Cursor's own hosts",
+			[]any{"crsr*** (26 chars)", "crsr*** (27 chars)"}},
+		{"cursor behind one URL", map[string]string{"BACKEND": "cursor", "CURSOR_API_KEY": key1, "CURSOR_BACKEND_URL": "http://127.0.0.1:9/"}, "cursor", "http://127.0.0.1:9",
+			[]any{"crsr*** (26 chars)"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := map[string]string{"LOG_FORMAT": "json"}
+			for k, v := range tt.env {
+				env[k] = v
+			}
+			cfg, err := config.FromMap(env)
+			require.NoError(t, err)
+			var out bytes.Buffer
+			NewLogger(cfg, &out).Info("cursor2api listening", banner(cfg, nil)...)
+			line := out.String()
+			var fields map[string]any
+			require.NoError(t, json.Unmarshal([]byte(line), &fields), line)
+			assert.Equal(t, tt.backend, fields["backend"])
+			assert.Equal(t, tt.upstream, fields["upstream"])
+			assert.Equal(t, tt.keys, fields["cursor_api_keys"])
+			assert.NotContains(t, line, "secret-key", "keys are masked")
+			doors, _ := fields["doors"].([]any)
+			var names []string
+			for _, d := range doors {
+				name, _, _ := strings.Cut(d.(string), ":")
+				names = append(names, name)
+			}
+			assert.Equal(t, []string{"openai", "anthropic", "responses", "gemini"}, names)
+		})
+	}
+}
+
 func TestMetricsAddrServesMetricsToo(t *testing.T) {
 	up := cursortest.NewServer(t, cursortest.Always(cursortest.Text(nil, "ok")))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -74,7 +74,7 @@ func New() *Metrics {
 	m.heldTurns = prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: "held_turns_total",
 		Help: "Turns held back until their outcome was known (strict mode or a whole answer)."})
 	m.retries = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "strict_retries_total",
-		Help: "Turns asked a second time, by reason (bad_call, missing_call, refusal)."}, []string{"reason"})
+		Help: "Turns asked a second time, by reason (bad_call, missing_call, refusal, empty)."}, []string{"reason"})
 	m.badCalls = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "bad_tool_calls_total",
 		Help: "Tool calls the model wrote that could not be sent, by reason."}, []string{"reason"})
 	m.humanFailures = prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: "x_is_human_failures_total",
