@@ -86,15 +86,17 @@ type run struct {
 	endOnce sync.Once
 }
 
-// start sends the run's first message and starts its goroutines.
+// start sends the run's first message and starts its goroutines. The
+// heartbeat starts once the first message is sent: the server takes
+// nothing before the run_request, and a beat that got ahead of it (a
+// tick while the sender was held up) failed the run.
 func (r *run) start(first *agentv1.AgentClientMessage) error {
-	r.wg.Add(2)
+	r.wg.Add(1)
 	go r.pump()
+	err := r.send(first)
+	r.wg.Add(1)
 	go r.heartbeat()
-	if err := r.send(first); err != nil {
-		return err
-	}
-	return nil
+	return err
 }
 
 func (r *run) send(m *agentv1.AgentClientMessage) error {
