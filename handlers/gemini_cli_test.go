@@ -105,6 +105,7 @@ func TestGeminiCLIRunsParallelTools(t *testing.T) {
 	s := newStack(t, map[string]string{"API_KEY": "gm-key"}, script(t, parallelTurns(work)...))
 	out := runGemini(t, s, work, "Read notes.txt and create out.txt.", "-m", "gemini-3.1-pro-preview")
 	checkParallelRun(t, work, out, s.up.Requests())
+	s.Close() // Gemini CLI may exit before its last request's access line is written: Close waits for the handlers
 	logs := s.logs.String()
 	assert.Equal(t, 2, strings.Count(logs, "door=gemini"), logs)
 	assert.Equal(t, 2, strings.Count(logs, "path=/v1beta/models/gemini-3.1-pro-preview:streamGenerateContent"), logs)
@@ -139,6 +140,7 @@ func TestGeminiCLIRoutesWithoutAModel(t *testing.T) {
 		return model(int(answered.Add(1))-1, req)
 	})
 	out := runGemini(t, s, work, "Read notes.txt and create out.txt.")
+	s.Close() // Gemini CLI may exit before its last request's access line is written: Close waits for the handlers
 	mu.Lock()
 	defer mu.Unlock()
 	checkParallelRun(t, work, out, turnReqs)

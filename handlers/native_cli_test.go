@@ -188,6 +188,7 @@ func TestCodexCLIReadsThenPatchesNative(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, "hello, <patched> & \"quoted\"\n", string(got), "Codex applied the patch:\n%s", out)
 			assert.Contains(t, string(out), "Patched greet.txt.", "Codex prints the model's last answer")
+			s.Close() // Codex may exit before its last request's access line is written: Close waits for the handlers
 			logs := s.logs.String()
 			assert.Equal(t, 3, strings.Count(logs, "door=responses"), logs)
 			assert.NotContains(t, logs, "status=4", "none of Codex's requests was refused")

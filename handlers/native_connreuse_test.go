@@ -46,8 +46,8 @@ func TestNativeUpstreamConnectionReuse(t *testing.T) {
 		// the next call asks for one. In the measured round, no more
 		// than one per run: the appends reuse theirs. (Measured: 0 to 2
 		// of 200 as a rule; up to 11 under -race on a loaded machine,
-		// where runs outlast the 5 s heartbeat and a run that ends
-		// with a heartbeat's append in flight closes its connection.)
+		// where runs outlast the 5 s heartbeat, until a run that ended
+		// with a heartbeat's append in flight stopped cutting it.)
 		//
 		// The door changes nothing of the back door's traffic: one
 		// keeps the test's time down under -race.

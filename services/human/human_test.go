@@ -149,9 +149,14 @@ func TestProviderSharesOneEvaluation(t *testing.T) {
 
 func TestProviderRefreshesAfterTTLAndInvalidate(t *testing.T) {
 	srv, _, _ := scriptServer(t, challenge)
-	p := newProvider(t, srv.URL+"/c.js", 150*time.Millisecond)
+	// The value must stay fresh from the first call to the second (a
+	// stalled runner can take a good part of a second between them), and
+	// the test then sleeps past 80% of the TTL, no longer.
+	const ttl = time.Second
+	p := newProvider(t, srv.URL+"/c.js", ttl)
 	ctx := context.Background()
 	_, err := p.Value(ctx)
+	computed := time.Now() // the value was cached before Value returned
 	require.NoError(t, err)
 	require.EqualValues(t, 1, p.Evaluations())
 
@@ -161,7 +166,7 @@ func TestProviderRefreshesAfterTTLAndInvalidate(t *testing.T) {
 
 	// Past 80% of the TTL a request gets the cached value and starts a
 	// background refresh.
-	time.Sleep(130 * time.Millisecond)
+	time.Sleep(time.Until(computed.Add(ttl*4/5)) + 20*time.Millisecond)
 	_, _ = p.Value(ctx)
 	require.Eventually(t, func() bool { return p.Evaluations() == 2 }, 3*time.Second, 10*time.Millisecond)
 

@@ -2,10 +2,12 @@ package native
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -20,15 +22,27 @@ import (
 // run (the bidi Run over h2c, or RunSSE with its unary BidiAppends over
 // HTTP/1.1) reuses the pooled connections, because every response is
 // read to its end (issue 30).
+//
+// A heartbeat every millisecond is one on its way at most runs' end:
+// the run lets it be answered before it is cancelled, since over HTTP/1.1
+// a BidiAppend cut short closes its connection.
 func TestRunsKeepTheirConnections(t *testing.T) {
 	const runs = 50
-	for _, tr := range transports {
-		t.Run(tr, func(t *testing.T) {
+	for _, tc := range []struct {
+		transport string
+		heartbeat time.Duration
+	}{
+		{TransportHTTP2, 50 * time.Millisecond}, {TransportSSE, 50 * time.Millisecond},
+		{TransportHTTP2, time.Millisecond}, {TransportSSE, time.Millisecond},
+	} {
+		tr := tc.transport
+		t.Run(fmt.Sprintf("%s heartbeat %v", tr, tc.heartbeat), func(t *testing.T) {
 			srv := nativetest.NewServer(t, nativetest.Options{Script: func(*agentv1.AgentRunRequest) nativetest.Script {
 				return nativetest.Script{Steps: []nativetest.Step{nativetest.Text("Hello", ", world")}, Usage: nativetest.Usage{Input: 1, Output: 2}}
 			}})
 			var dials atomic.Int64
 			counted := func(o *Options) {
+				o.HeartbeatEvery = tc.heartbeat
 				for _, hc := range []*http.Client{o.HTTP, o.HTTP2} {
 					var d net.Dialer
 					hc.Transport.(*http.Transport).DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {

@@ -482,7 +482,7 @@ func (c *Client) attempt(ctx context.Context, req upstream.Request, fn func(upst
 	r := &run{
 		c: c, id: runID, convID: convID, model: req.Model, lease: lease,
 		log: c.log.With("request_id", req.RequestID, "run", runID, "key", lease.Name()),
-		ctx: rctx, cancel: cancel, events: make(chan event, 64), done: make(chan struct{}),
+		ctx: rctx, cancel: cancel, events: make(chan event, 64), done: make(chan struct{}), beating: make(chan struct{}),
 		reqCtx: plan.reqCtx, names: plan.names, blobs: newBlobStore(c.opts.RunBlobBytes),
 	}
 	header := c.callHeaders(lease, runID, transport == TransportSSE)

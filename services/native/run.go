@@ -67,7 +67,10 @@ type run struct {
 	cancel context.CancelCauseFunc
 	events chan event
 	done   chan struct{} // closed when the pump has returned
-	wg     sync.WaitGroup
+	// beating is closed when the heartbeat has returned, its last send
+	// answered.
+	beating chan struct{}
+	wg      sync.WaitGroup
 
 	reqCtx *agentv1.RequestContext
 	names  map[string]string // names the model calls tools by → the client's
@@ -83,15 +86,17 @@ type run struct {
 	endOnce sync.Once
 }
 
-// start sends the run's first message and starts its goroutines.
+// start sends the run's first message and starts its goroutines. The
+// heartbeat starts once the first message is sent: the server takes
+// nothing before the run_request, and a beat that got ahead of it (a
+// tick while the sender was held up) failed the run.
 func (r *run) start(first *agentv1.AgentClientMessage) error {
-	r.wg.Add(2)
+	r.wg.Add(1)
 	go r.pump()
+	err := r.send(first)
+	r.wg.Add(1)
 	go r.heartbeat()
-	if err := r.send(first); err != nil {
-		return err
-	}
-	return nil
+	return err
 }
 
 func (r *run) send(m *agentv1.AgentClientMessage) error {
@@ -140,6 +145,7 @@ func (r *run) pump() {
 // lives, parked or not, as the official clients do during long turns.
 func (r *run) heartbeat() {
 	defer r.wg.Done()
+	defer close(r.beating)
 	t := time.NewTicker(r.c.opts.HeartbeatEvery)
 	defer t.Stop()
 	for {
@@ -149,6 +155,11 @@ func (r *run) heartbeat() {
 		case <-r.done:
 			return
 		case <-t.C:
+			select {
+			case <-r.done: // a tick and the end came together: no beat after the end
+				return
+			default:
+			}
 			if err := r.send(&agentv1.AgentClientMessage{Message: &agentv1.AgentClientMessage_ClientHeartbeat{ClientHeartbeat: &agentv1.ClientHeartbeat{}}}); err != nil {
 				return
 			}
@@ -345,6 +356,9 @@ func (r *run) abort(cause error) { r.finish(cause, keys.Outcome{Kind: keys.OK}) 
 // finish ends the run once, reporting the key's outcome.
 func (r *run) finish(cause error, o keys.Outcome) {
 	r.endOnce.Do(func() {
+		if errors.Is(cause, errTurnDone) {
+			r.settleHeartbeat()
+		}
 		r.cancel(cause)
 		r.conn.Close()
 		r.wg.Wait()
@@ -353,6 +367,24 @@ func (r *run) finish(cause error, o keys.Outcome) {
 			r.log.Debug("native: run ended", "run", r.id, "why", cause)
 		}
 	})
+}
+
+// heartbeatSettle bounds the wait for a heartbeat being sent when a run
+// ends cleanly.
+const heartbeatSettle = time.Second
+
+// settleHeartbeat lets a heartbeat already on its way be answered before
+// a cleanly ended run is cancelled, for at most heartbeatSettle: over
+// HTTP/1.1 a BidiAppend cut by the cancellation costs its pooled
+// connection, and the next run would dial again. The stream has ended,
+// so the heartbeat sends no other.
+func (r *run) settleHeartbeat() {
+	t := time.NewTimer(heartbeatSettle)
+	defer t.Stop()
+	select {
+	case <-r.beating:
+	case <-t.C:
+	}
 }
 
 var (

@@ -527,18 +527,23 @@ func TestCancel(t *testing.T) {
 }
 
 func TestGate(t *testing.T) {
-	srv := nativetest.NewServer(t, nativetest.Options{MinClientVersion: "sdk-1.0.30", TokenTTL: 300 * time.Millisecond})
+	// The token must outlive the dozen calls below that need it valid
+	// (a few ms each, tens under -race on a loaded machine), and then
+	// expire: the test sleeps until it has.
+	const ttl = time.Second
+	srv := nativetest.NewServer(t, nativetest.Options{MinClientVersion: "sdk-1.0.30", TokenTTL: ttl})
 
 	status, _ := post(t, srv.URL+"/auth/exchange_user_api_key", "wrong-key")
 	assert.Equal(t, http.StatusUnauthorized, status, "an unknown key")
 	token := login(t, srv)
+	expired := time.Now().Add(ttl) // the server stamped the token before login returned
 	parts := strings.Split(token, ".")
 	require.Len(t, parts, 3, "the access token is a JWT")
 	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
 	require.NoError(t, err)
 	var claims struct{ Exp int64 }
 	require.NoError(t, json.Unmarshal(payload, &claims))
-	assert.InDelta(t, time.Now().Add(300*time.Millisecond).Unix(), claims.Exp, 2)
+	assert.InDelta(t, time.Now().Add(ttl).Unix(), claims.Exp, 2)
 
 	for _, key := range []string{nativetest.DefaultAPIKey, token, "wrong-key"} {
 		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/v1/me", nil)
@@ -592,7 +597,7 @@ func TestGate(t *testing.T) {
 			assert.Equal(t, tc.title, ed.GetDetails().GetTitle())
 		})
 	}
-	time.Sleep(400 * time.Millisecond)
+	time.Sleep(time.Until(expired) + 10*time.Millisecond)
 	assert.Equal(t, connect.CodeUnauthenticated, connect.CodeOf(privacy(token, "sdk-1.0.32")), "an expired token")
 	calls := srv.CallsTo("/aiserver.v1.DashboardService/GetUserPrivacyMode")
 	require.NotEmpty(t, calls)
