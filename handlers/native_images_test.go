@@ -118,12 +118,7 @@ func TestNativeToolResultImageThroughMessages(t *testing.T) {
 
 	runs := up.Runs()
 	require.Len(t, runs, 1, "the parked run went on")
-	var content []*agentv1.McpToolResultContentItem
-	for _, e := range runs[0].Execs {
-		if e.Kind == "mcp_args" {
-			content = e.Answer.GetMcpResult().GetSuccess().GetContent()
-		}
-	}
+	content := runs[0].LastResult()
 	require.Len(t, content, 2, "a text, then the image")
 	assert.Equal(t, shot, content[1].GetImage().GetData())
 	assert.Equal(t, "image/png", content[1].GetImage().GetMimeType())
@@ -151,13 +146,9 @@ func TestClaudeCodeCLIReadsAPictureNative(t *testing.T) {
 			var mimes []string
 			if mode.resumed {
 				require.Len(t, runs, 1, "%s", out)
-				for _, e := range runs[0].Execs {
-					for _, c := range e.Answer.GetMcpResult().GetSuccess().GetContent() {
-						if img := c.GetImage(); img != nil {
-							assert.NotEmpty(t, img.GetData())
-							mimes = append(mimes, img.GetMimeType())
-						}
-					}
+				for _, img := range runs[0].ResultImages() {
+					assert.NotEmpty(t, img.GetData())
+					mimes = append(mimes, img.GetMimeType())
 				}
 			} else {
 				require.Len(t, runs, 2, "%s", out)
@@ -193,14 +184,7 @@ func TestGeminiCLIReadsAPictureNative(t *testing.T) {
 
 	runs := up.Runs()
 	require.Len(t, runs, 1, "%s", out)
-	var images []*agentv1.McpImageContent
-	for _, e := range runs[0].Execs {
-		for _, c := range e.Answer.GetMcpResult().GetSuccess().GetContent() {
-			if img := c.GetImage(); img != nil {
-				images = append(images, img)
-			}
-		}
-	}
+	images := runs[0].ResultImages()
 	require.Len(t, images, 1, "the picture reached the run: %s", out)
 	assert.Equal(t, nativetest.PNG(8, 8), images[0].GetData())
 	assert.Equal(t, "image/png", images[0].GetMimeType())

@@ -84,12 +84,7 @@ func TestImagesOfAToolResultResumeTheRun(t *testing.T) {
 
 	runs := srv.Runs()
 	require.Len(t, runs, 1, "the parked run went on")
-	var content []*agentv1.McpToolResultContentItem
-	for _, e := range runs[0].Execs {
-		if e.Kind == "mcp_args" {
-			content = e.Answer.GetMcpResult().GetSuccess().GetContent()
-		}
-	}
+	content := runs[0].LastResult()
 	require.Len(t, content, 2)
 	assert.Equal(t, "the screen:", content[0].GetText().GetText())
 	assert.Equal(t, shot, content[1].GetImage().GetData())

@@ -63,6 +63,32 @@ func (r Run) Images() []*agentv1.SelectedImage {
 	return r.Request.GetAction().GetUserMessageAction().GetUserMessage().GetSelectedContext().GetSelectedImages()
 }
 
+// LastResult is the content of the client's answer to the run's last
+// mcp_args exec (its last tool call's result); nil when there is none.
+func (r Run) LastResult() []*agentv1.McpToolResultContentItem {
+	var out []*agentv1.McpToolResultContentItem
+	for _, e := range r.Execs {
+		if e.Kind == "mcp_args" {
+			out = e.Answer.GetMcpResult().GetSuccess().GetContent()
+		}
+	}
+	return out
+}
+
+// ResultImages are the images of every tool result the client answered
+// the run's execs with, in order.
+func (r Run) ResultImages() []*agentv1.McpImageContent {
+	var out []*agentv1.McpImageContent
+	for _, e := range r.Execs {
+		for _, c := range e.Answer.GetMcpResult().GetSuccess().GetContent() {
+			if img := c.GetImage(); img != nil {
+				out = append(out, img)
+			}
+		}
+	}
+	return out
+}
+
 // Model is the model the run asked for (requested_model, else model_details).
 func (r Run) Model() string { return modelOf(r.Request) }
 
