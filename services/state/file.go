@@ -45,8 +45,11 @@ import (
 //
 // At open the log is replayed, each write at its recorded moment, so
 // eviction and expiry come out as they were. A torn tail (a record cut
-// short or failing its CRC, what a crash mid-append leaves) ends the log
-// and is cut off with a warning.
+// short or failing its CRC with no sound record after it, what a crash
+// mid-append leaves) ends the log and is cut off with a warning. Damage
+// with sound records after it (a flipped bit, a lost block) is skipped,
+// and only it: the log as it was is copied aside and the log rewritten
+// from what was read, with an error in the log (see salvage).
 //
 // The log grows with every write; once it is larger than twice the live
 // state plus compactSlack, it is rewritten as a snapshot of the live
@@ -225,7 +228,7 @@ func openLocked(path, dir string) (*os.File, error) {
 
 // load reads the log into memory: an empty one is started (from the
 // bbolt file of an earlier gateway when there is one), a torn tail cut
-// off.
+// off, a log damaged in the middle salvaged.
 func (f *File) load() error {
 	fi, err := f.file.Stat()
 	if err != nil {
@@ -245,7 +248,7 @@ func (f *File) load() error {
 		return fmt.Errorf("STATE_DIR=%s: %s is of version %d, which this gateway does not read (a newer gateway wrote it): run the newer gateway, or move the file away to start empty", f.dir, FileName, v)
 	}
 	body := io.NewSectionReader(f.file, int64(headerLen), fi.Size()-int64(headerLen))
-	good, err := replay(body, body.Size(), &f.state)
+	res, err := replay(body, body.Size(), &f.state)
 	var unknown errUnknownKind
 	switch {
 	case errors.As(err, &unknown):
@@ -253,7 +256,10 @@ func (f *File) load() error {
 	case err != nil:
 		return fmt.Errorf("STATE_DIR=%s: replaying %s: %w", f.dir, f.path, err)
 	}
-	f.size = int64(headerLen) + good
+	if len(res.damaged) > 0 {
+		return f.salvage(fi.Size(), res)
+	}
+	f.size = int64(headerLen) + res.good
 	if dropped := fi.Size() - f.size; dropped > 0 {
 		// What a crash mid-append leaves: the write never returned.
 		f.logger.Warn("state: the log ended in a torn record, cut off", "file", f.path, "dropped_bytes", dropped)
@@ -266,6 +272,65 @@ func (f *File) load() error {
 	}
 	f.checkAt = 2*snapshotSize(&f.state, f.now().Round(0)) + f.slack
 	return nil
+}
+
+// salvage ends the load of a log of size bytes damaged in the middle
+// (a flipped bit, a lost block), whose sound records replay has read
+// around the damage: it copies the log aside as it is, to
+// cursor2api.log.damaged-<time>, then rewrites the log as a snapshot of
+// what was read, and reports the damage as an error. Nothing that could
+// be read is lost, and the damaged bytes are kept for whoever wants to
+// look at them. When the copy cannot be made the start stops, the log
+// untouched.
+func (f *File) salvage(size int64, res replayed) error {
+	now := f.now().Round(0)
+	aside := f.path + ".damaged-" + now.UTC().Format("20060102T150405Z")
+	if err := copyFile(f.file, size, aside); err != nil {
+		return fmt.Errorf("STATE_DIR=%s: %s is damaged at byte %d and could not be copied aside before its repair (%w): free some space, or move the file away to start empty", f.dir, f.path, int64(headerLen)+res.damaged[0].from, err)
+	}
+	tmp := f.path + ".tmp"
+	out, written, err := f.writeSnapshot(tmp, now)
+	if err == nil {
+		err = f.install(out, tmp)
+	}
+	if err != nil {
+		return fmt.Errorf("STATE_DIR=%s: %s is damaged at byte %d (kept as %s); rewriting it: %w", f.dir, f.path, int64(headerLen)+res.damaged[0].from, aside, err)
+	}
+	f.state.dropExpired(now)
+	f.size, f.checkAt = written, 2*written+f.slack
+	var skipped int64
+	ranges := make([]string, len(res.damaged))
+	for i, d := range res.damaged {
+		skipped += d.to - d.from
+		ranges[i] = fmt.Sprintf("%d-%d", int64(headerLen)+d.from, int64(headerLen)+d.to)
+	}
+	f.logger.Error("state: the log was damaged in the middle; the damaged bytes were skipped, every sound record kept, and the log as it was copied aside",
+		"file", f.path, "kept_as", aside, "damaged_bytes", ranges, "skipped_bytes", skipped,
+		"records_after_damage", res.after, "torn_tail_bytes", size-int64(headerLen)-res.good)
+	return nil
+}
+
+// copyFile copies the first size bytes of from to a new file at path,
+// synced with its directory.
+func copyFile(from *os.File, size int64, path string) error {
+	to, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(to, io.NewSectionReader(from, 0, size))
+	if err == nil {
+		err = fdatasync(to)
+	}
+	if cerr := to.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = syncDir(filepath.Dir(path))
+	}
+	if err != nil {
+		_ = os.Remove(path)
+	}
+	return err
 }
 
 // start begins a log that has no header (size bytes, fewer than a

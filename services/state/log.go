@@ -1,7 +1,6 @@
 package state
 
 import (
-	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -256,44 +255,238 @@ func apply(s *memState, payload []byte) error {
 	return d.err
 }
 
+// span is a range of a log's body, [from, to) in bytes after its header.
+type span struct{ from, to int64 }
+
+// replayed is what replay made of a log's body.
+type replayed struct {
+	// good is where the last sound record ends: past it the log is torn
+	// (a record incomplete or failing its CRC, and nothing sound after).
+	good int64
+	// damaged are the ranges skipped in the middle of the log: bytes
+	// that hold no sound record, each followed by sound records.
+	damaged []span
+	// after counts the sound records read after the first damaged range.
+	after int
+}
+
 // replay applies the records of the log r, size bytes after its header,
-// to s. It returns how many bytes of r end in a sound record: past them
-// the log is torn (a record incomplete or failing its CRC), and the
-// caller truncates it. A sound record that cannot be applied is an
-// error.
-func replay(r io.Reader, size int64, s *memState) (good int64, err error) {
-	br := bufio.NewReaderSize(r, 1<<20)
-	var frame [frameLen]byte
-	var payload []byte
-	for {
-		if _, err := io.ReadFull(br, frame[:]); err != nil {
-			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-				return good, nil
+// to s. A damaged record (failing its CRC, or its frame garbled) ends
+// the log when no sound record follows it: that is a torn tail, which
+// the caller cuts off. When one does follow, the damaged bytes are
+// skipped and replay goes on from that record: a flipped bit loses the
+// one record it is in, never the records after it. A sound record that
+// cannot be applied is an error.
+func replay(r io.ReaderAt, size int64, s *memState) (replayed, error) {
+	var res replayed
+	w := &window{r: r, size: size, chunk: 1 << 20}
+	for off := int64(0); off < size; {
+		n, payload, err := w.record(off)
+		if err != nil {
+			return res, err
+		}
+		if payload == nil {
+			next, err := w.resync(off, n)
+			if err != nil {
+				return res, err
 			}
-			return good, err
-		}
-		n := binary.LittleEndian.Uint32(frame[0:4])
-		if n == 0 || n > maxRecord || int64(n) > size-good-frameLen {
-			return good, nil // a garbled length: nothing is allocated for it
-		}
-		if cap(payload) < int(n) {
-			payload = make([]byte, n)
-		}
-		payload = payload[:n]
-		if _, err := io.ReadFull(br, payload); err != nil {
-			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-				return good, nil
+			if next < 0 {
+				break // a torn tail
 			}
-			return good, err
-		}
-		if crc32.Checksum(payload, castagnoli) != binary.LittleEndian.Uint32(frame[4:8]) {
-			return good, nil
+			res.damaged = append(res.damaged, span{off, next})
+			off = next
+			continue
 		}
 		if err := apply(s, payload); err != nil {
-			return good, fmt.Errorf("the record at byte %d: %w", int64(headerLen)+good, err)
+			return res, fmt.Errorf("the record at byte %d: %w", int64(headerLen)+off, err)
 		}
-		good += int64(frameLen) + int64(n)
+		off += frameLen + n
+		res.good = off
+		if len(res.damaged) > 0 {
+			res.after++
+		}
 	}
+	return res, nil
+}
+
+// window reads a log's body through a buffer of its bytes.
+type window struct {
+	r     io.ReaderAt
+	size  int64
+	chunk int   // what it reads at a time, at least
+	base  int64 // the offset of buf[0]
+	buf   []byte
+}
+
+// at returns the body's bytes [off, off+n), which must lie within it,
+// valid until the next call.
+func (w *window) at(off int64, n int) ([]byte, error) {
+	if off >= w.base && off+int64(n) <= w.base+int64(len(w.buf)) {
+		return w.buf[off-w.base : off-w.base+int64(n)], nil
+	}
+	want := int(min(max(int64(n), int64(w.chunk)), w.size-off))
+	if cap(w.buf) < want || cap(w.buf) > w.chunk && want <= w.chunk {
+		w.buf = make([]byte, want) // a large record does not keep its buffer
+	}
+	w.buf = w.buf[:want]
+	if got, err := w.r.ReadAt(w.buf, off); got < want {
+		w.buf, w.base = w.buf[:0], 0
+		if err == nil || errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF // the file shrank under us
+		}
+		return nil, err
+	}
+	w.base = off
+	return w.buf[:n], nil
+}
+
+// record reads the record at off: its payload's length as its frame
+// has it, and the payload when the record is sound (nil when it is cut
+// short, its length garbled or its CRC wrong).
+func (w *window) record(off int64) (int64, []byte, error) {
+	if w.size-off < frameLen {
+		return 0, nil, nil
+	}
+	frame, err := w.at(off, frameLen)
+	if err != nil {
+		return 0, nil, err
+	}
+	n := int64(binary.LittleEndian.Uint32(frame[0:4]))
+	sum := binary.LittleEndian.Uint32(frame[4:8])
+	if n == 0 || n > maxRecord || n > w.size-off-frameLen {
+		return n, nil, nil // a garbled length: nothing is read for it
+	}
+	payload, err := w.at(off+frameLen, int(n))
+	if err != nil {
+		return n, nil, err
+	}
+	if crc32.Checksum(payload, castagnoli) != sum {
+		return n, nil, nil
+	}
+	return n, payload, nil
+}
+
+// resync finds the first sound record after the damaged one at off,
+// whose frame gives its length as n: where that length says the next
+// record begins (a bit flipped in the payload or the CRC), else the
+// first offset past off where one does. It returns -1 when there is
+// none: the damage is a torn tail.
+//
+// The bytes scanned are a damaged record's: its keys and value. The
+// gateway's values are JSON, which holds no raw byte 0, while a frame's
+// length (under 16 MB) has one: a value cannot pass for a record.
+func (w *window) resync(off, n int64) (int64, error) {
+	if next := off + frameLen + n; n > 0 && next < w.size {
+		_, payload, err := w.record(next)
+		if err != nil || payload != nil {
+			return next, err
+		}
+	}
+	// The fields of a candidate are read through a small window of their
+	// own, so that the scan's stays where it is.
+	probe := &window{r: w.r, size: w.size, chunk: 512}
+	for p := off + 1; p+frameLen < w.size; p++ {
+		ok, err := w.shaped(probe, p)
+		if err != nil {
+			return 0, err
+		}
+		if !ok {
+			continue
+		}
+		if _, payload, err := w.record(p); err != nil || payload != nil {
+			return p, err
+		}
+	}
+	return -1, nil
+}
+
+// shaped reports whether the bytes at p look like a record: a length
+// that fits, a known kind, and fields that end exactly where the length
+// says. It reads a few bytes per field through probe, not the values,
+// so scanning a damaged range costs little before the CRC decides.
+func (w *window) shaped(probe *window, p int64) (bool, error) {
+	head, err := w.at(p, frameLen+1)
+	if err != nil {
+		return false, err
+	}
+	n := int64(binary.LittleEndian.Uint32(head[0:4]))
+	if n == 0 || n > maxRecord || n > w.size-p-frameLen {
+		return false, nil
+	}
+	const (
+		varint = iota
+		field  // a uvarint length and its bytes
+		counts // a uvarint count of (field, varint)
+	)
+	var fields []int
+	switch head[frameLen] {
+	case recPut:
+		fields = []int{varint, field, field, varint, varint, varint, field}
+	case recDelete:
+		fields = []int{varint, field, field}
+	case recAdd:
+		fields = []int{varint, field, field, varint, counts}
+	case recValue:
+		fields = []int{field, field, varint, field}
+	case recCounters:
+		fields = []int{field, field, varint, counts}
+	default:
+		return false, nil
+	}
+	end := p + frameLen + n
+	pos := p + frameLen + 1
+	// next reads a uvarint at pos, within the record.
+	next := func() (uint64, bool, error) {
+		b, err := probe.at(pos, int(min(binary.MaxVarintLen64, end-pos)))
+		if err != nil {
+			return 0, false, err
+		}
+		v, k := binary.Uvarint(b)
+		if k <= 0 {
+			return 0, false, nil
+		}
+		pos += int64(k)
+		return v, true, nil
+	}
+	skip := func() (bool, error) { // a field
+		l, ok, err := next()
+		if !ok || err != nil || l > uint64(end-pos) {
+			return false, err
+		}
+		pos += int64(l)
+		return true, nil
+	}
+	for _, f := range fields {
+		if pos >= end {
+			return false, nil
+		}
+		var ok bool
+		switch f {
+		case varint:
+			_, ok, err = next()
+		case field:
+			ok, err = skip()
+		case counts:
+			var c uint64
+			c, ok, err = next()
+			if ok && c > uint64(end-pos) { // each count takes 2 bytes at least
+				ok = false
+			}
+			for i := uint64(0); ok && err == nil && i < c; i++ {
+				if ok, err = skip(); ok && err == nil {
+					if pos >= end {
+						ok = false
+					} else {
+						_, ok, err = next()
+					}
+				}
+			}
+		}
+		if !ok || err != nil {
+			return false, err
+		}
+	}
+	return pos == end, nil
 }
 
 // snapshot writes the records of the live state of s at now to w,
