@@ -123,6 +123,7 @@ func TestHostileServerConnect(t *testing.T) {
 					b.Close()
 				}
 			})
+			t.Logf("heap peak +%d KB", peak>>10)
 			require.Error(t, err)
 			var re *RemoteError
 			require.True(t, errors.As(err, &re), "%v", err)
@@ -181,6 +182,7 @@ func TestHostileServerCalls(t *testing.T) {
 		var out string
 		var isErr bool
 		peak, allocated := memory(func() { out, isErr = b.Run(ctx, "mcp__evil__parts", "{}") })
+		t.Logf("heap peak +%d KB, %d KB allocated", peak>>10, allocated>>10)
 		require.False(t, isErr, out)
 		assert.Contains(t, out, "part 0\npart 1\npart 2\n")
 		assert.Contains(t, out, "[the gateway clipped this result: ")
@@ -193,6 +195,7 @@ func TestHostileServerCalls(t *testing.T) {
 		var out string
 		var isErr bool
 		peak, _ := memory(func() { out, isErr = b.Run(ctx, "mcp__evil__huge", "{}") })
+		t.Logf("heap peak +%d KB", peak>>10)
 		require.True(t, isErr)
 		assert.Contains(t, out, "larger than 4194304 bytes")
 		assert.Less(t, peak, uint64(memLimit), "heap grew by %d MB", peak>>20)
