@@ -122,6 +122,15 @@ type Config struct {
 	MCPMaxRounds      int      `env:"MCP_MAX_ROUNDS" envDefault:"10"`
 	MCPCallTimeout    Seconds  `env:"MCP_CALL_TIMEOUT" envDefault:"60"`
 	MCPMaxResultBytes int      `env:"MCP_MAX_RESULT_BYTES" envDefault:"100000"`
+	// MCPConnectTimeout bounds a server's handshake and tool listing
+	// (for a request's servers: all of them together).
+	MCPConnectTimeout Seconds `env:"MCP_CONNECT_TIMEOUT" envDefault:"30"`
+	// MCPMaxResponseBytes caps what is read of one answer of an MCP
+	// server over HTTP; MCPMaxTools the tools one server may offer;
+	// MCPMaxRequestServers the servers one request may name.
+	MCPMaxResponseBytes  int `env:"MCP_MAX_RESPONSE_BYTES" envDefault:"4194304"`
+	MCPMaxTools          int `env:"MCP_MAX_TOOLS" envDefault:"200"`
+	MCPMaxRequestServers int `env:"MCP_MAX_REQUEST_SERVERS" envDefault:"10"`
 	// MCPRemoteHosts are the hosts a request's own MCP servers may be on.
 	MCPRemoteHosts []string `env:"MCP_REMOTE_HOSTS" envSeparator:","`
 
@@ -518,6 +527,18 @@ func (c *Config) validate() error {
 	}
 	if c.MCPMaxResultBytes < 256 {
 		bad("MCP_MAX_RESULT_BYTES=%d: must be at least 256", c.MCPMaxResultBytes)
+	}
+	if c.MCPConnectTimeout.Duration() <= 0 {
+		bad("MCP_CONNECT_TIMEOUT=%s: must be a positive number of seconds", c.MCPConnectTimeout.Duration())
+	}
+	if c.MCPMaxResponseBytes < 65536 {
+		bad("MCP_MAX_RESPONSE_BYTES=%d: must be at least 65536", c.MCPMaxResponseBytes)
+	}
+	if c.MCPMaxTools < 1 {
+		bad("MCP_MAX_TOOLS=%d: must be at least 1", c.MCPMaxTools)
+	}
+	if c.MCPMaxRequestServers < 1 {
+		bad("MCP_MAX_REQUEST_SERVERS=%d: must be at least 1", c.MCPMaxRequestServers)
 	}
 	for _, p := range c.RefusalPatterns {
 		if _, err := regexp.Compile(p); err != nil {

@@ -20,7 +20,7 @@ func TestMCPListTools(t *testing.T) {
 	tool := `{"type":"mcp","server_label":"calc","server_url":"` + url + `","require_approval":"never","allowed_tools":["add","echo"]}`
 	for _, stream := range []bool{false, true} {
 		t.Run(map[bool]string{false: "whole", true: "stream"}[stream], func(t *testing.T) {
-			s := newStack(t, map[string]string{"MCP_REMOTE_HOSTS": "127.0.0.1"},
+			s := newStack(t, map[string]string{"MCP_REMOTE_HOSTS": "127.0.0.1:*"},
 				script(t, []string{mcpInvoke("mcp__calc__add", `{"a":20,"b":22}`)}, []string{"42."}, []string{"again"}, []string{"and again"}))
 			r := s.do(t, http.MethodPost, "/v1/responses", `{"model":"claude-sonnet-4.6","input":"add","stream":`+map[bool]string{false: "false", true: "true"}[stream]+`,"tools":[`+tool+`]}`)
 			require.Equal(t, http.StatusOK, r.status, r.body)

@@ -31,6 +31,24 @@ func remoteServer(t *testing.T) (url string, auth func() string) {
 	return srv.URL, func() string { mu.Lock(); defer mu.Unlock(); return got }
 }
 
+// manyServers is a Responses body naming n MCP servers.
+func manyServers(url string, n int) string {
+	var tools []string
+	for i := range n {
+		tools = append(tools, fmt.Sprintf(`{"type":"mcp","server_label":"s%d","server_url":%q,"require_approval":"never"}`, i, url))
+	}
+	return `{"model":"claude-sonnet-4.6","input":"x","tools":[` + strings.Join(tools, ",") + `]}`
+}
+
+// anthropicServers is a Messages body naming n MCP servers.
+func anthropicServers(url string, n int) string {
+	var servers []string
+	for i := range n {
+		servers = append(servers, fmt.Sprintf(`{"type":"url","name":"s%d","url":%q}`, i, url))
+	}
+	return `{"model":"claude-sonnet-4.6","max_tokens":10,"messages":[{"role":"user","content":"x"}],"mcp_servers":[` + strings.Join(servers, ",") + `]}`
+}
+
 func TestMCPRequestServers(t *testing.T) {
 	url, auth := remoteServer(t)
 	port := url[strings.LastIndexByte(url, ':'):]
@@ -43,10 +61,13 @@ func TestMCPRequestServers(t *testing.T) {
 		param, hint       string
 	}{
 		{"off without MCP_REMOTE_HOSTS", "", responsesBody(url, ""), 400, "tools[0].server_url", "MCP_REMOTE_HOSTS"},
-		{"host not listed", "example.com", responsesBody(url, ""), 400, "tools[0].server_url", `"127.0.0.1": MCP_REMOTE_HOSTS does not list it`},
-		{"a listed name resolving to loopback", "localhost", responsesBody("http://localhost"+port, ""), 400, "tools[0].server_url", "resolves to 127.0.0.1, a loopback or link-local address"},
-		{"approval asked", "127.0.0.1", responsesBody(url, `,"require_approval":"always"`), 400, "tools[0].require_approval", `set it to "never"`},
-		{"unreachable", "127.0.0.1", responsesBody("http://127.0.0.1:1/mcp", ""), 424, "tools[0].server_url", "could not be reached"},
+		{"host not listed", "example.com", responsesBody(url, ""), 400, "tools[0].server_url", `127.0.0.1` + port + `: MCP_REMOTE_HOSTS does not list it`},
+		{"port not listed", "127.0.0.1", responsesBody(url, ""), 400, "tools[0].server_url", `127.0.0.1` + port + `: MCP_REMOTE_HOSTS does not list it`},
+		{"a listed name resolving to loopback", "localhost:*", responsesBody("http://localhost"+port, ""), 400, "tools[0].server_url", "resolves to an address that is not public"},
+		{"approval asked", "127.0.0.1:*", responsesBody(url, `,"require_approval":"always"`), 400, "tools[0].require_approval", `set it to "never"`},
+		{"unreachable", "127.0.0.1:*", responsesBody("http://127.0.0.1:1/mcp", ""), 424, "tools[0].server_url", `the MCP server "calc" could not be connected: it did not answer as an MCP server`},
+		{"a thousand servers", "127.0.0.1:*", manyServers(url, 1000), 400, "tools[10].server_url", "at most 10 MCP servers (the gateway's MCP_MAX_REQUEST_SERVERS); this one names 1000"},
+		{"anthropic: a thousand servers", "127.0.0.1:*", anthropicServers(url, 1000), 400, "mcp_servers.10.url", "at most 10 MCP servers"},
 		{"anthropic: off", "", `{"model":"claude-sonnet-4.6","max_tokens":10,"messages":[{"role":"user","content":"x"}],"mcp_servers":[{"type":"url","name":"calc","url":"` + url + `"}]}`, 400, "mcp_servers.0.url", "MCP_REMOTE_HOSTS"},
 	}
 	for _, tc := range refusals {
@@ -62,13 +83,16 @@ func TestMCPRequestServers(t *testing.T) {
 			assert.Contains(t, msg, tc.hint)
 			if !strings.HasPrefix(tc.name, "anthropic") {
 				assert.Equal(t, tc.param, gjson.Get(r.body, "error.param").String())
+			} else {
+				assert.Equal(t, "error", gjson.Get(r.body, "type").String(), "Anthropic's error shape")
+				assert.Equal(t, "invalid_request_error", gjson.Get(r.body, "error.type").String())
 			}
 			assert.Empty(t, s.up.Requests(), "nothing asked upstream")
 		})
 	}
 
 	t.Run("responses: offered, run, shown", func(t *testing.T) {
-		s := newStack(t, map[string]string{"MCP_REMOTE_HOSTS": "127.0.0.1"},
+		s := newStack(t, map[string]string{"MCP_REMOTE_HOSTS": "127.0.0.1:*"},
 			script(t, []string{mcpInvoke("mcp__calc__add", `{"a":20,"b":22}`)}, []string{"42."}))
 		r := s.do(t, http.MethodPost, "/v1/responses", responsesBody(url, `,"require_approval":"never","allowed_tools":["add"],"headers":{"Authorization":"Bearer tok"}`))
 		require.Equal(t, http.StatusOK, r.status, r.body)
@@ -79,10 +103,39 @@ func TestMCPRequestServers(t *testing.T) {
 		prompt := upstreamText(s.up.Requests()[0])
 		assert.Contains(t, prompt, "mcp__calc__add")
 		assert.NotContains(t, prompt, "mcp__calc__echo", "allowed_tools filters")
+
+		// The header's value is neither echoed nor kept: GET serves what
+		// was kept.
+		assert.NotContains(t, r.body, "Bearer tok")
+		assert.Equal(t, "<redacted>", gjson.Get(r.body, `tools.0.headers.Authorization`).String())
+		got := s.do(t, http.MethodGet, "/v1/responses/"+gjson.Get(r.body, "id").String(), "")
+		require.Equal(t, http.StatusOK, got.status, got.body)
+		assert.NotContains(t, got.body, "Bearer tok")
+		assert.Equal(t, "calc", gjson.Get(got.body, "tools.0.server_label").String())
+
+		// A request's servers and tools are one series in the metrics.
+		m := s.do(t, http.MethodGet, "/metrics", "")
+		assert.Contains(t, m.body, `cursor2api_mcp_calls_total{outcome="ok",server="request",tool="request"} 1`)
+		assert.NotContains(t, m.body, `tool="add"`)
+	})
+
+	t.Run("responses: allowed_tools [] offers none", func(t *testing.T) {
+		s := newStack(t, map[string]string{"MCP_REMOTE_HOSTS": "127.0.0.1:*"}, script(t, []string{"no tools"}))
+		r := s.do(t, http.MethodPost, "/v1/responses", responsesBody(url, `,"require_approval":"never","allowed_tools":[]`))
+		require.Equal(t, http.StatusOK, r.status, r.body)
+		assert.NotContains(t, upstreamText(s.up.Requests()[0]), "mcp__calc__")
+		assert.Empty(t, gjson.Get(r.body, `output.#(type=="mcp_list_tools").tools`).Array())
+	})
+
+	t.Run("messages: allowed_tools [] offers none", func(t *testing.T) {
+		s := newStack(t, map[string]string{"MCP_REMOTE_HOSTS": "127.0.0.1:*"}, script(t, []string{"no tools"}))
+		r := s.do(t, http.MethodPost, "/v1/messages", `{"model":"claude-sonnet-4.6","max_tokens":100,"messages":[{"role":"user","content":"echo"}],"mcp_servers":[{"type":"url","name":"calc","url":"`+url+`","tool_configuration":{"allowed_tools":[]}}]}`)
+		require.Equal(t, http.StatusOK, r.status, r.body)
+		assert.NotContains(t, upstreamText(s.up.Requests()[0]), "mcp__calc__")
 	})
 
 	t.Run("messages: mcp_servers with a token", func(t *testing.T) {
-		s := newStack(t, map[string]string{"MCP_REMOTE_HOSTS": "127.0.0.1"},
+		s := newStack(t, map[string]string{"MCP_REMOTE_HOSTS": "127.0.0.1:*"},
 			script(t, []string{mcpInvoke("mcp__calc__echo", `{"text":"hi"}`)}, []string{"done"}))
 		r := s.do(t, http.MethodPost, "/v1/messages", `{"model":"claude-sonnet-4.6","max_tokens":100,"messages":[{"role":"user","content":"echo"}],"mcp_servers":[{"type":"url","name":"calc","url":"`+url+`","authorization_token":"abc"}]}`)
 		require.Equal(t, http.StatusOK, r.status, r.body)
@@ -104,7 +157,7 @@ func TestMCPToolChoice(t *testing.T) {
 	const forced = "you MUST call"
 	for _, stream := range []bool{false, true} {
 		t.Run(fmt.Sprintf("a named tool, stream=%v", stream), func(t *testing.T) {
-			s := newStack(t, map[string]string{"MCP_REMOTE_HOSTS": "127.0.0.1"},
+			s := newStack(t, map[string]string{"MCP_REMOTE_HOSTS": "127.0.0.1:*"},
 				script(t, []string{mcpInvoke("mcp__calc__add", `{"a":20,"b":22}`)}, []string{"It is 42."}))
 			r := s.do(t, http.MethodPost, "/v1/responses", body(`{"type":"mcp","server_label":"calc","name":"add"}`, stream))
 			require.Equal(t, http.StatusOK, r.status, r.body)
@@ -125,7 +178,7 @@ func TestMCPToolChoice(t *testing.T) {
 	}
 
 	t.Run("any tool of the server, asked again when the first reply calls none", func(t *testing.T) {
-		s := newStack(t, map[string]string{"MCP_REMOTE_HOSTS": "127.0.0.1"},
+		s := newStack(t, map[string]string{"MCP_REMOTE_HOSTS": "127.0.0.1:*"},
 			script(t, []string{"I would rather not."}, []string{mcpInvoke("mcp__calc__add", `{"a":1,"b":2}`)}, []string{"3."}))
 		r := s.do(t, http.MethodPost, "/v1/responses", body(`{"type":"mcp","server_label":"calc"}`, false))
 		require.Equal(t, http.StatusOK, r.status, r.body)
@@ -144,7 +197,7 @@ func TestMCPToolChoice(t *testing.T) {
 	}
 	for _, tc := range refusals {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newStack(t, map[string]string{"MCP_REMOTE_HOSTS": "127.0.0.1"}, script(t, []string{"never asked"}))
+			s := newStack(t, map[string]string{"MCP_REMOTE_HOSTS": "127.0.0.1:*"}, script(t, []string{"never asked"}))
 			r := s.do(t, http.MethodPost, "/v1/responses", body(tc.choice, false))
 			require.Equal(t, http.StatusBadRequest, r.status, r.body)
 			assert.Equal(t, tc.param, gjson.Get(r.body, "error.param").String())

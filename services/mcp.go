@@ -22,17 +22,25 @@ import (
 // servers connect when Serve starts the bridge.
 func withMCP(cfg *config.Config, gw *Gateway, m *metrics.Metrics, ready *readiness.Tracker, logger *slog.Logger) error {
 	callOptions := mcp.Options{
-		CallTimeout:    cfg.MCPCallTimeout.Duration(),
-		MaxResultBytes: cfg.MCPMaxResultBytes,
-		Logger:         logger,
-		Observe:        m.MCPCall,
+		CallTimeout:      cfg.MCPCallTimeout.Duration(),
+		ConnectTimeout:   cfg.MCPConnectTimeout.Duration(),
+		MaxResultBytes:   cfg.MCPMaxResultBytes,
+		MaxResponseBytes: cfg.MCPMaxResponseBytes,
+		MaxTools:         cfg.MCPMaxTools,
+		Logger:           logger,
+		Observe:          m.MCPCall,
 	}
 	if len(cfg.MCPRemoteHosts) > 0 {
+		if err := mcp.ParseHosts(cfg.MCPRemoteHosts); err != nil {
+			return fmt.Errorf("configuration: %w", err)
+		}
 		remote := callOptions
-		// A request labels its servers as it likes: one label for all of
-		// them keeps the metrics' series bounded.
-		remote.Observe = func(_, tool, outcome string, took time.Duration) { m.MCPCall("(request)", tool, outcome, took) }
-		gw.Chat = gw.Chat.WithRemote(remoteRunners{&mcp.Remote{Hosts: cfg.MCPRemoteHosts, Options: remote}})
+		// A request names its servers and their tools as it likes: one
+		// label for all of them keeps the metrics' series bounded.
+		remote.Observe = func(_, _, outcome string, took time.Duration) {
+			m.MCPCall(metrics.RequestServer, metrics.RequestServer, outcome, took)
+		}
+		gw.Chat = gw.Chat.WithRemote(remoteRunners{&mcp.Remote{Hosts: cfg.MCPRemoteHosts, Options: remote, MaxServers: cfg.MCPMaxRequestServers}})
 	}
 	servers, err := mcp.ParseConfig(cfg.MCPServers)
 	if err != nil {

@@ -135,3 +135,20 @@ func TestFromConfigCursorBackend(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "CURSOR_API_KEY", "/ready says what to fix")
 }
+
+// A MCP_REMOTE_HOSTS entry that could never match stops the start, naming
+// the entry, rather than doing nothing.
+func TestFromConfigRejectsBadRemoteHosts(t *testing.T) {
+	for _, hosts := range []string{"example.com:http", "https://mcp.example.com", "example.com:70000"} {
+		cfg, err := config.FromMap(map[string]string{"MCP_REMOTE_HOSTS": hosts, "X_IS_HUMAN_MODE": "static:abc"})
+		require.NoError(t, err)
+		_, err = FromConfig(cfg, slog.New(slog.DiscardHandler))
+		require.Error(t, err, hosts)
+		assert.Contains(t, err.Error(), "MCP_REMOTE_HOSTS")
+		assert.Contains(t, err.Error(), hosts)
+	}
+	cfg, err := config.FromMap(map[string]string{"MCP_REMOTE_HOSTS": "mcp.example.com:8443,*.corp.example,10.0.0.0/8:9000", "X_IS_HUMAN_MODE": "static:abc"})
+	require.NoError(t, err)
+	_, err = FromConfig(cfg, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+}

@@ -3,7 +3,10 @@ package responses
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
+
+	"github.com/tidwall/gjson"
 
 	"cursor2api/handlers/openai"
 	"cursor2api/models"
@@ -36,7 +39,7 @@ func NewResponse(id string, createdAt int64, req *Request) Response {
 		Store:             req.Stored(),
 		Text:              TextConfig{Format: &TextFormat{Type: "text"}},
 		ToolChoice:        json.RawMessage(`"auto"`),
-		Tools:             req.Tools,
+		Tools:             redactHeaders(req.Tools),
 		Truncation:        "disabled",
 		Metadata:          req.Metadata,
 	}
@@ -64,6 +67,45 @@ func NewResponse(id string, createdAt int64, req *Request) Response {
 		r.Metadata = map[string]string{}
 	}
 	return r
+}
+
+// Redacted replaces the value of each header of an mcp tool in what is
+// echoed and kept of a request.
+const Redacted = "<redacted>"
+
+// redactHeaders are tools with the values of their mcp tools' headers
+// (bearer tokens) replaced by Redacted, their names kept: the response
+// object echoes the tools, the store keeps it and GET serves it.
+func redactHeaders(tools []json.RawMessage) []json.RawMessage {
+	var out []json.RawMessage
+	for i, raw := range tools {
+		h := gjson.GetBytes(raw, "headers")
+		if !h.IsObject() || gjson.GetBytes(raw, "type").String() != "mcp" || h.Index <= 0 {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(tools)
+		}
+		redacted := []byte{'{'}
+		h.ForEach(func(k, _ gjson.Result) bool {
+			if len(redacted) > 1 {
+				redacted = append(redacted, ',')
+			}
+			redacted = append(redacted, k.Raw...)
+			redacted = append(redacted, `:"`+Redacted+`"`...)
+			return true
+		})
+		redacted = append(redacted, '}')
+		tool := make(json.RawMessage, 0, len(raw))
+		tool = append(tool, raw[:h.Index]...)
+		tool = append(tool, redacted...)
+		tool = append(tool, raw[h.Index+len(h.Raw):]...)
+		out[i] = tool
+	}
+	if out == nil {
+		return tools
+	}
+	return out
 }
 
 // callItem is the output item, without arguments or input, of the call

@@ -11,10 +11,14 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"cursor2api/models"
@@ -30,6 +34,13 @@ type Options struct {
 	CallTimeout time.Duration
 	// MaxResultBytes caps the result the model sees (0: 100 000).
 	MaxResultBytes int
+	// MaxResponseBytes caps what is read of one answer of an HTTP
+	// server (initialize, a page of tools/list, a call's result) and of
+	// one event of its stream (0: 4 MiB).
+	MaxResponseBytes int
+	// MaxTools caps the tools one server may offer, after the filter
+	// (0: 200).
+	MaxTools int
 	// ConnectTimeout bounds a connection's handshake and tool listing
 	// (0: 30 s).
 	ConnectTimeout time.Duration
@@ -64,7 +75,10 @@ const (
 
 // Bridge keeps the configured MCP servers connected and runs their tools.
 type Bridge struct {
-	opts    Options
+	opts Options
+	// remote: the servers are a request's, whose client must learn
+	// nothing of the network from their failures.
+	remote  bool
 	servers []*server
 	byName  map[string]*server
 	logger  *slog.Logger
@@ -84,6 +98,10 @@ type server struct {
 	lastErr string
 	session *sdk.ClientSession
 	tools   []*sdk.Tool
+
+	// tooLarge is set when an answer of the server passed
+	// MaxResponseBytes (limitTransport).
+	tooLarge atomic.Bool
 }
 
 // New returns a Bridge for opts.Servers; Start connects them.
@@ -96,6 +114,12 @@ func New(opts Options) *Bridge {
 	}
 	if opts.ConnectTimeout <= 0 {
 		opts.ConnectTimeout = 30 * time.Second
+	}
+	if opts.MaxResponseBytes <= 0 {
+		opts.MaxResponseBytes = 4 << 20
+	}
+	if opts.MaxTools <= 0 {
+		opts.MaxTools = 200
 	}
 	if opts.MinBackoff <= 0 {
 		opts.MinBackoff = time.Second
@@ -170,8 +194,8 @@ func (b *Bridge) keep(ctx context.Context, s *server) {
 			if ctx.Err() != nil {
 				return
 			}
-			s.set(StateDown, err.Error(), nil, nil)
-			log.Warn("MCP server unavailable; retrying", "error", err, "retry_in", backoff)
+			s.set(StateDown, scrubErr(err), nil, nil)
+			log.Warn("MCP server unavailable; retrying", "error", scrubErr(err), "retry_in", backoff)
 		} else {
 			s.set(StateReady, "", cs, tools)
 			log.Info("MCP server connected", "tools", len(tools))
@@ -217,7 +241,8 @@ func (s *server) current() (*sdk.ClientSession, []*sdk.Tool, string) {
 	return s.session, s.tools, s.state
 }
 
-// connect opens a session to s and lists its tools (those Allowed).
+// connect opens a session to s and lists its tools (those Allowed),
+// all within ConnectTimeout.
 func (b *Bridge) connect(ctx context.Context, s *server) (*sdk.ClientSession, *process, []*sdk.Tool, error) {
 	cctx, cancel := context.WithTimeout(ctx, b.opts.ConnectTimeout)
 	defer cancel()
@@ -225,6 +250,7 @@ func (b *Bridge) connect(ctx context.Context, s *server) (*sdk.ClientSession, *p
 	var proc *process
 	var cs *sdk.ClientSession
 	var err error
+	s.tooLarge.Store(false)
 	switch {
 	case s.cfg.stdio():
 		var cmd *exec.Cmd
@@ -238,37 +264,71 @@ func (b *Bridge) connect(ctx context.Context, s *server) (*sdk.ClientSession, *p
 			return nil, nil, nil, fmt.Errorf("starting %q: %w", s.cfg.Command, err)
 		}
 	case s.cfg.Type == "sse":
-		cs, err = client.Connect(cctx, &sdk.SSEClientTransport{Endpoint: s.cfg.URL, HTTPClient: b.httpClient(s)}, nil)
+		cs, err = client.Connect(cctx, &sdk.SSEClientTransport{Endpoint: s.cfg.URL, HTTPClient: b.httpClient(s), MaxEventSize: b.opts.MaxResponseBytes}, nil)
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("connecting over SSE: %w", err)
+			return nil, nil, nil, fmt.Errorf("connecting over SSE: %v", b.cause(s, err))
 		}
 	default:
-		cs, err = client.Connect(cctx, &sdk.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: b.httpClient(s), DisableStandaloneSSE: true, MaxRetries: -1}, nil)
-		if err != nil && cctx.Err() == nil {
+		cs, err = client.Connect(cctx, &sdk.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: b.httpClient(s), DisableStandaloneSSE: true, MaxRetries: -1,
+			MaxEventSize: b.opts.MaxResponseBytes}, nil)
+		if err != nil && cctx.Err() == nil && !s.tooLarge.Load() {
 			// Servers of the older protocol speak SSE only.
 			var sseErr error
-			cs, sseErr = client.Connect(cctx, &sdk.SSEClientTransport{Endpoint: s.cfg.URL, HTTPClient: b.httpClient(s)}, nil)
+			cs, sseErr = client.Connect(cctx, &sdk.SSEClientTransport{Endpoint: s.cfg.URL, HTTPClient: b.httpClient(s), MaxEventSize: b.opts.MaxResponseBytes}, nil)
 			if sseErr != nil {
-				return nil, nil, nil, fmt.Errorf("connecting over streamable HTTP: %w (and over SSE: %v)", err, sseErr)
+				return nil, nil, nil, fmt.Errorf("connecting over streamable HTTP: %v (and over SSE: %v)", b.cause(s, err), sseErr)
 			}
 			err = nil
 		}
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("connecting over streamable HTTP: %w", err)
+			// %v: a client learns nothing of why a handshake failed (Dial).
+			return nil, nil, nil, fmt.Errorf("connecting over streamable HTTP: %v", b.cause(s, err))
 		}
 	}
-	var tools []*sdk.Tool
-	for t, err := range cs.Tools(cctx, nil) {
-		if err != nil {
-			cs.Close()
-			proc.stop()
-			return nil, nil, nil, fmt.Errorf("listing tools: %w", err)
-		}
-		if allowed(b.opts.Allowed, ToolName(s.name, t.Name)) {
-			tools = append(tools, t)
-		}
+	tools, err := b.listTools(cctx, s, cs)
+	if err != nil {
+		cs.Close()
+		proc.stop()
+		return nil, nil, nil, err
 	}
 	return cs, proc, tools, nil
+}
+
+// listTools lists the tools of s that Allowed lets through: at most
+// maxPages pages, at most MaxTools tools.
+func (b *Bridge) listTools(ctx context.Context, s *server, cs *sdk.ClientSession) ([]*sdk.Tool, error) {
+	var tools []*sdk.Tool
+	params := &sdk.ListToolsParams{}
+	for page := 1; ; page++ {
+		if page > maxPages {
+			return nil, &publicError{fmt.Sprintf("its tools/list goes on past %d pages", maxPages)}
+		}
+		res, err := cs.ListTools(ctx, params)
+		if err != nil {
+			return nil, fmt.Errorf("listing tools: %w", b.cause(s, err))
+		}
+		for _, t := range res.Tools {
+			if allowed(b.opts.Allowed, ToolName(s.name, t.Name)) && (!s.cfg.filtered || slices.Contains(s.cfg.only, t.Name)) {
+				tools = append(tools, t)
+			}
+		}
+		if len(tools) > b.opts.MaxTools {
+			return nil, &publicError{fmt.Sprintf("it offers more than %d tools (the gateway's MCP_MAX_TOOLS); name the ones to offer", b.opts.MaxTools)}
+		}
+		if res.NextCursor == "" {
+			return tools, nil
+		}
+		params = &sdk.ListToolsParams{Cursor: res.NextCursor}
+	}
+}
+
+// cause is err, or the publicError of an answer past MaxResponseBytes
+// when that is what broke the session (the SDK's error loses it).
+func (b *Bridge) cause(s *server, err error) error {
+	if s.tooLarge.Load() {
+		return fmt.Errorf("%w (%v)", tooLarge(b.opts.MaxResponseBytes), err)
+	}
+	return err
 }
 
 // command builds the child process of a stdio server, in a process group
@@ -341,19 +401,22 @@ func expandAll(args []string) []string {
 	return out
 }
 
-// httpClient is the bridge's client with the server's headers added.
+// httpClient is the bridge's client with the server's headers added
+// and its answers capped (limitTransport).
 func (b *Bridge) httpClient(s *server) *http.Client {
 	base := b.opts.HTTPClient
 	if s.cfg.client != nil {
 		base = s.cfg.client
 	}
-	if len(s.cfg.Headers) == 0 {
-		return base
-	}
 	c := *base
 	rt := c.Transport
 	if rt == nil {
 		rt = http.DefaultTransport
+	}
+	rt = limitTransport{base: rt, max: int64(b.opts.MaxResponseBytes), exceeded: &s.tooLarge}
+	c.Transport = rt
+	if len(s.cfg.Headers) == 0 {
+		return &c
 	}
 	h := make(http.Header, len(s.cfg.Headers))
 	for k, v := range s.cfg.Headers {
@@ -509,7 +572,13 @@ func (b *Bridge) Run(ctx context.Context, name, arguments string) (output string
 	}
 	cctx, cancel := context.WithTimeout(ctx, b.opts.CallTimeout)
 	defer cancel()
+	s.tooLarge.Store(false)
 	res, err := cs.CallTool(cctx, &sdk.CallToolParams{Name: tool, Arguments: args})
+	if err == nil {
+		// Joining a result of many parts is work of the call too: it
+		// stops with the call's time.
+		output, err = resultText(cctx, res, b.opts.MaxResultBytes)
+	}
 	switch {
 	case err != nil && ctx.Err() != nil:
 		outcome = OutcomeCancelled
@@ -519,63 +588,106 @@ func (b *Bridge) Run(ctx context.Context, name, arguments string) (output string
 		return fmt.Sprintf("the tool did not answer within %s (the gateway's MCP_CALL_TIMEOUT)", b.opts.CallTimeout), true
 	case err != nil:
 		outcome = OutcomeFailed
-		return "the tool failed: " + err.Error(), true
+		err = b.cause(s, err)
+		b.logger.Warn("MCP call failed", "mcp_server", serverName, "tool", tool, "error", scrubErr(err))
+		return "the tool failed: " + b.failure(err), true
 	}
-	output = clip(resultText(res), b.opts.MaxResultBytes)
 	if res.IsError {
 		outcome = OutcomeError
 	}
 	return output, res.IsError
 }
 
-// resultText renders a call's content as text for the model.
-func resultText(res *sdk.CallToolResult) string {
-	var parts []string
-	for _, c := range res.Content {
+// failure is what the model (and so the client) is told of a failed
+// call: the server's own JSON-RPC error or a limit the gateway set, and
+// for the rest, which is the transport's, no detail (it is logged).
+func (b *Bridge) failure(err error) string {
+	var pe *publicError
+	var we *jsonrpc.Error
+	switch {
+	case errors.As(err, &pe):
+		return pe.msg
+	case errors.As(err, &we):
+		return Scrub(we.Message)
+	case b.remote:
+		return "the MCP server did not answer as an MCP server"
+	}
+	return Scrub(err.Error())
+}
+
+// resultText renders a call's content as text for the model, at most
+// limit bytes of it (with a note when there was more). A result may have
+// tens of thousands of parts: the text is built once, stops at the cap,
+// and the loop ends with ctx.
+func resultText(ctx context.Context, res *sdk.CallToolResult, limit int) (string, error) {
+	var b strings.Builder
+	total, parts := 0, 0
+	add := func(p string) {
+		parts++
+		if parts > 1 {
+			total++
+			if b.Len() <= limit {
+				b.WriteByte('\n')
+			}
+		}
+		total += len(p)
+		if room := limit + 1 - b.Len(); room > 0 {
+			b.WriteString(clipBytes(p, room))
+		}
+	}
+	n := 0
+	for i, c := range res.Content {
+		if i%1024 == 1023 {
+			if err := ctx.Err(); err != nil {
+				return "", err
+			}
+		}
+		n++
 		switch c := c.(type) {
 		case *sdk.TextContent:
-			parts = append(parts, c.Text)
+			add(c.Text)
 		case *sdk.ImageContent:
-			parts = append(parts, fmt.Sprintf("[image %s, %d bytes, not shown]", c.MIMEType, len(c.Data)))
+			add(fmt.Sprintf("[image %s, %d bytes, not shown]", c.MIMEType, len(c.Data)))
 		case *sdk.AudioContent:
-			parts = append(parts, fmt.Sprintf("[audio %s, %d bytes, not shown]", c.MIMEType, len(c.Data)))
+			add(fmt.Sprintf("[audio %s, %d bytes, not shown]", c.MIMEType, len(c.Data)))
 		case *sdk.ResourceLink:
-			parts = append(parts, fmt.Sprintf("[resource %s: %s]", c.Name, c.URI))
+			add(fmt.Sprintf("[resource %s: %s]", c.Name, c.URI))
 		case *sdk.EmbeddedResource:
 			if c.Resource != nil && c.Resource.Text != "" {
-				parts = append(parts, c.Resource.Text)
+				add(c.Resource.Text)
 			} else if c.Resource != nil {
-				parts = append(parts, fmt.Sprintf("[resource %s, %s]", c.Resource.URI, c.Resource.MIMEType))
+				add(fmt.Sprintf("[resource %s, %s]", c.Resource.URI, c.Resource.MIMEType))
+			} else {
+				n--
 			}
 		default:
 			if data, err := json.Marshal(c); err == nil {
-				parts = append(parts, string(data))
+				add(string(data))
+			} else {
+				n--
 			}
 		}
 	}
-	if len(parts) == 0 && res.StructuredContent != nil {
+	if n == 0 && res.StructuredContent != nil {
 		if data, err := json.Marshal(res.StructuredContent); err == nil {
-			parts = append(parts, string(data))
+			add(string(data))
 		}
 	}
-	out := ""
-	for i, p := range parts {
-		if i > 0 {
-			out += "\n"
-		}
-		out += p
+	out := b.String()
+	if total <= limit {
+		return out, nil
 	}
-	return out
+	cut := clipBytes(out, limit)
+	return cut + fmt.Sprintf("\n[the gateway clipped this result: %d of %d bytes shown (MCP_MAX_RESULT_BYTES)]", len(cut), total), nil
 }
 
-// clip cuts s to at most limit bytes (on a rune boundary) and says so.
-func clip(s string, limit int) string {
-	if len(s) <= limit {
+// clipBytes is s cut to at most n bytes, on a rune boundary.
+func clipBytes(s string, n int) string {
+	if len(s) <= n {
 		return s
 	}
-	n := limit
 	for n > 0 && !utf8.RuneStart(s[n]) {
 		n--
 	}
-	return s[:n] + fmt.Sprintf("\n[the gateway clipped this result: %d of %d bytes shown (MCP_MAX_RESULT_BYTES)]", n, len(s))
+	return s[:n]
 }

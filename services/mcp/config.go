@@ -39,6 +39,10 @@ type ServerConfig struct {
 	// client, when set, reaches this server (a request's server, pinned
 	// to the address its host was checked at).
 	client *http.Client
+	// only are the names of the tools to offer when filtered (a
+	// request's allowed_tools: empty offers none).
+	only     []string
+	filtered bool
 }
 
 // stdio reports whether the server is a child process.

@@ -2,12 +2,16 @@ package mcp
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
-	"path"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"cursor2api/models"
@@ -15,18 +19,21 @@ import (
 
 // Remote connects to the MCP servers a request names for itself, on the
 // hosts MCP_REMOTE_HOSTS allows. A request could otherwise make the
-// gateway fetch any URL, so every host is checked by name, and its
-// addresses after DNS resolution: a loopback, link-local or unspecified
-// address is refused unless that address itself is listed. The
-// connection is pinned to the address checked, so that a second lookup
-// cannot lead elsewhere.
+// gateway fetch any URL, so every host is checked by name and port, and
+// its addresses after DNS resolution: an address that is not the public
+// internet's (loopback, private, CGNAT, link-local, ULA, NAT64, 6to4,
+// Teredo, multicast, documentation...) is refused unless an entry lists
+// that address or a prefix holding it. The connection is pinned to the
+// address checked, so that a second lookup cannot lead elsewhere.
 type Remote struct {
-	// Hosts are the allowed host names or addresses; a name may start
-	// with "*." for its subdomains.
+	// Hosts are MCP_REMOTE_HOSTS' entries (ParseHosts).
 	Hosts []string
-	// Options are the calls' settings (timeout, result cap, logger,
-	// Observe); Servers and HTTPClient are ignored.
+	// Options are the calls' settings (timeouts, caps, logger, Observe);
+	// Servers and HTTPClient are ignored. ConnectTimeout bounds the whole
+	// of Dial: every server's lookup, handshake and tool listing.
 	Options Options
+	// MaxServers caps the servers one request may name (0: 10).
+	MaxServers int
 	// Resolver looks host names up (nil: net.DefaultResolver).
 	Resolver *net.Resolver
 }
@@ -42,124 +49,146 @@ type RemoteError struct {
 func (e *RemoteError) Error() string { return e.Message }
 
 // Dial connects to servers, each once (no reconnection), and returns a
-// bridge to them; Close ends the sessions.
+// bridge to them; Close ends the sessions. The servers are connected
+// side by side, all within Options.ConnectTimeout.
 func (r *Remote) Dial(ctx context.Context, servers []models.MCPServer) (*Bridge, error) {
+	maxServers := r.MaxServers
+	if maxServers <= 0 {
+		maxServers = 10
+	}
+	if len(servers) > maxServers {
+		return nil, &RemoteError{Param: servers[maxServers].Param, Refused: true,
+			Message: fmt.Sprintf("a request may name at most %d MCP servers (the gateway's MCP_MAX_REQUEST_SERVERS); this one names %d", maxServers, len(servers))}
+	}
+	hosts, err := parseHosts(r.Hosts)
+	if err != nil {
+		return nil, err
+	}
+	opts := r.Options
+	opts.Servers, opts.Allowed, opts.HTTPClient = nil, nil, nil
+	if opts.ConnectTimeout <= 0 {
+		opts.ConnectTimeout = 30 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, opts.ConnectTimeout)
+	defer cancel()
 	configs := make(map[string]ServerConfig, len(servers))
-	var allowedTools []string
+	params := make(map[string]string, len(servers))
 	for _, s := range servers {
 		if !serverName.MatchString(s.Label) || strings.Contains(s.Label, "__") {
-			return nil, &RemoteError{Param: s.Param, Refused: true, Message: fmt.Sprintf("the MCP server label %q must be letters, digits, '-' and single '_' (at most 64)", s.Label)}
+			return nil, &RemoteError{Param: s.Param, Refused: true, Message: fmt.Sprintf("the MCP server label %q must be letters, digits, '-' and single '_' (at most 64)", clipBytes(s.Label, 64))}
 		}
 		if _, dup := configs[s.Label]; dup {
 			return nil, &RemoteError{Param: s.Param, Refused: true, Message: fmt.Sprintf("two MCP servers are labelled %q", s.Label)}
 		}
-		client, err := r.check(ctx, s)
+		client, err := r.check(ctx, hosts, s)
 		if err != nil {
 			return nil, err
 		}
-		configs[s.Label] = ServerConfig{URL: s.URL, Headers: s.Headers, client: client}
-		if s.AllowedTools == nil {
-			allowedTools = append(allowedTools, ToolName(s.Label, "*"))
-		}
-		for _, t := range s.AllowedTools {
-			allowedTools = append(allowedTools, ToolName(s.Label, t))
-		}
+		configs[s.Label] = ServerConfig{URL: s.URL, Headers: s.Headers, client: client, only: s.AllowedTools, filtered: s.AllowedTools != nil}
+		params[s.Label] = s.Param
 	}
-	opts := r.Options
-	opts.Servers, opts.Allowed, opts.HTTPClient = configs, allowedTools, nil
+	opts.Servers = configs
 	b := New(opts)
-	for _, s := range b.servers {
-		cs, _, tools, err := b.connect(ctx, s)
-		if err != nil {
-			b.Close()
-			param := ""
-			for _, rs := range servers {
-				if rs.Label == s.name {
-					param = rs.Param
-				}
+	b.remote = true
+	errs := make([]error, len(b.servers))
+	var wg sync.WaitGroup
+	for i, s := range b.servers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cs, _, tools, err := b.connect(ctx, s)
+			if err != nil {
+				errs[i] = err
+				return
 			}
-			return nil, &RemoteError{Param: param, Message: fmt.Sprintf("the MCP server %q could not be reached: %v", s.name, err)}
+			s.set(StateReady, "", cs, tools)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err == nil {
+			continue
 		}
-		s.set(StateReady, "", cs, tools)
+		s := b.servers[i]
+		b.Close()
+		b.logger.Warn("a request's MCP server could not be connected", "mcp_server", s.name, "url", ShortURL(s.cfg.URL), "error", scrubErr(err))
+		// Refused, unreachable, timed out, TLS, or not MCP: all look the
+		// same to the client, so that the gateway is no port scanner.
+		msg := fmt.Sprintf("the MCP server %q could not be connected: it did not answer as an MCP server within the gateway's limits", s.name)
+		var pe *publicError
+		if errors.As(err, &pe) {
+			msg = fmt.Sprintf("the MCP server %q was refused: %s", s.name, pe.msg)
+		}
+		return nil, &RemoteError{Param: params[s.name], Message: msg}
 	}
 	return b, nil
 }
 
 // check refuses a server whose host is not allowed, and returns a client
 // pinned to the address it checked.
-func (r *Remote) check(ctx context.Context, s models.MCPServer) (*http.Client, error) {
+func (r *Remote) check(ctx context.Context, hosts []hostEntry, s models.MCPServer) (*http.Client, error) {
 	refuse := func(format string, args ...any) error {
 		return &RemoteError{Param: s.Param, Refused: true, Message: fmt.Sprintf(format, args...)}
 	}
 	u, err := url.Parse(s.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
-		return nil, refuse("the MCP server URL %q must be an http:// or https:// URL", clipURL(s.URL))
+		return nil, refuse("the MCP server URL %q must be an http:// or https:// URL", clipBytes(s.URL, 200))
 	}
 	host := strings.ToLower(u.Hostname())
-	if !r.listed(host) {
-		return nil, refuse("the gateway may not reach the MCP server host %q: MCP_REMOTE_HOSTS does not list it", host)
+	port := defaultPort(u.Scheme)
+	if p := u.Port(); p != "" {
+		if port, err = strconv.Atoi(p); err != nil || port < 1 || port > 65535 {
+			return nil, refuse("the MCP server URL %q has no valid port", clipBytes(s.URL, 200))
+		}
 	}
-	var ips []net.IP
-	if ip := net.ParseIP(host); ip != nil {
-		ips = []net.IP{ip}
+	if !matchHost(hosts, host, u.Scheme, port) {
+		return nil, refuse("the gateway may not reach the MCP server %s: MCP_REMOTE_HOSTS does not list it", hostPort(host, port))
+	}
+	var ips []netip.Addr
+	if ip, err := netip.ParseAddr(host); err == nil {
+		ips = []netip.Addr{ip}
 	} else {
 		resolver := r.Resolver
 		if resolver == nil {
 			resolver = net.DefaultResolver
 		}
 		lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		addrs, err := resolver.LookupIPAddr(lctx, host)
+		addrs, err := resolver.LookupNetIP(lctx, "ip", host)
 		cancel()
 		if err != nil || len(addrs) == 0 {
-			return nil, &RemoteError{Param: s.Param, Message: fmt.Sprintf("the MCP server host %q could not be resolved: %v", host, err)}
+			r.logger().Warn("a request's MCP server host could not be resolved", "host", host, "error", err)
+			return nil, &RemoteError{Param: s.Param, Message: fmt.Sprintf("the MCP server %q could not be connected: it did not answer as an MCP server within the gateway's limits", s.Label)}
 		}
-		for _, a := range addrs {
-			ips = append(ips, a.IP)
-		}
+		ips = addrs
 	}
 	for _, ip := range ips {
-		if (ip.IsLoopback() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || ip.IsUnspecified()) && !r.listed(ip.String()) {
-			return nil, refuse("the MCP server host %q resolves to %s, a loopback or link-local address, which MCP_REMOTE_HOSTS does not list", host, ip)
+		if !public(ip) && !listedAddr(hosts, ip) {
+			return nil, refuse("the MCP server host %q resolves to an address that is not public (loopback, private, link-local and the like), which MCP_REMOTE_HOSTS does not list", host)
 		}
 	}
-	port := u.Port()
-	if port == "" {
-		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
-	}
-	pinned := net.JoinHostPort(ips[0].String(), port)
+	pinned := net.JoinHostPort(ips[0].Unmap().String(), strconv.Itoa(port))
 	dialer := &net.Dialer{Timeout: 10 * time.Second}
 	transport := &http.Transport{
 		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
 			return dialer.DialContext(ctx, network, pinned)
 		},
-		TLSHandshakeTimeout:   10 * time.Second,
-		ResponseHeaderTimeout: 60 * time.Second,
-		MaxIdleConnsPerHost:   2,
-		IdleConnTimeout:       30 * time.Second,
+		TLSHandshakeTimeout:    10 * time.Second,
+		ResponseHeaderTimeout:  60 * time.Second,
+		MaxIdleConnsPerHost:    2,
+		IdleConnTimeout:        30 * time.Second,
+		MaxResponseHeaderBytes: 64 << 10,
 	}
 	// No redirect may leave the host that was checked.
 	return &http.Client{Transport: transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}, nil
 }
 
-// listed reports whether MCP_REMOTE_HOSTS names host.
-func (r *Remote) listed(host string) bool {
-	for _, h := range r.Hosts {
-		h = strings.ToLower(strings.TrimSpace(h))
-		if h == host {
-			return true
-		}
-		if strings.HasPrefix(h, "*.") {
-			if ok, _ := path.Match(h, host); ok && strings.Count(host, ".") >= strings.Count(h, ".") {
-				return true
-			}
-		}
+func (r *Remote) logger() *slog.Logger {
+	if r.Options.Logger != nil {
+		return r.Options.Logger
 	}
-	return false
+	return slog.New(slog.DiscardHandler)
 }
 
-func clipURL(s string) string {
-	if len(s) > 200 {
-		return s[:200] + "…"
-	}
-	return s
+func hostPort(host string, port int) string {
+	return net.JoinHostPort(host, strconv.Itoa(port))
 }

@@ -25,9 +25,14 @@ func newMCPMetrics(reg *prometheus.Registry) mcpMetrics {
 	return m
 }
 
-// MCPCall counts one MCP call (mcp.Options.Observe). The tools are those
-// of configured servers (or of request-level servers on allowed hosts),
-// so their labels are bounded by the configuration.
+// RequestServer is the server and tool label of every call of a server a
+// request named: those names are the client's, and each would be a new
+// series.
+const RequestServer = "request"
+
+// MCPCall counts one MCP call (mcp.Options.Observe). The servers and
+// tools are the configured ones, or RequestServer, so that their labels
+// are bounded by the configuration.
 func (m *Metrics) MCPCall(server, tool, outcome string, took time.Duration) {
 	m.mcp.calls.WithLabelValues(server, tool, outcome).Inc()
 	m.mcp.latency.WithLabelValues(server, tool).Observe(took.Seconds())

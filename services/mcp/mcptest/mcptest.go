@@ -4,7 +4,8 @@
 // are echo, add, fail (a tool error), huge (a result of n bytes), hang
 // (never answers), crash (the process dies mid-call; stdio only), pid
 // (the server process's id) and spawn (starts a grandchild that sleeps,
-// returning its pid, for process-group checks).
+// returning its pid, for process-group checks). Hostile is a server that
+// misbehaves on purpose, for the gateway's bounds.
 package mcptest
 
 import (
