@@ -3,6 +3,7 @@ package chat
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -87,14 +88,39 @@ func (c *ArgumentChecker) schemaFor(name string) *compiledSchema {
 	if m, ok := doc.(map[string]any); ok {
 		cs.props, _ = m["properties"].(map[string]any)
 	}
-	compiler := jsonschema.NewCompiler()
-	const loc = "tool-parameters.json"
-	if compiler.AddResource(loc, doc) != nil {
-		return cs
-	}
-	cs.schema, _ = compiler.Compile(loc) // remote $refs and the like: left unchecked
+	cs.schema, _ = compileSchema(doc) // external $refs and the like: left unchecked
 	return cs
 }
+
+// schemaLocation is where a tool's schema is said to be: a URL of no
+// scheme a loader serves, so that a relative $ref resolves neither
+// against the working directory (the library's default base) nor to
+// anything that exists.
+const schemaLocation = "mem:///tool-parameters.json"
+
+// compileSchema compiles a tool's schema, resolving its references inside
+// the document only: the schema is the client's (or a called MCP
+// server's), and the library's default loader would open any file:// URL
+// it names (a secret's content quoted back in validation notes, a FIFO
+// that never answers).
+func compileSchema(doc any) (*jsonschema.Schema, error) {
+	compiler := jsonschema.NewCompiler()
+	compiler.UseLoader(noLoader{})
+	if err := compiler.AddResource(schemaLocation, doc); err != nil {
+		return nil, err
+	}
+	return compiler.Compile(schemaLocation)
+}
+
+// noLoader refuses every external reference. The standard metaschemas
+// that $schema names are built into the library and never reach it.
+type noLoader struct{}
+
+func (noLoader) Load(string) (any, error) {
+	return nil, errExternalRef
+}
+
+var errExternalRef = errors.New("external schema references are not resolved")
 
 // coerce fixes the top-level values whose type the schema names and the
 // model got wrong in an unambiguous way: a number or boolean sent as a
