@@ -465,13 +465,16 @@ func (s *Service) turn(ctx context.Context, p *Prepared, note string, sink *turn
 			return sink.callArguments(ev.Arguments)
 		case toolproto.EventToolCall:
 			if sink.streaming {
-				return sink.endCall(ev, p.checker)
+				return sink.endCall(ctx, ev, p.checker)
 			}
 			sink.pending = nil // read whole: checked and coerced below
 			if p.SingleCall && sink.calls > 0 {
 				return nil
 			}
-			args, err := p.checker.Check(ev.Name, ev.Arguments)
+			args, err := p.checker.Check(ctx, ev.Name, ev.Arguments)
+			if ctxErr := ctx.Err(); ctxErr != nil {
+				return ctxErr // the client left: compile no more schemas
+			}
 			if err != nil {
 				return sink.badCall(toolproto.Event{Kind: toolproto.EventBadCall, Name: ev.Name, Text: ev.Arguments, Reason: err.Error()})
 			}

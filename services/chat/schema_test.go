@@ -1,8 +1,10 @@
 package chat
 
 import (
+	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -48,7 +50,7 @@ func TestArgumentChecker(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := c.Check(tc.tool, tc.args)
+			got, err := c.Check(context.Background(), tc.tool, tc.args)
 			if tc.err != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tc.err)
@@ -80,7 +82,7 @@ func TestArgumentCheckerResolvesNoExternalRef(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := NewArgumentChecker([]models.Tool{{Name: "t", Parameters: []byte(schema)}})
-			_, err := c.Check("t", `{"a":"x"}`)
+			_, err := c.Check(context.Background(), "t", `{"a":"x"}`)
 			if err != nil {
 				assert.NotContains(t, err.Error(), secret, "a file's content reaches the model")
 				assert.NotContains(t, err.Error(), wd)
@@ -90,10 +92,10 @@ func TestArgumentCheckerResolvesNoExternalRef(t *testing.T) {
 	t.Run("internal refs still work", func(t *testing.T) {
 		c := NewArgumentChecker([]models.Tool{{Name: "t", Parameters: []byte(
 			`{"$defs":{"n":{"type":"integer"}},"type":"object","properties":{"a":{"$ref":"#/$defs/n"},"b":{"oneOf":[{"type":"string"},{"$ref":"#/$defs/n"}]}}}`)}})
-		_, err := c.Check("t", `{"a":1}`)
+		_, err := c.Check(context.Background(), "t", `{"a":1}`)
 		require.NoError(t, err)
 		for _, args := range []string{`{"a":"x"}`, `{"b":true}`} {
-			_, err = c.Check("t", args)
+			_, err = c.Check(context.Background(), "t", args)
 			require.Error(t, err, args)
 			assert.NotContains(t, err.Error(), wd, "no working directory in the note")
 		}
@@ -109,7 +111,7 @@ func TestArgumentCheckerDoesNotOpenAFIFO(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_, _ = c.Check("t", `{"a":"x"}`)
+		_, _ = c.Check(context.Background(), "t", `{"a":"x"}`)
 	}()
 	select {
 	case <-done:
@@ -121,4 +123,22 @@ func TestArgumentCheckerDoesNotOpenAFIFO(t *testing.T) {
 		<-done
 		t.Fatal("checking a call opened the FIFO the schema names")
 	}
+}
+
+// TestArgumentCheckerBounds: a schema out of models.SchemaBounds (an MCP
+// server's: the doors refuse a client's) is never compiled, which would
+// cost seconds, and a schema is compiled only while the request lasts.
+func TestArgumentCheckerBounds(t *testing.T) {
+	const levels = 100 // 200 JSON levels: some 0.2 s to compile
+	deep := strings.Repeat(`{"type":"object","properties":{"a":`, levels) + `{"type":"string"}` + strings.Repeat(`}}`, levels)
+	args := strings.Repeat(`{"a":`, levels) + `1` + strings.Repeat(`}`, levels)
+	c := NewArgumentChecker([]models.Tool{{Name: "deep", Parameters: []byte(deep)}, {Name: "t", Parameters: []byte(`{"type":"object"}`)}})
+	got, err := c.Check(context.Background(), "deep", args)
+	require.NoError(t, err, "left unchecked, not compiled")
+	assert.Equal(t, args, got)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = c.Check(ctx, "t", `{}`)
+	assert.ErrorIs(t, err, context.Canceled, "no schema is compiled for a request that ended")
 }
