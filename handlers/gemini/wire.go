@@ -75,6 +75,18 @@ type Part struct {
 	FileData         *Blob             `json:"fileData,omitempty"`
 	FunctionCall     *FunctionCall     `json:"functionCall,omitempty"`
 	FunctionResponse *FunctionResponse `json:"functionResponse,omitempty"`
+	// ExecutableCode and CodeExecutionResult, the code execution tool's
+	// parts, are only told apart from an empty part: the gateway has no
+	// such tool, and drops them.
+	ExecutableCode      json.RawMessage `json:"executableCode,omitempty"`
+	CodeExecutionResult json.RawMessage `json:"codeExecutionResult,omitempty"`
+}
+
+// empty reports a part with none of the fields of Gemini's data oneof,
+// such as {}: the API refuses it.
+func (p *Part) empty() bool {
+	return p.Text == nil && p.InlineData == nil && p.FileData == nil && p.FunctionCall == nil && p.FunctionResponse == nil &&
+		len(p.ExecutableCode) == 0 && len(p.CodeExecutionResult) == 0
 }
 
 // Blob is inline data (its media type and base64 data) or file data (its
