@@ -3,7 +3,6 @@ package native
 import (
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -301,14 +300,8 @@ func images(m models.Message) ([]image, error) {
 		if b.Kind != models.BlockImage {
 			continue
 		}
-		enc := base64.StdEncoding
-		if !strings.HasSuffix(strings.TrimRight(b.Data, "\r\n"), "=") {
-			enc = base64.RawStdEncoding
-		}
-		data, err := enc.DecodeString(b.Data)
-		if err == nil && len(data) == 0 {
-			err = errors.New("it is empty")
-		}
+		// The doors checked the data already (models.ImageBlock).
+		data, err := models.DecodeImageData(b.Data)
 		if err != nil {
 			where := fmt.Sprintf("a message of role %s", m.Role)
 			if m.Role == models.RoleTool {
