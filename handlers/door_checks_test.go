@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/anthropics/anthropic-sdk-go"
@@ -73,4 +74,28 @@ func TestGeminiEmptyPartE2E(t *testing.T) {
 	_, err := s.gemini(t, "sk-any").Models.CountTokens(context.Background(), "gemini-3-flash", contents, nil)
 	assertGeminiError(t, err, http.StatusBadRequest, "INVALID_ARGUMENT", "contents[0].parts[1]")
 	assert.Empty(t, s.up.Requests())
+}
+
+// TestMaxAnswerBytesE2E: a reply longer than MAX_ANSWER_BYTES ends at it
+// with each door's length reason, whole or streamed.
+func TestMaxAnswerBytesE2E(t *testing.T) {
+	long := strings.Repeat("0123456789", 1000) // 10,000 bytes in one delta
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			s := newStack(t, map[string]string{"MAX_ANSWER_BYTES": "4096"}, script(t, []string{long, long}))
+			msg := claudeAsk(t, s.claude("sk-any"), m.streaming, anthropic.MessageNewParams{
+				Model: "claude-sonnet-4.6", MaxTokens: 8000, Messages: []anthropic.MessageParam{userText("count")},
+			})
+			require.Len(t, msg.Content, 1)
+			assert.Equal(t, long[:4096], msg.Content[0].Text)
+			assert.Equal(t, anthropic.StopReasonMaxTokens, msg.StopReason)
+		})
+	}
+	s := newStack(t, map[string]string{"MAX_ANSWER_BYTES": "4096"}, script(t, []string{long, long}))
+	res, err := s.sdk("sk-any").Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
+		Model: "claude-sonnet-4.6", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("count")},
+	})
+	require.NoError(t, err)
+	assert.Equal(t, long[:4096], res.Choices[0].Message.Content)
+	assert.Equal(t, "length", res.Choices[0].FinishReason)
 }
