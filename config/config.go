@@ -104,6 +104,7 @@ type Config struct {
 	MaxInputLength   int   `env:"MAX_INPUT_LENGTH" envDefault:"200000"`
 	MaxBodyBytes     int64 `env:"MAX_BODY_BYTES" envDefault:"33554432"`
 	MaxToolCallBytes int   `env:"MAX_TOOL_CALL_BYTES" envDefault:"1048576"`
+	MaxAnswerBytes   int   `env:"MAX_ANSWER_BYTES" envDefault:"16777216"`
 	// KiloToolStrict is auto, true or false.
 	KiloToolStrict  string   `env:"KILO_TOOL_STRICT" envDefault:"auto"`
 	StrictAgents    []string `env:"STRICT_AGENTS" envDefault:"roocode,kilocode,cline" envSeparator:","`
@@ -513,6 +514,9 @@ func (c *Config) validate() error {
 	}
 	if c.MaxToolCallBytes < 1024 {
 		bad("MAX_TOOL_CALL_BYTES=%d: must be at least 1024", c.MaxToolCallBytes)
+	}
+	if c.MaxAnswerBytes < 1024 {
+		bad("MAX_ANSWER_BYTES=%d: must be at least 1024", c.MaxAnswerBytes)
 	}
 	switch c.MCPTools {
 	case "always", "when-no-client-tools", "off":

@@ -135,7 +135,7 @@ func (s *server) geminiCountTokens(c *gin.Context, name string) {
 		text.Write(t.Parameters)
 		text.WriteByte('\n')
 	}
-	n, err := s.tokens.BPETokens(text.String())
+	n, err := s.tokens.BPETokens(c.Request.Context(), text.String())
 	if err != nil {
 		s.fail(c, err, nil)
 		return

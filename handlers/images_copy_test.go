@@ -63,7 +63,7 @@ func BenchmarkDecodeImage(b *testing.B) {
 
 const (
 	imageSize  = 1 << 20
-	imageChunk = "iVBORw0KGgo+/AA="
+	imageChunk = "iVBORw0KGgo+/AAA" // valid base64 however often repeated
 )
 
 // imageBody is a request of one image of imageSize bytes of base64 after

@@ -60,8 +60,8 @@ func TestImagesE2EChatCompletions(t *testing.T) {
 		})
 		require.NoError(t, err)
 		assert.Equal(t, "A red dot.", res.Choices[0].Message.Content)
-		// The door keeps the text, then the images.
-		assertImagesOmitted(t, s, 2, "What is in this image?\nAnd in this one?\n"+imageNote+"\n"+imageNote)
+		// The door keeps the client's order of text and images.
+		assertImagesOmitted(t, s, 2, "What is in this image?\n"+imageNote+"\nAnd in this one?\n"+imageNote)
 	})
 	t.Run("a media type the gateway does not pass on", func(t *testing.T) {
 		s := newStack(t, nil, script(t, []string{"unused"}))
@@ -110,7 +110,7 @@ func TestImagesE2EResponses(t *testing.T) {
 		})
 		require.NoError(t, err)
 		assert.Equal(t, "Two red dots.", res.OutputText())
-		assertImagesOmitted(t, s, 2, "Look at this:\nthen read a.png.\n"+imageNote, "a.png:\n"+imageNote)
+		assertImagesOmitted(t, s, 2, "Look at this:\n"+imageNote+"\nthen read a.png.", "a.png:\n"+imageNote)
 	})
 	t.Run("a media type the gateway does not pass on", func(t *testing.T) {
 		s := newStack(t, nil, script(t, []string{"unused"}))

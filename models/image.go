@@ -1,8 +1,10 @@
 package models
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 )
 
@@ -30,7 +32,45 @@ func ImageBlock(mediaType, data string) (Block, error) {
 	case data == "":
 		return Block{}, errors.New("the image has no data")
 	}
+	if err := checkImageData(data); err != nil {
+		return Block{}, err
+	}
 	return Block{Kind: BlockImage, MediaType: mt, Data: data}, nil
+}
+
+// imageEncoding is how an image's data is read: standard base64, with
+// its padding or without (line breaks are ignored either way, as
+// clients, and encoders wrapping at 76 columns, send them).
+func imageEncoding(data string) *base64.Encoding {
+	if strings.HasSuffix(strings.TrimRight(data, "\r\n"), "=") {
+		return base64.StdEncoding
+	}
+	return base64.RawStdEncoding
+}
+
+// DecodeImageData decodes an image's data as ImageBlock checked it: a
+// back door that sends an image's bytes.
+func DecodeImageData(data string) ([]byte, error) {
+	b, err := imageEncoding(data).DecodeString(data)
+	if err == nil && len(b) == 0 {
+		err = errors.New("it is empty")
+	}
+	return b, err
+}
+
+// checkImageData is DecodeImageData's check without keeping the bytes
+// (a few kilobytes of memory, whatever the image's size), so that every
+// back door refuses the same data: the text ones, which send none of it,
+// as well as the native one.
+func checkImageData(data string) error {
+	n, err := io.Copy(io.Discard, base64.NewDecoder(imageEncoding(data), strings.NewReader(data)))
+	if err == nil && n == 0 {
+		err = errors.New("it is empty")
+	}
+	if err != nil {
+		return fmt.Errorf("the image's data is not base64 (%v): send the image's bytes in standard base64", err)
+	}
+	return nil
 }
 
 // IsDataURL reports whether url is a data: URL, which ImageFromDataURL

@@ -38,3 +38,34 @@ func TestImageFromDataURL(t *testing.T) {
 		})
 	}
 }
+
+// TestImageData: an image's data must be standard base64, padded or not,
+// line breaks ignored, as the native back door decodes it; the check is
+// the same for every back door (ImageBlock), and DecodeImageData agrees.
+func TestImageData(t *testing.T) {
+	for _, tc := range []struct {
+		name, data, err string
+	}{
+		{"padded", "iVBORw0KGgo=", ""},
+		{"unpadded", "iVBORw0KGgo", ""},
+		{"wrapped at 76 columns", strings.Repeat("QUFB", 19) + "\r\n" + strings.Repeat("QUFB", 19) + "\n", ""},
+		{"not base64", "not base64!", "not base64"},
+		{"URL-safe alphabet", "iVBO-_0KGgo=", "not base64"},
+		{"a byte cut", "iVBORw0KGg=", "not base64"},
+		{"line breaks only", "\r\n", "empty"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := ImageBlock("image/png", tc.data)
+			_, decodeErr := DecodeImageData(tc.data)
+			if tc.err == "" {
+				require.NoError(t, err)
+				assert.Equal(t, tc.data, b.Data, "the data goes on as the client sent it")
+				assert.NoError(t, decodeErr)
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.err)
+			assert.Error(t, decodeErr)
+		})
+	}
+}

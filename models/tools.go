@@ -2,6 +2,7 @@ package models
 
 import (
 	"bytes"
+	"fmt"
 	"regexp"
 	"strings"
 )
@@ -27,9 +28,63 @@ func ValidateTools(tools []Tool, where func(i int, field string) string) error {
 			return InvalidRequest(param, "%s %.100q repeats tools[%d]: tool names must be unique", param, t.Name, j)
 		}
 		seen[t.Name] = i
-		if p := bytes.TrimSpace(t.Parameters); len(p) > 0 && !bytes.Equal(p, []byte("null")) && p[0] != '{' {
+		if p := bytes.TrimSpace(t.Parameters); len(p) > 0 && !bytes.Equal(p, []byte("null")) {
 			param := where(i, "parameters")
-			return InvalidRequest(param, "%s must be a JSON Schema object", param)
+			if p[0] != '{' {
+				return InvalidRequest(param, "%s must be a JSON Schema object", param)
+			}
+			if err := SchemaBounds(p); err != nil {
+				return InvalidRequest(param, "%s: %v", param, err)
+			}
+		}
+	}
+	return nil
+}
+
+// The bounds of one tool's schema. Compiling it (to check calls) costs
+// far more than reading it, and more than linearly: at 1,000 levels or
+// 20,000 properties it takes seconds. Real tools stay well inside.
+const (
+	MaxSchemaBytes = 256 << 10
+	MaxSchemaDepth = 64   // objects and arrays within each other
+	MaxSchemaNodes = 2000 // objects: each may be a subschema to compile
+)
+
+// SchemaBounds reports a schema (JSON, checked already) larger, deeper or
+// with more objects than a tool's schema may have, in words for the
+// client. It only counts brackets, so it costs one pass over raw.
+func SchemaBounds(raw []byte) error {
+	if len(raw) > MaxSchemaBytes {
+		return fmt.Errorf("the schema is %d bytes, over the %d a tool may have", len(raw), MaxSchemaBytes)
+	}
+	depth, nodes, inString := 0, 0, false
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if inString {
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '{', '[':
+			depth++
+			if depth > MaxSchemaDepth {
+				return fmt.Errorf("the schema nests deeper than %d levels", MaxSchemaDepth)
+			}
+			if c == '{' {
+				nodes++
+				if nodes > MaxSchemaNodes {
+					return fmt.Errorf("the schema has more than %d objects", MaxSchemaNodes)
+				}
+			}
+		case '}', ']':
+			depth--
 		}
 	}
 	return nil

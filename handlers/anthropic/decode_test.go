@@ -26,7 +26,7 @@ func TestToRequest(t *testing.T) {
 	  "tools":[{"name":"Read","description":"reads","input_schema":{"type":"object"},"defer_loading":true},{"type":"custom","name":"Bash","input_schema":{"type":"object"}}],
 	  "tool_choice":{"type":"any","disable_parallel_tool_use":true},
 	  "messages":[
-	    {"role":"user","content":[{"type":"text","text":"<system-reminder>ctx</system-reminder>"},{"type":"text","text":"read a"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"x"}}]},
+	    {"role":"user","content":[{"type":"text","text":"<system-reminder>ctx</system-reminder>"},{"type":"text","text":"read a"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgo="}}]},
 	    {"role":"assistant","content":[{"type":"thinking","thinking":"hmm","signature":"s"},{"type":"redacted_thinking","data":"opaque"},{"type":"text","text":"ok"},
 	      {"type":"tool_use","id":"toolu_1","name":"Read","input":{"path":"a"}},{"type":"tool_use","id":"toolu_2","name":"Bash","input":{}}]},
 	    {"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"A","cache_control":{"type":"ephemeral"}},
@@ -47,7 +47,7 @@ func TestToRequest(t *testing.T) {
 	text := func(s string) models.Block { return models.Block{Kind: models.BlockText, Text: s} }
 	assert.Equal(t, []models.Message{
 		{Role: models.RoleSystem, Blocks: []models.Block{text("You are Claude Code."), text("Be careful.")}},
-		{Role: models.RoleUser, Blocks: []models.Block{text("<system-reminder>ctx</system-reminder>"), text("read a"), {Kind: models.BlockImage, MediaType: "image/png", Data: "x"}}},
+		{Role: models.RoleUser, Blocks: []models.Block{text("<system-reminder>ctx</system-reminder>"), text("read a"), {Kind: models.BlockImage, MediaType: "image/png", Data: "iVBORw0KGgo="}}},
 		{Role: models.RoleAssistant, Blocks: []models.Block{
 			{Kind: models.BlockThinking, Text: "hmm"}, {Kind: models.BlockThinking}, text("ok"),
 			{Kind: models.BlockToolCall, ID: "toolu_1", Name: "Read", Arguments: `{"path":"a"}`},

@@ -10,7 +10,9 @@ import (
 	"io"
 	"math"
 	"sync"
+	"unicode/utf8"
 
+	"github.com/dlclark/regexp2"
 	"github.com/pkoukk/tiktoken-go"
 )
 
@@ -45,10 +47,22 @@ const (
 // TokenCounter estimates the input tokens of a Messages request. Its BPE
 // ranks are loaded on first use (a fraction of a second), once.
 type TokenCounter struct {
-	once sync.Once
-	enc  *tiktoken.Tiktoken
-	err  error
+	once  sync.Once
+	enc   *tiktoken.Tiktoken // tiktoken-go's encoder, which the tests compare with
+	ranks map[string]int
+	split *regexp2.Regexp // the pre-tokenizer, cl100kPattern
+	err   error
 }
+
+// maxPiece bounds the bytes one BPE merge works on. The merge costs more
+// than the square of a piece's length (a 64 KB word took 53 s), so a
+// longer piece, which ordinary text never has (words and runs of
+// punctuation are short), is counted in chunks of this size: linear
+// time, and a count off by a token or so per chunk.
+const maxPiece = 128
+
+// checkEvery is how many pieces are counted between looks at the context.
+const checkEvery = 256
 
 // cl100kPacked is cl100k_base's tokens in rank order, each as a length
 // byte and its bytes, gzipped: a quarter of the published text file, and
@@ -93,20 +107,97 @@ func (tc *TokenCounter) load() (*tiktoken.Tiktoken, error) {
 			return
 		}
 		tc.enc = tiktoken.NewTiktoken(bpe, &tiktoken.Encoding{Name: "cl100k_base", PatStr: cl100kPattern, MergeableRanks: ranks}, map[string]any{})
+		tc.ranks = ranks
+		tc.split = regexp2.MustCompile(cl100kPattern, regexp2.None)
 	})
 	return tc.enc, tc.err
 }
 
-// BPETokens is the cl100k_base token count of text.
-func (tc *TokenCounter) BPETokens(text string) (int, error) {
-	enc, err := tc.load()
-	if err != nil {
+// BPETokens is the cl100k_base token count of text; it stops with ctx's
+// error when ctx ends.
+func (tc *TokenCounter) BPETokens(ctx context.Context, text string) (int, error) {
+	if _, err := tc.load(); err != nil {
 		return 0, err
 	}
+	return tc.count(ctx, text)
+}
+
+// count is tiktoken's EncodeOrdinary, counting instead of encoding, with
+// the long pieces chunked (maxPiece) and ctx looked at as it goes.
+func (tc *TokenCounter) count(ctx context.Context, text string) (int, error) {
 	if text == "" {
-		return 0, nil
+		return 0, ctx.Err()
 	}
-	return len(enc.EncodeOrdinary(text)), nil
+	m, err := tc.split.FindStringMatch(text)
+	n := 0
+	for i := 0; m != nil && err == nil; i++ {
+		if i%checkEvery == 0 && ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
+		piece := m.String()
+		for len(piece) > maxPiece {
+			cut := maxPiece
+			for cut > 1 && !utf8.RuneStart(piece[cut]) {
+				cut--
+			}
+			n += tc.pieceTokens(piece[:cut])
+			piece = piece[cut:]
+			if ctx.Err() != nil {
+				return 0, ctx.Err()
+			}
+		}
+		n += tc.pieceTokens(piece)
+		m, err = tc.split.FindNextMatch(m)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("splitting text into pieces: %w", err)
+	}
+	return n, ctx.Err()
+}
+
+// pieceTokens is the number of tokens of one piece: tiktoken's byte pair
+// merge (lowest rank first, leftmost on a tie), counted.
+func (tc *TokenCounter) pieceTokens(piece string) int {
+	if _, ok := tc.ranks[piece]; ok || len(piece) < 2 {
+		return min(len(piece), 1)
+	}
+	// starts[i] is where part i begins; rank[i] the rank of part i merged
+	// with part i+1 (-1: no such token).
+	var startBuf, rankBuf [maxPiece + 1]int
+	starts, rank := startBuf[:len(piece)+1], rankBuf[:len(piece)+1]
+	for i := range starts {
+		starts[i] = i
+	}
+	pair := func(i int) int {
+		if i+2 >= len(starts) {
+			return -1
+		}
+		if r, ok := tc.ranks[piece[starts[i]:starts[i+2]]]; ok {
+			return r
+		}
+		return -1
+	}
+	for i := range rank {
+		rank[i] = pair(i)
+	}
+	for len(starts) > 2 {
+		best := -1
+		for i := 0; i < len(starts)-2; i++ {
+			if rank[i] >= 0 && (best < 0 || rank[i] < rank[best]) {
+				best = i
+			}
+		}
+		if best < 0 {
+			break
+		}
+		starts = append(starts[:best+1], starts[best+2:]...)
+		rank = append(rank[:best+1], rank[best+2:]...)
+		rank[best] = pair(best)
+		if best > 0 {
+			rank[best-1] = pair(best - 1)
+		}
+	}
+	return len(starts) - 1
 }
 
 // Count estimates the input tokens of req as Anthropic would count them:
@@ -117,15 +208,15 @@ func (tc *TokenCounter) BPETokens(text string) (int, error) {
 // request takes a while (some 8 ms for 12K tokens): Count stops when ctx
 // ends.
 func (tc *TokenCounter) Count(ctx context.Context, req *MessagesRequest) (int, error) {
-	enc, err := tc.load()
-	if err != nil {
+	if _, err := tc.load(); err != nil {
 		return 0, err
 	}
 	bpe := func(s string) int {
 		if s == "" || ctx.Err() != nil {
 			return 0
 		}
-		return len(enc.EncodeOrdinary(s))
+		n, _ := tc.count(ctx, s) // ctx's error, returned below
+		return n
 	}
 	text, fixed := 0, requestOverhead
 	var content func(c Content)

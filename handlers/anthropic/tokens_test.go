@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -78,7 +79,7 @@ func benchCount(b *testing.B, body []byte) {
 	var req MessagesRequest
 	require.NoError(b, json.Unmarshal(body, &req))
 	var tc TokenCounter
-	_, err := tc.BPETokens("") // the ranks load once, outside the measure
+	_, err := tc.BPETokens(context.Background(), "") // the ranks load once, outside the measure
 	require.NoError(b, err)
 	for b.Loop() {
 		if _, err := tc.Count(context.Background(), &req); err != nil {
@@ -158,8 +159,73 @@ func TestEncodesAsCL100K(t *testing.T) {
 		{"I'll say: it's 12345 tokens!!", []int{40, 3358, 2019, 25, 433, 596, 220, 4513, 1774, 11460, 3001}},
 	} {
 		assert.Equal(t, tt.want, enc.EncodeOrdinary(tt.text), "%q", tt.text)
-		n, err := tc.BPETokens(tt.text)
+		n, err := tc.BPETokens(context.Background(), tt.text)
 		require.NoError(t, err)
 		assert.Equal(t, len(tt.want), n, "%q", tt.text)
 	}
+}
+
+// longWord is n bytes of letters with no space: one piece of the
+// pre-tokenizer, the worst case of a BPE whose merges cost the square of
+// a piece's length.
+func longWord(n int) string {
+	b := make([]byte, n)
+	x := uint32(1)
+	for i := range b {
+		x = x*1664525 + 1013904223
+		b[i] = 'a' + byte(x>>24)%26
+	}
+	return string(b)
+}
+
+// BenchmarkCountLongWord counts one word of 16 KB, 64 KB and 1 MB: the
+// time per byte must stay about the same (BENCHMARKS.md).
+func BenchmarkCountLongWord(b *testing.B) {
+	for _, n := range []int{16 << 10, 64 << 10, 1 << 20} {
+		b.Run(fmt.Sprintf("%dKB", n>>10), func(b *testing.B) {
+			body, err := json.Marshal(map[string]any{"messages": []any{map[string]any{"role": "user", "content": longWord(n)}}})
+			require.NoError(b, err)
+			b.SetBytes(int64(n))
+			benchCount(b, body)
+		})
+	}
+}
+
+// TestCountAsTiktoken: on ordinary text (a Claude Code request of some
+// 12K tokens), the counter's own loop counts exactly what tiktoken-go's
+// encoder does.
+func TestCountAsTiktoken(t *testing.T) {
+	raw, err := os.ReadFile("../testdata/claude_code_tool_rounds.json")
+	require.NoError(t, err)
+	var tc TokenCounter
+	enc, err := tc.load()
+	require.NoError(t, err)
+	for _, text := range []string{string(raw), "a " + strings.Repeat("=", 100) + " b", strings.Repeat("x", maxPiece) + " " + strings.Repeat("é", maxPiece/2)} {
+		n, err := tc.BPETokens(context.Background(), text)
+		require.NoError(t, err)
+		assert.Equal(t, len(enc.EncodeOrdinary(text)), n)
+	}
+}
+
+// TestCountLongWord: one word of a megabyte is counted in linear time
+// (it took hours: BenchmarkCountLongWord), close to what a BPE of it
+// gives, and the count stops when the request ends.
+func TestCountLongWord(t *testing.T) {
+	var tc TokenCounter
+	word := longWord(1 << 20)
+	n, err := tc.BPETokens(context.Background(), word)
+	require.NoError(t, err)
+	sample, err := tc.BPETokens(context.Background(), word[:4096])
+	require.NoError(t, err)
+	perByte := float64(sample) / 4096
+	assert.InDelta(t, perByte*float64(len(word)), float64(n), 0.1*float64(n), "about as many tokens a byte as a BPE of a part of it")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = tc.BPETokens(ctx, word)
+	assert.ErrorIs(t, err, context.Canceled)
+	var req MessagesRequest
+	require.NoError(t, json.Unmarshal([]byte(`{"messages":[{"role":"user","content":"`+word+`"}]}`), &req))
+	_, err = tc.Count(ctx, &req)
+	assert.ErrorIs(t, err, context.Canceled)
 }

@@ -209,6 +209,8 @@ func partBlock(p Part, path string) (models.Block, bool, error) {
 		return models.Block{Kind: models.BlockMedia, Text: mediaName(p.InlineData)}, true, nil
 	case p.FileData != nil:
 		return models.Block{Kind: models.BlockMedia, Text: mediaName(p.FileData)}, true, nil
+	case p.empty():
+		return models.Block{}, false, models.InvalidRequest(path, "%s is empty: a part needs one of text, inlineData, fileData, functionCall or functionResponse", path)
 	}
 	return models.Block{}, false, nil
 }

@@ -168,6 +168,11 @@ func TestToRequestErrors(t *testing.T) {
 		{"an image without data", GenerateContentRequest{Contents: []Content{{Role: "user", Parts: []Part{{Text: text("x")}, {InlineData: &Blob{MIMEType: "image/png"}}}}}}, "contents[0].parts[1].inlineData"},
 		{"a result's image without data", GenerateContentRequest{Contents: []Content{{Role: "user", Parts: []Part{
 			{FunctionResponse: &FunctionResponse{Name: "f", Parts: []Part{{InlineData: &Blob{MIMEType: "image/jpeg"}}}}}}}}}, "contents[0].parts[0].functionResponse.parts[0].inlineData"},
+		{"an empty part", GenerateContentRequest{Contents: []Content{{Role: "user", Parts: []Part{{Text: text("x")}, {}}}}}, "contents[0].parts[1]"},
+		{"an empty part of the model", GenerateContentRequest{Contents: []Content{user, {Role: "model", Parts: []Part{{}}}}}, "contents[1].parts[0]"},
+		{"an empty system part", GenerateContentRequest{Contents: []Content{user}, SystemInstruction: &Content{Parts: []Part{{}}}}, "systemInstruction.parts[0]"},
+		{"an empty part of a result", GenerateContentRequest{Contents: []Content{{Role: "user", Parts: []Part{
+			{FunctionResponse: &FunctionResponse{Name: "f", Parts: []Part{{}}}}}}}}, "contents[0].parts[0].functionResponse.parts[0]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ToRequest(&tc.req, "m", false)
@@ -199,4 +204,15 @@ func TestErrorBodyOf(t *testing.T) {
 		assert.Equal(t, tc.status, body.Error.Status)
 		assert.Equal(t, tc.err.Status, body.Error.Code)
 	}
+}
+
+// TestToRequestCodeExecutionParts: the code execution tool's parts, and a
+// signature alone, are not empty parts; the gateway drops them.
+func TestToRequestCodeExecutionParts(t *testing.T) {
+	var req GenerateContentRequest
+	require.NoError(t, json.Unmarshal([]byte(`{"contents":[{"role":"user","parts":[{"text":"run it"}]},
+	  {"role":"model","parts":[{"executableCode":{"language":"PYTHON","code":"print(1)"}},{"codeExecutionResult":{"outcome":"OUTCOME_OK","output":"1"}},{"text":"1"},{"thoughtSignature":"c2ln"}]}]}`), &req))
+	out, err := ToRequest(&req, "m", false)
+	require.NoError(t, err)
+	assert.Equal(t, []models.Block{{Kind: models.BlockText, Text: "1"}}, out.Messages[1].Blocks)
 }

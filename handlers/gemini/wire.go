@@ -75,6 +75,22 @@ type Part struct {
 	FileData         *Blob             `json:"fileData,omitempty"`
 	FunctionCall     *FunctionCall     `json:"functionCall,omitempty"`
 	FunctionResponse *FunctionResponse `json:"functionResponse,omitempty"`
+	// ExecutableCode and CodeExecutionResult, the code execution tool's
+	// parts, are only told apart from an empty part: the gateway has no
+	// such tool, and drops them.
+	ExecutableCode      json.RawMessage `json:"executableCode,omitempty"`
+	CodeExecutionResult json.RawMessage `json:"codeExecutionResult,omitempty"`
+	// ThoughtSignature is read only to tell a part of a signature alone
+	// (the Go SDK drops a signed part's empty text) from an empty one.
+	ThoughtSignature json.RawMessage `json:"thoughtSignature,omitempty"`
+}
+
+// empty reports a part with nothing in it, such as {}, which Gemini
+// refuses (its data oneof unset). A part of a thought or a signature
+// alone is not refused: a client may echo what the API sent it.
+func (p *Part) empty() bool {
+	return p.Text == nil && p.InlineData == nil && p.FileData == nil && p.FunctionCall == nil && p.FunctionResponse == nil &&
+		len(p.ExecutableCode) == 0 && len(p.CodeExecutionResult) == 0 && !p.Thought && len(p.ThoughtSignature) == 0
 }
 
 // Blob is inline data (its media type and base64 data) or file data (its

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"cursor2api/models"
 	"cursor2api/utils"
@@ -106,17 +107,21 @@ func toMessage(m Message, blocks []models.Block) (models.Message, error) {
 	return models.Message{}, fmt.Errorf("unknown role %q", m.Role)
 }
 
-// ContentBlocks is content's text, its images, then a marker for each
-// other part that carried no text. An image given by a data: URL goes
-// along; one given by another URL is a marker (its part's type), since
-// the gateway fetches nothing for a client. param names the content
-// (messages[3].content), urlField an image part's URL within a part
-// (image_url.url), for a malformed image's error; param is called for
-// that error alone, so that a message of text formats no path.
+// ContentBlocks is content's text and images in the client's order, then
+// a marker for each other part that carried no text. An image given by a
+// data: URL goes along; one given by another URL is a marker (its part's
+// type), since the gateway fetches nothing for a client. param names the
+// content (messages[3].content), urlField an image part's URL within a
+// part (image_url.url), for a malformed image's error; param is called
+// for that error alone, so that a message of text formats no path.
 func ContentBlocks(c Content, param func() string, urlField string) ([]models.Block, error) {
-	blocks := make([]models.Block, 0, 1+len(c.Images)+len(c.NonText))
-	blocks = append(blocks, models.Block{Kind: models.BlockText, Text: c.Text})
+	blocks := make([]models.Block, 0, 1+2*len(c.Images)+len(c.NonText))
+	pos := 0 // of the text not yet in a block
 	for _, img := range c.Images {
+		if at := min(max(img.At, pos), len(c.Text)); at > pos {
+			blocks = append(blocks, models.Block{Kind: models.BlockText, Text: afterImage(c.Text[pos:at], pos)})
+			pos = at
+		}
 		if !models.IsDataURL(img.URL) {
 			blocks = append(blocks, models.Block{Kind: models.BlockMedia, Text: img.Type})
 			continue
@@ -128,10 +133,22 @@ func ContentBlocks(c Content, param func() string, urlField string) ([]models.Bl
 		}
 		blocks = append(blocks, b)
 	}
+	if rest := afterImage(c.Text[pos:], pos); rest != "" || len(blocks) == 0 {
+		blocks = append(blocks, models.Block{Kind: models.BlockText, Text: rest})
+	}
 	for _, t := range c.NonText {
 		blocks = append(blocks, models.Block{Kind: models.BlockMedia, Text: t})
 	}
 	return blocks, nil
+}
+
+// afterImage is text that follows an image at pos of the content's text
+// without the "\n" that joined it to the text parts before the image.
+func afterImage(text string, pos int) string {
+	if pos > 0 {
+		return strings.TrimPrefix(text, "\n")
+	}
+	return text
 }
 
 // toToolChoice reads tool_choice: absent or null (auto), "auto", "none",

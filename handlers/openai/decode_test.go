@@ -146,6 +146,7 @@ func TestToRequestImages(t *testing.T) {
 		{"data:image/png,raw", "not base64"},
 		{"data:image/tiff;base64,AAAA", "use image/png, image/jpeg, image/gif, image/webp"},
 		{"data:image/png;base64,", "no data"},
+		{"data:image/png;base64,not*base64", "not base64"},
 	} {
 		_, err := decode(`[{"type":"text","text":"what?"},{"type":"image_url","image_url":{"url":"` + tc.url + `"}}]`)
 		var me *models.Error
@@ -153,5 +154,27 @@ func TestToRequestImages(t *testing.T) {
 		assert.Equal(t, 400, me.Status)
 		assert.Equal(t, "messages[0].content[1].image_url.url", me.Param)
 		assert.Contains(t, me.Message, tc.msg)
+	}
+
+	// The client's order of text and images is kept, whichever reading
+	// of the parts took them (a part's extra key sends them to the
+	// general one).
+	img := models.Block{Kind: models.BlockImage, MediaType: "image/png", Data: "iVBORw0KGgo="}
+	text := func(s string) models.Block { return models.Block{Kind: models.BlockText, Text: s} }
+	const png = `{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}}`
+	for _, general := range []string{"", `,"x":{}`} {
+		for _, tc := range []struct {
+			parts string
+			want  []models.Block
+		}{
+			{`[{"type":"text","text":"a"` + general + `},` + png + `,{"type":"text","text":"b\nc"},` + png + `,` + png + `,{"type":"text","text":"d"}]`,
+				[]models.Block{text("a"), img, text("b\nc"), img, img, text("d")}},
+			{`[` + png + `,{"type":"text","text":"after"` + general + `}]`, []models.Block{img, text("after")}},
+			{`[{"type":"text","text":"before"` + general + `},` + png + `]`, []models.Block{text("before"), img}},
+		} {
+			blocks, err := decode(tc.parts)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, blocks, tc.parts)
+		}
 	}
 }

@@ -71,12 +71,18 @@ type Content struct {
 	NonText []string
 }
 
-// ImagePart is an image part: its index among the parts, its type, and
-// its URL (a data: URL carries the image itself).
+// ImagePart is an image part: its index among the parts, its type, its
+// URL (a data: URL carries the image itself), and At, where it falls in
+// Text: after the text parts before it, which is how a door keeps the
+// client's order of text and images.
 type ImagePart struct {
 	Part      int
 	Type, URL string
+	At        int
 }
+
+// joinedLen is the length of texts joined with "\n".
+func joinedLen(n, sum int) int { return sum + max(n-1, 0) }
 
 // imagePart reports whether a part of type typ is an image part.
 func imagePart(typ string) bool { return typ == "image_url" || typ == "input_image" }
@@ -132,10 +138,12 @@ func (c *Content) parts(data []byte) error {
 		return err
 	}
 	var texts []string
+	sum := 0 // bytes of texts
 	for i, raw := range parts {
 		var s string
 		if json.Unmarshal(raw, &s) == nil {
 			texts = append(texts, s)
+			sum += len(s)
 			continue
 		}
 		var p struct {
@@ -149,11 +157,12 @@ func (c *Content) parts(data []byte) error {
 		var text string
 		if len(p.Text) > 0 && json.Unmarshal(p.Text, &text) == nil && (p.Type == "" || strings.Contains(p.Type, "text")) {
 			texts = append(texts, text)
+			sum += len(text)
 			continue
 		}
 		if imagePart(p.Type) {
 			if url, ok := imageURL(p.ImageURL); ok {
-				c.Images = append(c.Images, ImagePart{Part: i, Type: p.Type, URL: url})
+				c.Images = append(c.Images, ImagePart{Part: i, Type: p.Type, URL: url, At: joinedLen(len(texts), sum)})
 				continue
 			}
 		}
@@ -183,7 +192,7 @@ func (c *Content) partsOfPlainShape(data []byte) bool {
 	var texts, nonText []string
 	var images []ImagePart
 	ok := true
-	i := 0
+	i, sum := 0, 0
 	gjson.ParseBytes(data).ForEach(func(_, part gjson.Result) bool {
 		i++ // part i-1
 		switch {
@@ -194,6 +203,7 @@ func (c *Content) partsOfPlainShape(data []byte) bool {
 				return false
 			}
 			texts = append(texts, text)
+			sum += len(text)
 			return true
 		case part.IsObject():
 			typ, text, hasText, image, good := plainPart(part)
@@ -204,6 +214,7 @@ func (c *Content) partsOfPlainShape(data []byte) bool {
 			switch {
 			case hasText && (typ == "" || strings.Contains(typ, "text")):
 				texts = append(texts, text)
+				sum += len(text)
 				return true
 			case imagePart(typ):
 				url, good := plainImageURL(image)
@@ -212,7 +223,7 @@ func (c *Content) partsOfPlainShape(data []byte) bool {
 					return false
 				}
 				if url != "" {
-					images = append(images, ImagePart{Part: i - 1, Type: typ, URL: url})
+					images = append(images, ImagePart{Part: i - 1, Type: typ, URL: url, At: joinedLen(len(texts), sum)})
 					return true
 				}
 			}

@@ -30,6 +30,12 @@ type Settings struct {
 	Catalog          *models.Catalog
 	MaxInputLength   int
 	MaxToolCallBytes int
+	// MaxAnswerBytes bounds one upstream reply: its text, reasoning and
+	// calls, in bytes (0: none). A reply past it ends there, as one the
+	// upstream cut at its own cap does (FinishLength), so that an upstream
+	// that never ends cannot grow a whole answer, or a held turn, without
+	// bound.
+	MaxAnswerBytes int
 	// Strict says when a turn with tools must contain a tool call even
 	// though the tool choice leaves it to the model.
 	Strict StrictMode
@@ -465,13 +471,16 @@ func (s *Service) turn(ctx context.Context, p *Prepared, note string, sink *turn
 			return sink.callArguments(ev.Arguments)
 		case toolproto.EventToolCall:
 			if sink.streaming {
-				return sink.endCall(ev, p.checker)
+				return sink.endCall(ctx, ev, p.checker)
 			}
 			sink.pending = nil // read whole: checked and coerced below
 			if p.SingleCall && sink.calls > 0 {
 				return nil
 			}
-			args, err := p.checker.Check(ev.Name, ev.Arguments)
+			args, err := p.checker.Check(ctx, ev.Name, ev.Arguments)
+			if ctxErr := ctx.Err(); ctxErr != nil {
+				return ctxErr // the client left: compile no more schemas
+			}
 			if err != nil {
 				return sink.badCall(toolproto.Event{Kind: toolproto.EventBadCall, Name: ev.Name, Text: ev.Arguments, Reason: err.Error()})
 			}
@@ -502,6 +511,7 @@ func (s *Service) attempt(ctx context.Context, p *Prepared, note string, streamA
 	reader := s.dialect.reader(p, s.settings.MaxToolCallBytes, streamArgs)
 	outBytes := 0
 	budget := maxOutputBytes(p.MaxOutputTokens)
+	limit := s.settings.MaxAnswerBytes
 	deliver := func(events []toolproto.Event) error {
 		for _, ev := range events {
 			prose := ev.Kind == toolproto.EventText || ev.Kind == toolproto.EventThinking
@@ -518,6 +528,19 @@ func (s *Service) attempt(ctx context.Context, p *Prepared, note string, streamA
 					}
 				}
 				return errOutputBound
+			case limit > 0 && outBytes+len(ev.Text)+len(ev.Arguments) > limit:
+				// The gateway's own cap: prose is cut at it, a call past
+				// it is dropped whole.
+				if prose {
+					ev.Text = cutAtRune(ev.Text, limit-outBytes)
+					outBytes += len(ev.Text)
+					if ev.Text != "" {
+						if err := handle(ev); err != nil {
+							return err
+						}
+					}
+				}
+				return errAnswerBound
 			default:
 				outBytes += len(ev.Text) + len(ev.Arguments)
 			}
@@ -549,6 +572,9 @@ func (s *Service) attempt(ctx context.Context, p *Prepared, note string, streamA
 	case errors.Is(err, errOutputBound):
 		s.logger.Debug("answer cut at max output tokens; upstream request cancelled", "request_id", p.RequestID, "max_output_tokens", p.MaxOutputTokens)
 		err, reported, cut = nil, nil, true
+	case errors.Is(err, errAnswerBound):
+		s.logger.Warn("answer cut at MAX_ANSWER_BYTES; upstream request cancelled", "request_id", p.RequestID, "max_answer_bytes", limit)
+		err, reported, cut = nil, nil, true
 	}
 	if err != nil {
 		return models.Usage{}, false, err
@@ -556,7 +582,7 @@ func (s *Service) attempt(ctx context.Context, p *Prepared, note string, streamA
 	// What the parser still holds is past the bound when the answer was
 	// cut: an unfinished call or the tail of a possible trigger.
 	if !cut {
-		if err := deliver(reader.close()); errors.Is(err, errOutputBound) {
+		if err := deliver(reader.close()); errors.Is(err, errOutputBound) || errors.Is(err, errAnswerBound) {
 			cut = true
 		} else if err != nil {
 			return models.Usage{}, false, err
@@ -642,6 +668,9 @@ var errTurnEnded = errors.New("turn ended at its tool calls")
 // errOutputBound stops the upstream stream once the answer reaches the
 // request's MaxOutputTokens.
 var errOutputBound = errors.New("answer reached max output tokens")
+
+// errAnswerBound stops it once a reply reaches Settings.MaxAnswerBytes.
+var errAnswerBound = errors.New("answer reached MAX_ANSWER_BYTES")
 
 // estimateTokens approximates a token count from the UTF-8 length of the
 // text, for when the upstream reports no usage: about four bytes a token

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"cursor2api/models"
+	"cursor2api/services/upstream"
 )
 
 // TestMaxOutputTokens bounds answers at the request's MaxOutputTokens,
@@ -117,4 +119,58 @@ func (r *answerRecorder) ToolCallEnd(complete bool) error {
 func (r *answerRecorder) Finish(reason models.FinishReason, usage models.Usage) error {
 	r.finish, r.usage = reason, usage
 	return nil
+}
+
+// endlessUpstream streams text until the request ends, as an upstream
+// that never finishes its answer does.
+type endlessUpstream struct{ sent int }
+
+func (e *endlessUpstream) Stream(ctx context.Context, _ upstream.Request, fn func(upstream.Delta) error) (*models.Usage, error) {
+	chunk := strings.Repeat("x", 1000)
+	for ctx.Err() == nil {
+		if err := fn(upstream.Delta{Kind: upstream.DeltaText, Text: chunk}); err != nil {
+			return nil, err
+		}
+		e.sent += len(chunk)
+	}
+	return nil, ctx.Err()
+}
+
+// TestMaxAnswerBytes: an upstream that never ends its answer is cut at
+// MaxAnswerBytes, whole or streamed, held or not, as an answer the
+// upstream cut at its own cap (FinishLength), and no longer read.
+func TestMaxAnswerBytes(t *testing.T) {
+	const limit = 64 << 10
+	for _, tc := range []struct {
+		name  string
+		whole bool
+		tools bool
+	}{{"whole", true, false}, {"streamed", false, false}, {"streamed, held for a required call", false, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			up := &endlessUpstream{}
+			core := newCore(t, up, Settings{MaxAnswerBytes: limit, Strict: StrictOn})
+			req := &models.Request{Model: "claude-sonnet-4.6", Messages: []models.Message{userText("say hi")}}
+			if tc.tools {
+				req.Tools = []models.Tool{{Name: "ls"}}
+			}
+			p, err := core.Prepare(req, "req_cap")
+			require.NoError(t, err)
+			// Without the cap the answer grows until the client leaves:
+			// this deadline stands for the client and fails the test.
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			got := &answerRecorder{}
+			if tc.whole {
+				ans, err := core.Complete(ctx, p)
+				require.NoError(t, err)
+				got.text.WriteString(ans.Text)
+				got.finish = ans.Finish
+			} else {
+				require.NoError(t, core.Stream(ctx, p, got))
+			}
+			assert.Equal(t, limit, got.text.Len(), "the answer stops at the cap")
+			assert.Equal(t, models.FinishLength, got.finish)
+			assert.Less(t, up.sent, 2*limit, "the upstream is no longer read")
+		})
+	}
 }

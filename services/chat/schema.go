@@ -2,7 +2,9 @@ package chat
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -41,8 +43,13 @@ func NewArgumentChecker(tools []models.Tool) *ArgumentChecker {
 
 // Check returns the arguments to send (coerced and compact) or an error
 // that quotes what is wrong, short enough to show the model.
-func (c *ArgumentChecker) Check(name, args string) (string, error) {
-	cs := c.schemaFor(name)
+// A schema not compiled yet is compiled only while ctx lasts, so that a
+// request whose client left stops between tools; the error is then ctx's.
+func (c *ArgumentChecker) Check(ctx context.Context, name, args string) (string, error) {
+	cs, err := c.schemaFor(ctx, name)
+	if err != nil {
+		return "", err
+	}
 	if cs == nil || cs.schema == nil {
 		return args, nil // no schema, or one we cannot read: nothing to hold against the call
 	}
@@ -64,37 +71,67 @@ func (c *ArgumentChecker) Check(name, args string) (string, error) {
 	return string(out), nil
 }
 
-func (c *ArgumentChecker) schemaFor(name string) *compiledSchema {
+func (c *ArgumentChecker) schemaFor(ctx context.Context, name string) (*compiledSchema, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if cs, ok := c.compiled[name]; ok {
-		return cs
+		return cs, nil
 	}
 	raw, ok := c.params[name]
 	if !ok {
-		return nil
+		return nil, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	cs := &compiledSchema{}
 	c.compiled[name] = cs
 	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return cs
+	// The doors refuse a client's schema out of bounds; an MCP server's
+	// is left unchecked (the server checks its own calls), never compiled.
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) || models.SchemaBounds(raw) != nil {
+		return cs, nil
 	}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
-		return cs
+		return cs, nil
 	}
 	if m, ok := doc.(map[string]any); ok {
 		cs.props, _ = m["properties"].(map[string]any)
 	}
-	compiler := jsonschema.NewCompiler()
-	const loc = "tool-parameters.json"
-	if compiler.AddResource(loc, doc) != nil {
-		return cs
-	}
-	cs.schema, _ = compiler.Compile(loc) // remote $refs and the like: left unchecked
-	return cs
+	cs.schema, _ = compileSchema(doc) // external $refs and the like: left unchecked
+	return cs, nil
 }
+
+// schemaLocation is where a tool's schema is said to be: a URL of no
+// scheme a loader serves, so that a relative $ref resolves neither
+// against the working directory (the library's default base) nor to
+// anything that exists.
+const schemaLocation = "mem:///tool-parameters.json"
+
+// compileSchema compiles a tool's schema, resolving its references inside
+// the document only: the schema is the client's (or a called MCP
+// server's), and the library's default loader would open any file:// URL
+// it names (a secret's content quoted back in validation notes, a FIFO
+// that never answers).
+func compileSchema(doc any) (*jsonschema.Schema, error) {
+	compiler := jsonschema.NewCompiler()
+	compiler.UseLoader(noLoader{})
+	if err := compiler.AddResource(schemaLocation, doc); err != nil {
+		return nil, err
+	}
+	return compiler.Compile(schemaLocation)
+}
+
+// noLoader refuses every external reference. The standard metaschemas
+// that $schema names are built into the library and never reach it.
+type noLoader struct{}
+
+func (noLoader) Load(string) (any, error) {
+	return nil, errExternalRef
+}
+
+var errExternalRef = errors.New("external schema references are not resolved")
 
 // coerce fixes the top-level values whose type the schema names and the
 // model got wrong in an unambiguous way: a number or boolean sent as a

@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -182,10 +183,13 @@ func (t *turnSink) streamIfLarge() error {
 // endCall completes a streamed call with the closers its pieces lack,
 // once its arguments pass the schema. A call that does not is left
 // incomplete, which no client runs, and the text says why.
-func (t *turnSink) endCall(ev toolproto.Event, checker *ArgumentChecker) error {
+func (t *turnSink) endCall(ctx context.Context, ev toolproto.Event, checker *ArgumentChecker) error {
 	t.streaming = false
 	t.calls++
-	if _, err := checker.Check(ev.Name, ev.Arguments); err != nil {
+	if _, err := checker.Check(ctx, ev.Name, ev.Arguments); err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return ctxErr
+		}
 		ev.Reason = err.Error()
 		return t.endBadCall(ev)
 	}

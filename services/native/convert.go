@@ -3,7 +3,6 @@ package native
 import (
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -156,9 +155,16 @@ func buildRun(req upstream.Request, runID, convID, messageID string, systemInHis
 		switch m.Role {
 		case models.RoleUser:
 			h := userHistory(userText(m))
-			u := h.GetUser()
-			for _, img := range imgs {
-				u.Content = append(u.Content, &agentv1.ConversationHistoryUserContent{Content: &agentv1.ConversationHistoryUserContent_Image{Image: img.history()}})
+			if len(imgs) > 0 {
+				u := h.GetUser()
+				u.Content = u.Content[:0]
+				for _, p := range inOrder(m, imgs) {
+					c := &agentv1.ConversationHistoryUserContent{Content: &agentv1.ConversationHistoryUserContent_Text{Text: &agentv1.ConversationHistoryTextContent{Text: p.text}}}
+					if p.img != nil {
+						c = &agentv1.ConversationHistoryUserContent{Content: &agentv1.ConversationHistoryUserContent_Image{Image: p.img.history()}}
+					}
+					u.Content = append(u.Content, c)
+				}
 			}
 			history = append(history, h)
 		case models.RoleAssistant:
@@ -194,8 +200,17 @@ func buildRun(req upstream.Request, runID, convID, messageID string, systemInHis
 			tm := &agentv1.ConversationHistoryToolMessage{ToolCallId: m.ToolCallID, ToolName: mcpName(name),
 				Content: []*agentv1.ConversationHistoryToolResultContent{{Content: &agentv1.ConversationHistoryToolResultContent_Text{
 					Text: &agentv1.ConversationHistoryTextContent{Text: resultText(m)}}}}}
-			for _, img := range imgs {
-				tm.Content = append(tm.Content, &agentv1.ConversationHistoryToolResultContent{Content: &agentv1.ConversationHistoryToolResultContent_Image{Image: img.history()}})
+			if len(imgs) > 0 {
+				if userText(m) != "" {
+					tm.Content = tm.Content[:0] // the text goes where the client put it
+				}
+				for _, p := range inOrder(m, imgs) {
+					c := &agentv1.ConversationHistoryToolResultContent{Content: &agentv1.ConversationHistoryToolResultContent_Text{Text: &agentv1.ConversationHistoryTextContent{Text: p.text}}}
+					if p.img != nil {
+						c = &agentv1.ConversationHistoryToolResultContent{Content: &agentv1.ConversationHistoryToolResultContent_Image{Image: p.img.history()}}
+					}
+					tm.Content = append(tm.Content, c)
+				}
 			}
 			if m.IsError {
 				tm.IsError = proto.Bool(true)
@@ -301,14 +316,8 @@ func images(m models.Message) ([]image, error) {
 		if b.Kind != models.BlockImage {
 			continue
 		}
-		enc := base64.StdEncoding
-		if !strings.HasSuffix(strings.TrimRight(b.Data, "\r\n"), "=") {
-			enc = base64.RawStdEncoding
-		}
-		data, err := enc.DecodeString(b.Data)
-		if err == nil && len(data) == 0 {
-			err = errors.New("it is empty")
-		}
+		// The doors checked the data already (models.ImageBlock).
+		data, err := models.DecodeImageData(b.Data)
 		if err != nil {
 			where := fmt.Sprintf("a message of role %s", m.Role)
 			if m.Role == models.RoleTool {
@@ -319,6 +328,38 @@ func images(m models.Message) ([]image, error) {
 		out = append(out, image{mediaType: b.MediaType, data: data})
 	}
 	return out, nil
+}
+
+// piece is a run of a message's text, or one of its images.
+type piece struct {
+	text string
+	img  *image
+}
+
+// inOrder is m's text and images (imgs, decoded from m by images) in
+// the client's order: the text between two images joined as userText
+// joins it. A history message can hold them so; the run's own user
+// message cannot (its images are selected context beside one text).
+func inOrder(m models.Message, imgs []image) []piece {
+	var out []piece
+	var run []models.Block
+	flush := func() {
+		if t := userText(models.Message{Blocks: run}); t != "" {
+			out = append(out, piece{text: t})
+		}
+		run = nil
+	}
+	for _, b := range m.Blocks {
+		if b.Kind != models.BlockImage {
+			run = append(run, b)
+			continue
+		}
+		flush()
+		out = append(out, piece{img: &imgs[0]})
+		imgs = imgs[1:]
+	}
+	flush()
+	return out
 }
 
 // selectedImages are the images of a run's user message, each with an id

@@ -60,6 +60,38 @@ func TestImagesReachTheRun(t *testing.T) {
 	assert.Equal(t, base64.StdEncoding.EncodeToString(shot), tool[1].GetImage().GetData())
 }
 
+// The history keeps the client's order of text and images, in user
+// turns and tool results alike.
+func TestHistoryImagesInOrder(t *testing.T) {
+	one, two, shot := nativetest.PNG(1, 1), nativetest.PNG(2, 2), nativetest.PNG(4, 3)
+	srv := nativetest.NewServer(t, nativetest.Options{})
+	c := newClient(t, srv, TransportSSE)
+	text := func(s string) models.Block { return models.Block{Kind: models.BlockText, Text: s} }
+	conv := []models.Message{
+		{Role: models.RoleUser, Blocks: []models.Block{imageBlock(one, base64.StdEncoding), text("this one,"), imageBlock(two, base64.StdEncoding), text("and that one")}},
+		{Role: models.RoleAssistant, Blocks: []models.Block{{Kind: models.BlockToolCall, ID: "call_1", Name: "screenshot", Arguments: `{}`}}},
+		{Role: models.RoleTool, ToolCallID: "call_1", Blocks: []models.Block{imageBlock(shot, base64.StdEncoding), text("the screen, above")}},
+		user("compare"),
+	}
+	_, _, err := stream(t, t.Context(), c, upstream.Request{Model: "composer-2", Conversation: conv,
+		Tools: []models.Tool{{Name: "screenshot", Parameters: []byte(`{"type":"object"}`)}}})
+	require.NoError(t, err)
+	runs := srv.Runs()
+	require.Len(t, runs, 1)
+	hist := runs[0].Request.GetAction().GetUserMessageAction().GetConversationHistory().GetMessages()
+	require.Len(t, hist, 3)
+	u := hist[0].GetUser().GetContent()
+	require.Len(t, u, 4)
+	assert.Equal(t, base64.StdEncoding.EncodeToString(one), u[0].GetImage().GetData())
+	assert.Equal(t, "this one,", u[1].GetText().GetText())
+	assert.Equal(t, base64.StdEncoding.EncodeToString(two), u[2].GetImage().GetData())
+	assert.Equal(t, "and that one", u[3].GetText().GetText())
+	tool := hist[2].GetTool().GetContent()
+	require.Len(t, tool, 2)
+	assert.Equal(t, base64.StdEncoding.EncodeToString(shot), tool[0].GetImage().GetData())
+	assert.Equal(t, "the screen, above", tool[1].GetText().GetText())
+}
+
 // A tool result's images go back to the parked run as MCP image content.
 func TestImagesOfAToolResultResumeTheRun(t *testing.T) {
 	srv := nativetest.NewServer(t, nativetest.Options{Script: func(*agentv1.AgentRunRequest) nativetest.Script {
