@@ -65,7 +65,7 @@ func mcpItem(run models.ToolRun) OutputItem {
 // ToolRunStart adds the mcp_call item of a call the gateway is about to
 // run, with its arguments, and says it is in progress.
 func (s *StreamWriter) ToolRunStart(run models.ToolRun) error {
-	s.space = ""
+	s.space = s.space[:0]
 	it := mcpItem(run)
 	it.Status, it.Output, it.Error = StatusInProgress, "", ""
 	if err := s.start(it); err != nil {

@@ -67,8 +67,9 @@ type StreamWriter struct {
 	cur *OutputItem // the item being streamed, nil between items
 	buf textPieces  // the text of cur so far
 	// space is white space waiting for the text it precedes: alone, as
-	// before a call, it would be a blank message.
-	space string
+	// before a call, it would be a blank message. Appended, not
+	// concatenated: an upstream may send it a byte at a time.
+	space []byte
 
 	// items are the done items of resp.Output as JSON, each encoded once
 	// for its output_item.done and reused by response.completed and the
@@ -331,10 +332,12 @@ func (s *StreamWriter) Text(text string) error {
 	}
 	if s.cur == nil || s.cur.Type != ItemMessage {
 		if strings.Trim(text, utils.JSONSpace) == "" {
-			s.space += text
+			s.space = append(s.space, text...)
 			return nil
 		}
-		text, s.space = s.space+text, ""
+		if len(s.space) > 0 {
+			text, s.space = string(append(s.space, text...)), s.space[:0]
+		}
 	}
 	return s.textDelta(text)
 }
@@ -368,7 +371,7 @@ func (s *StreamWriter) Reasoning(text string) error {
 // ToolCallStart adds a function_call item with empty arguments, or a
 // custom_tool_call with empty input.
 func (s *StreamWriter) ToolCallStart(id, name string) error {
-	s.space = ""
+	s.space = s.space[:0]
 	return s.start(s.names.callItem(id, name))
 }
 
@@ -459,13 +462,13 @@ func (s *StreamWriter) Finish(r models.FinishReason, usage models.Usage) error {
 	if err := s.open(); err != nil {
 		return err
 	}
-	if s.space != "" && len(s.resp.Output) == 0 && s.cur == nil {
+	if len(s.space) > 0 && len(s.resp.Output) == 0 && s.cur == nil {
 		// An answer of white space alone is still an answer.
-		if err := s.textDelta(s.space); err != nil {
+		if err := s.textDelta(string(s.space)); err != nil {
 			return err
 		}
 	}
-	s.space = ""
+	s.space = s.space[:0]
 	s.cut = r == models.FinishLength
 	if err := s.closeItem(); err != nil {
 		return err

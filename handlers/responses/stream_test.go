@@ -2,6 +2,7 @@ package responses
 
 import (
 	"bytes"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -284,5 +285,22 @@ func TestStreamWriterWhiteSpace(t *testing.T) {
 		require.Len(t, items, 1)
 		assert.Equal(t, " ", items[0].Get("content.0.text").String())
 		assert.Len(t, w.Response().Output, 1)
+	})
+	t.Run("a byte at a time: kept without copying it each time", func(t *testing.T) {
+		// Concatenating would allocate n²/2 bytes: 200 MB for these 20,000.
+		const n = 20000
+		w, buf := newTestWriter(nil)
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for range n {
+			require.NoError(t, w.Text(" "))
+		}
+		runtime.ReadMemStats(&after)
+		assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(8<<20))
+		require.NoError(t, w.Text("Hi"))
+		require.NoError(t, w.Finish(models.FinishStop, models.Usage{}))
+		items := itemsOf(parseEvents(t, buf.String()))
+		require.Len(t, items, 1)
+		assert.Equal(t, strings.Repeat(" ", n)+"Hi", items[0].Get("content.0.text").String())
 	})
 }
