@@ -79,6 +79,8 @@ type Keeper struct {
 
 	mu       sync.Mutex
 	egresses map[string]*egressCookie
+	// drift holds the token layouts beyond the known one already logged.
+	drift map[string]bool
 }
 
 // egressCookie is the checkpoint state of one egress.
@@ -398,6 +400,9 @@ func (k *Keeper) pass(ctx context.Context, token string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if c.Drift != "" {
+		k.noteDrift(c.Drift)
+	}
 	solution, err := c.Solve(ctx)
 	if err != nil {
 		return "", err
@@ -436,6 +441,24 @@ func (k *Keeper) pass(ctx context.Context, token string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("the checkpoint answered %d without a %s cookie", resp.StatusCode, CookieName)
+}
+
+// noteDrift logs a token layout beyond the known one, once per layout:
+// the site's format changed, and it is worth knowing before a later
+// change stops the solver.
+func (k *Keeper) noteDrift(layout string) {
+	k.mu.Lock()
+	seen := k.drift[layout]
+	if !seen {
+		if k.drift == nil {
+			k.drift = map[string]bool{}
+		}
+		k.drift[layout] = true
+	}
+	k.mu.Unlock()
+	if !seen {
+		k.opts.Logger.Warn("vercel challenge token of a new layout; the fields beyond the known ones are ignored", "layout", layout)
+	}
 }
 
 // browser copies the browser's identifying headers into h, leaving out

@@ -42,7 +42,11 @@ const maxTries = 256 << (4 * prefixLen)
 var offsetMultipliers = [5]uint64{498787, 533737, 619763, 708403, 828071}
 
 // Challenge is a parsed challenge token:
-// "2.<issued>.<window>.<base64 of id;salt;seed;steps>.<mac>".
+// "2.<issued>.<window>.<base64 of id;salt;seed;steps>.<mac>". Public
+// solvers read the payload's first four fields by position and ignore
+// any after them, so a payload with more fields, or a token with more
+// dot-separated parts after the MAC, is read the same way; Drift names
+// what was beyond the known layout.
 type Challenge struct {
 	// Token is the token as received, sent back with the solution.
 	Token string
@@ -62,20 +66,30 @@ type Challenge struct {
 	// MAC is the server's signature over the rest; only the server can
 	// check it, so it is kept as is.
 	MAC string
+	// Drift is "" for a token of the known layout, else what it had
+	// beyond it ("5 payload fields", "6 dot-separated parts"): the
+	// layout, never the content, so that it can be logged.
+	Drift string
 }
 
 // ErrMalformedToken is wrapped by ParseToken's errors.
 var ErrMalformedToken = errors.New("malformed Vercel challenge token")
 
+// payloadFields are the payload's fields the solver reads: id, salt,
+// seed, steps.
+const payloadFields = 4
+
 // ParseToken parses a challenge token. It checks everything a client can:
 // the version, the numbers, the fields and that the seed and window leave
-// room for a prefix; the MAC only the server can check.
+// room for a prefix; the MAC only the server can check. Parts and fields
+// after those it reads are ignored (and named in Drift); too few, or
+// ones it cannot use, are an error.
 func ParseToken(token string) (*Challenge, error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s", ErrMalformedToken, fmt.Sprintf(format, args...))
 	}
 	parts := strings.Split(token, ".")
-	if len(parts) != 5 {
+	if len(parts) < 5 {
 		return nil, bad("%d dot-separated parts, want 5", len(parts))
 	}
 	if parts[0] != TokenVersion {
@@ -93,11 +107,19 @@ func ParseToken(token string) (*Challenge, error) {
 	if err != nil {
 		return nil, bad("payload is not base64")
 	}
-	fields := strings.Split(string(payload), ";")
-	if len(fields) != 4 {
-		return nil, bad("payload has %d fields, want 4 (id;salt;seed;steps)", len(fields))
+	fields := strings.SplitN(string(payload), ";", payloadFields+1)
+	if len(fields) < payloadFields {
+		return nil, bad("payload has %d fields, want at least %d (id;salt;seed;steps)", len(fields), payloadFields)
 	}
-	c := &Challenge{Token: token, Issued: issued, Window: window, ID: fields[0], Salt: fields[1], Seed: fields[2], MAC: parts[4]}
+	var drift []string
+	if len(fields) > payloadFields {
+		drift = append(drift, fmt.Sprintf("%d payload fields", payloadFields+1+strings.Count(fields[payloadFields], ";")))
+	}
+	if len(parts) > 5 {
+		drift = append(drift, fmt.Sprintf("%d dot-separated parts", len(parts)))
+	}
+	c := &Challenge{Token: token, Issued: issued, Window: window, ID: fields[0], Salt: fields[1], Seed: fields[2], MAC: parts[4],
+		Drift: strings.Join(drift, ", ")}
 	if c.Salt == "" {
 		return nil, bad("empty salt")
 	}

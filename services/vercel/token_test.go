@@ -99,6 +99,41 @@ func TestParseTokenMalformed(t *testing.T) {
 	}
 }
 
+// The public solvers read the payload's first four fields by position and
+// ignore any after them; so does ParseToken, naming the layout in Drift.
+func TestParseTokenExtraParts(t *testing.T) {
+	seed := strings.Repeat("ab", 20)
+	payload := func(fields ...string) string {
+		return base64.StdEncoding.EncodeToString([]byte(strings.Join(fields, ";")))
+	}
+	cases := []struct {
+		name, token, drift string
+	}{
+		{"known layout", makeToken(1716714678, 60, "id", "salt", seed, 4, "mac"), ""},
+		{"fifth payload field", "2.1716714678.60." + payload("id", "salt", seed, "4", "1") + ".mac", "5 payload fields"},
+		{"three extra fields", "2.1716714678.60." + payload("id", "salt", seed, "4", "x", "", "y;z") + ".mac", "8 payload fields"},
+		{"empty fifth field", "2.1716714678.60." + payload("id", "salt", seed, "4", "") + ".mac", "5 payload fields"},
+		{"part after the mac", makeToken(1716714678, 60, "id", "salt", seed, 4, "mac") + ".extra", "6 dot-separated parts"},
+		{"both", "2.1716714678.60." + payload("id", "salt", seed, "4", "1") + ".mac.x.y", "5 payload fields, 7 dot-separated parts"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := ParseToken(tc.token)
+			require.NoError(t, err)
+			assert.Equal(t, "id", c.ID)
+			assert.Equal(t, "salt", c.Salt)
+			assert.Equal(t, seed, c.Seed)
+			assert.Equal(t, 4, c.Steps)
+			assert.Equal(t, "mac", c.MAC)
+			assert.Equal(t, tc.token, c.Token, "the token goes back as it came")
+			assert.Equal(t, tc.drift, c.Drift)
+			sol, err := c.Solve(context.Background())
+			require.NoError(t, err)
+			checkSolution(t, tc.token, sol)
+		})
+	}
+}
+
 func TestSolve(t *testing.T) {
 	tokens := map[string]string{
 		"public token": publicToken,
