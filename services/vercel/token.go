@@ -32,6 +32,18 @@ const prefixLen = 4
 // handful of steps).
 const maxSteps = 64
 
+// maxToken and maxField bound a token before any work is done on it: a
+// real one is about 180 bytes, its fields 8 to 40, and a field's length
+// is work per try (a huge salt made each try hash a megabyte).
+const (
+	maxToken = 2048
+	maxField = 256
+)
+
+// hashPerCheck is how many bytes the solver hashes between two looks at
+// its context (about a millisecond of work), whatever the salt's length.
+const hashPerCheck = 1 << 20
+
 // maxTries bounds the search of one step. A step needs 16^prefixLen
 // tries on average; failing after 256 times that is as good as
 // impossible for a real token and stops a malformed one from spinning.
@@ -88,6 +100,9 @@ func ParseToken(token string) (*Challenge, error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s", ErrMalformedToken, fmt.Sprintf(format, args...))
 	}
+	if len(token) > maxToken {
+		return nil, bad("%d bytes, want at most %d", len(token), maxToken)
+	}
 	parts := strings.Split(token, ".")
 	if len(parts) < 5 {
 		return nil, bad("%d dot-separated parts, want 5", len(parts))
@@ -120,6 +135,11 @@ func ParseToken(token string) (*Challenge, error) {
 	}
 	c := &Challenge{Token: token, Issued: issued, Window: window, ID: fields[0], Salt: fields[1], Seed: fields[2], MAC: parts[4],
 		Drift: strings.Join(drift, ", ")}
+	for i, f := range fields[:payloadFields] {
+		if len(f) > maxField {
+			return nil, bad("payload field %d has %d bytes, want at most %d", i+1, len(f), maxField)
+		}
+	}
 	if c.Salt == "" {
 		return nil, bad("empty salt")
 	}
@@ -164,10 +184,16 @@ func (c *Challenge) offset(i int) int {
 	return int(c.Issued * m % c.Window)
 }
 
+// checkEvery is how many tries go between two looks at the context, so
+// that each look comes after about hashPerCheck bytes hashed.
+func (c *Challenge) checkEvery() int {
+	return max(1, hashPerCheck/(len(c.Salt)+16))
+}
+
 // Solve does the proof of work: for each step, a nonce such that the hex
 // SHA-256 of Salt+nonce starts with that step's prefix (read from the seed,
 // then from the previous step's hash). The solution is the nonces joined
-// by ";". It stops when ctx ends.
+// by ";". It stops when ctx ends, at most about hashPerCheck bytes later.
 func (c *Challenge) Solve(ctx context.Context) (string, error) {
 	var start [8]byte
 	if _, err := rand.Read(start[:]); err != nil {
@@ -180,6 +206,7 @@ func (c *Challenge) Solve(ctx context.Context) (string, error) {
 	nonces := make([]string, 0, c.Steps)
 	prefix := c.Seed[c.offset(0) : c.offset(0)+prefixLen]
 	var raw [8]byte
+	every := c.checkEvery()
 	for i := range c.Steps {
 		want, err := nibbles(prefix)
 		if err != nil {
@@ -187,7 +214,7 @@ func (c *Challenge) Solve(ctx context.Context) (string, error) {
 		}
 		found := false
 		for try := 0; try < maxTries; try++ {
-			if try&0xfff == 0 && ctx.Err() != nil {
+			if try%every == 0 && ctx.Err() != nil {
 				return "", ctx.Err()
 			}
 			counter++

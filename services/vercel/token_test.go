@@ -155,6 +155,52 @@ func TestSolve(t *testing.T) {
 	}
 }
 
+// A hostile token (a huge salt makes every try hash a lot) is refused or
+// stopped within its deadline: the solver never overruns it by much.
+func TestSolveHostileToken(t *testing.T) {
+	seed := strings.Repeat("ab", 20)
+	huge := strings.Repeat("a", 700<<10) // a header of about a megabyte
+	cases := map[string]string{
+		"huge salt":       makeToken(1, 60, "id", huge, seed, maxSteps, "mac"),
+		"huge seed":       makeToken(1, 60, "id", "salt", strings.Repeat("ab", 100<<10), maxSteps, "mac"),
+		"huge id":         makeToken(1, 60, huge, "salt", seed, maxSteps, "mac"),
+		"huge extra":      "2.1.60." + base64.StdEncoding.EncodeToString([]byte("id;salt;"+seed+";4;"+huge)) + ".mac",
+		"many fields":     "2.1.60." + base64.StdEncoding.EncodeToString([]byte("id;salt;"+seed+";4"+strings.Repeat(";", 50<<10))) + ".mac",
+		"huge mac":        makeToken(1, 60, "id", "salt", seed, maxSteps, huge),
+		"many steps":      makeToken(1, 60, "id", "salt", seed, 1<<30, "mac"),
+		"huge step count": "2.1.60." + base64.StdEncoding.EncodeToString([]byte("id;salt;"+seed+";"+strings.Repeat("9", 5000))) + ".mac",
+	}
+	for name, token := range cases {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			defer cancel()
+			start := time.Now()
+			_, err := Solve(ctx, token)
+			took := time.Since(start)
+			require.Error(t, err)
+			assert.Less(t, took, 3*time.Second, "the solver stops within (about) its deadline")
+		})
+	}
+}
+
+// The largest token ParseToken takes, asking for the most steps, stops
+// at its deadline too: the solver looks at the context by the bytes it
+// hashed, not only by tries.
+func TestSolveLargestTokenStopsAtDeadline(t *testing.T) {
+	salt := strings.Repeat("s", maxField)
+	token := makeToken(1, 60, "id", salt, strings.Repeat("ab", maxField/2), maxSteps, "mac")
+	c, err := ParseToken(token)
+	require.NoError(t, err, "the largest token that parses")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+	defer cancel()
+	<-ctx.Done()
+	start := time.Now()
+	_, err = c.Solve(ctx)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Less(t, time.Since(start), 3*time.Second)
+	assert.LessOrEqual(t, c.checkEvery()*(len(c.Salt)+16), hashPerCheck, "a check at least every %d hashed bytes", hashPerCheck)
+}
+
 func TestSolveStopsWithContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
