@@ -70,6 +70,9 @@ type Options struct {
 	// "refused" (the site rejected the solution), "no_checkpoint" or
 	// "error".
 	OnSolve func(egress, outcome string, took time.Duration)
+	// Drift is told of a token layout beyond the known one; nil makes
+	// one that logs to Logger.
+	Drift *utils.Drift
 }
 
 // Keeper passes the checkpoint and keeps its cookie, egress by egress.
@@ -79,8 +82,6 @@ type Keeper struct {
 
 	mu       sync.Mutex
 	egresses map[string]*egressCookie
-	// drift holds the token layouts beyond the known one already logged.
-	drift map[string]bool
 }
 
 // egressCookie is the checkpoint state of one egress.
@@ -126,6 +127,9 @@ func New(opts Options) *Keeper {
 	}
 	if opts.HTTP == nil {
 		opts.HTTP = &http.Client{}
+	}
+	if opts.Drift == nil {
+		opts.Drift = utils.NewDrift(opts.Logger)
 	}
 	k := &Keeper{opts: opts, egresses: map[string]*egressCookie{}}
 	for _, label := range opts.Egresses {
@@ -401,7 +405,9 @@ func (k *Keeper) pass(ctx context.Context, token string) (string, error) {
 		return "", err
 	}
 	if c.Drift != "" {
-		k.noteDrift(c.Drift)
+		// The site's format changed: worth knowing before a later change
+		// stops the solver.
+		k.opts.Drift.Note("vercel checkpoint", "challenge token with "+c.Drift)
 	}
 	solution, err := c.Solve(ctx)
 	if err != nil {
@@ -441,24 +447,6 @@ func (k *Keeper) pass(ctx context.Context, token string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("the checkpoint answered %d without a %s cookie", resp.StatusCode, CookieName)
-}
-
-// noteDrift logs a token layout beyond the known one, once per layout:
-// the site's format changed, and it is worth knowing before a later
-// change stops the solver.
-func (k *Keeper) noteDrift(layout string) {
-	k.mu.Lock()
-	seen := k.drift[layout]
-	if !seen {
-		if k.drift == nil {
-			k.drift = map[string]bool{}
-		}
-		k.drift[layout] = true
-	}
-	k.mu.Unlock()
-	if !seen {
-		k.opts.Logger.Warn("vercel challenge token of a new layout; the fields beyond the known ones are ignored", "layout", layout)
-	}
 }
 
 // browser copies the browser's identifying headers into h, leaving out
