@@ -3,10 +3,12 @@ package native
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"testing"
 
+	"connectrpc.com/connect"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -76,4 +78,31 @@ func TestRunToleratesUnknownMessages(t *testing.T) {
 		refused = refused || strings.Contains(e.Outcome, "throw")
 	}
 	assert.True(t, refused, "the exec of an unknown kind is refused, not left waiting: %+v", runs[0].Execs)
+}
+
+// A refusal whose error carries a detail of a type the gateway does not
+// read beside Cursor's own (itself with a field the schema lacks) is
+// read from Cursor's detail as before; the other type is noted once.
+func TestErrorWithUnknownDetails(t *testing.T) {
+	quota := nativetest.ErrQuota()
+	other, err := connect.NewErrorDetail(withUnknown(&agentv1.TextDeltaUpdate{Text: "not an error detail"}, 40, "x"))
+	require.NoError(t, err)
+	withExtra := connect.NewError(quota.Code(), errors.New(quota.Message()))
+	withExtra.AddDetail(other)
+	for _, d := range quota.Details() {
+		withExtra.AddDetail(d)
+	}
+	srv := nativetest.NewServer(t, nativetest.Options{Script: func(*agentv1.AgentRunRequest) nativetest.Script {
+		return nativetest.Script{Steps: []nativetest.Step{nativetest.Fail(withExtra)}}
+	}})
+	var logs bytes.Buffer
+	drift := utils.NewDrift(slog.New(slog.NewTextHandler(&logs, nil)))
+	c := newClient(t, srv, TransportHTTP2, func(o *Options) { o.Drift = drift })
+	_, _, err = stream(t, t.Context(), c, upstream.Request{Model: "composer-2", Conversation: []models.Message{user("hi")}})
+	var me *models.Error
+	require.ErrorAs(t, err, &me)
+	assert.Equal(t, "cursor_quota", me.Code)
+	assert.Contains(t, me.Message, "Usage limit reached")
+	assert.Equal(t, []utils.DriftNotice{{Component: "native", Kind: `error detail type "agent.v1.TextDeltaUpdate"`, Count: 1}}, drift.Notices())
+	assert.NotContains(t, logs.String(), "not an error detail")
 }

@@ -400,6 +400,7 @@ func (c *Client) follow(ctx context.Context, r *run, fn func(upstream.Delta) err
 			r.finish(err, keys.Outcome{Kind: keys.OK})
 			return nil, err
 		}
+		noteErrorDetails(c.opts.Drift, err)
 		e, o := classify(err, r.model, c.opts.ClientVersion)
 		o.Err = e
 		r.finish(err, o)

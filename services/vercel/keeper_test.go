@@ -325,6 +325,12 @@ func TestInspect(t *testing.T) {
 		{"mitigated only", 429, http.Header{HeaderMitigated: {"challenge"}}, "", Verdict{Kind: Challenged}},
 		{"page only", 429, http.Header{}, page, Verdict{Kind: Challenged}},
 		{"token in page", 429, http.Header{}, `<script>window._vcrct="2.9.60.eA.m"</script>`, Verdict{Challenged, "2.9.60.eA.m"}},
+		// The page as it may change: other markup and attributes, the
+		// token in single quotes, spaces, a mitigated header in capitals.
+		{"token in page, single quotes", 429, http.Header{}, `<script nonce="n">var a=1; window._vcrct = '2.9.60.eA.m'; window._vcrcv="2"</script>`,
+			Verdict{Challenged, "2.9.60.eA.m"}},
+		{"token header among new ones", 429, http.Header{HeaderToken: {"2.1.2.3.4"}, HeaderMitigated: {"challenge"}, "X-Vercel-Challenge-Kind": {"pow"}},
+			`<html data-new="1"><title>Vercel Security Checkpoint</title></html>`, Verdict{Challenged, "2.1.2.3.4"}},
 		{"access denied", 403, http.Header{}, ` {"error": "Access denied"} `, Verdict{Kind: Denied}},
 		{"other 403", 403, http.Header{}, `<title>Attention Required! | Cloudflare</title>`, Verdict{}},
 		{"plain 429", 429, http.Header{}, `{"error":"slow down"}`, Verdict{}},
