@@ -224,12 +224,15 @@ func FuzzParseToken(f *testing.F) {
 	f.Add(publicToken)
 	f.Add(makeToken(1, 1, "x", "s", "0123a", 1, "m"))
 	f.Add("2.1.60.!!!.m")
+	f.Add("2.1.60." + base64.StdEncoding.EncodeToString([]byte("id;salt;0123a;2;extra;more")) + ".m.x")
 	f.Fuzz(func(t *testing.T, token string) {
 		c, err := ParseToken(token)
 		if err != nil {
 			require.ErrorIs(t, err, ErrMalformedToken)
 			return
 		}
+		require.LessOrEqual(t, len(token), maxToken, "a token past the bound is refused")
+		require.LessOrEqual(t, len(c.Salt)+len(c.Seed)+len(c.ID), 3*maxField, "each field is bounded")
 		off := c.offset(0)
 		require.True(t, off >= 0 && off+prefixLen <= len(c.Seed), "first prefix at %d of a %d-digit seed", off, len(c.Seed))
 		for i := 1; i <= c.Steps; i++ {
