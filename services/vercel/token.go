@@ -105,7 +105,7 @@ func ParseToken(token string) (*Challenge, error) {
 	}
 	parts := strings.Split(token, ".")
 	if len(parts) < 5 {
-		return nil, bad("%d dot-separated parts, want 5", len(parts))
+		return nil, bad("%d dot-separated parts, want at least 5", len(parts))
 	}
 	if parts[0] != TokenVersion {
 		return nil, bad("version %q, want %q", parts[0], TokenVersion)
