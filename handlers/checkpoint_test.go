@@ -66,6 +66,20 @@ func TestCheckpointThroughEachDoor(t *testing.T) {
 	}
 }
 
+// A challenge token whose payload has a fifth field (the site's layout
+// changes) is passed as the public solvers pass it: by the fields the
+// solver needs, the rest ignored and logged once.
+func TestCheckpointTokenWithExtraFields(t *testing.T) {
+	door := checkpointDoors[0]
+	s := newStack(t, nil, cursortest.Always(cursortest.Text(nil, "behind a newer checkpoint")))
+	cp := s.up.EnableCheckpoint(cursortest.CheckpointOptions{ExtraFields: []string{"0"}})
+	r := s.do(t, http.MethodPost, door.path, door.body, door.header...)
+	require.Equal(t, http.StatusOK, r.status, r.body)
+	assert.Equal(t, "behind a newer checkpoint", gjson.Get(r.body, door.text).String(), r.body)
+	assert.Equal(t, 1, cp.Stats().Solved)
+	assert.Contains(t, s.logs.String(), "5 payload fields")
+}
+
 // A refused solution: every door answers a clear 503 naming the
 // checkpoint and CURSOR_COOKIE, never the checkpoint's HTML.
 func TestCheckpointRefusedThroughEachDoor(t *testing.T) {

@@ -67,13 +67,16 @@ type Gateway struct {
 	Human *human.Provider
 	// MCP is the bridge to MCP_SERVERS; nil without them.
 	MCP *mcp.Bridge
+	// Drift lists what the upstreams sent that this version does not
+	// know and passed over (unknown frames, fields, statuses), for doctor.
+	Drift *utils.Drift
 }
 
 // cloudService is the Cloud Agents service CLOUD_AGENTS=on asks for, on
 // CURSOR_API_KEY's first key. Its response ids are signed with
 // CLOUD_ID_SECRET, or else with a key derived from API_KEY and
 // CURSOR_API_KEY, so that every replica of one deployment reads them.
-func cloudService(cfg *config.Config, pool *egress.Pool, logger *slog.Logger) *cloud.Service {
+func cloudService(cfg *config.Config, pool *egress.Pool, drift *utils.Drift, logger *slog.Logger) *cloud.Service {
 	secret := cfg.CloudIDSecret
 	if secret == "" {
 		secret = strings.Join(cfg.APIKeys, ",") + "\x00" + cfg.CursorAPIKey
@@ -81,6 +84,7 @@ func cloudService(cfg *config.Config, pool *egress.Pool, logger *slog.Logger) *c
 	// No total timeout: a run's stream lasts minutes; every call is
 	// bounded by its request's context and CLOUD_MAX_WAIT.
 	client := cloud.NewClient(cfg.CloudAPIURL, cfg.CursorAPIKeys()[0], &http.Client{Transport: throughPool(pool, apiTransport(pool))})
+	client.Drift = drift
 	return cloud.New(cloud.Config{IDSecret: secret, MaxWait: cfg.CloudMaxWait.Duration(), PollInterval: cfg.CloudPollInterval.Duration(),
 		ModelsTTL: cfg.CursorModelsTTL.Duration(), WebhookSecret: cfg.CloudWebhookSecret, Logger: logger}, client)
 }
@@ -109,26 +113,29 @@ func FromConfigState(cfg *config.Config, logger *slog.Logger, q *state.Queue) (*
 			return nil, err
 		}
 	}
+	// One notice of format drift per component and kind, for the log and
+	// doctor, whichever upstream it comes from.
+	drift := utils.NewDrift(logger)
 	var gw *Gateway
 	switch cfg.Backend {
 	case "agent":
-		gw, err = agentGateway(cfg, m, ready, logger)
+		gw, err = agentGateway(cfg, m, ready, drift, logger)
 	case "cursor":
-		gw, err = cursorGateway(cfg, pool, m, ready, q, logger)
+		gw, err = cursorGateway(cfg, pool, m, ready, q, drift, logger)
 		if err == nil && !cfg.AliasesSet {
 			// Cursor's own spellings of the families clients send come
 			// first; the defaults stay behind them.
 			aliases = append(native.DefaultAliases(gw.Catalog.Names()), aliases...)
 		}
 	default:
-		gw, err = webGateway(cfg, pool, m, ready, logger)
+		gw, err = webGateway(cfg, pool, m, ready, drift, logger)
 	}
 	if err != nil {
 		return nil, err
 	}
-	gw.Aliases, gw.Metrics, gw.Readiness, gw.Egress = aliases, m, ready, pool
+	gw.Aliases, gw.Metrics, gw.Readiness, gw.Egress, gw.Drift = aliases, m, ready, pool, drift
 	if cfg.CloudOn() {
-		gw.Cloud = cloudService(cfg, pool, logger)
+		gw.Cloud = cloudService(cfg, pool, drift, logger)
 	}
 	if err := withMCP(cfg, gw, m, ready, logger); err != nil {
 		return nil, err
@@ -192,7 +199,7 @@ func apiAnswer(resp *http.Response) bool {
 }
 
 // webGateway builds the gateway on Cursor's web chat.
-func webGateway(cfg *config.Config, pool *egress.Pool, m *metrics.Metrics, ready *readiness.Tracker, logger *slog.Logger) (*Gateway, error) {
+func webGateway(cfg *config.Config, pool *egress.Pool, m *metrics.Metrics, ready *readiness.Tracker, drift *utils.Drift, logger *slog.Logger) (*Gateway, error) {
 	var proxyFunc func(*http.Request) (*url.URL, error)
 	if pool != nil {
 		proxyFunc = pool.Proxy
@@ -267,7 +274,7 @@ func webGateway(cfg *config.Config, pool *egress.Pool, m *metrics.Metrics, ready
 		}
 		logger.Info("x-is-human challenge script", "script_url", cfg.ScriptURL, "why", why, "page", cfg.ScriptPageURL, "profile", browser.Name)
 	}
-	keeper := newCheckpoint(cfg, checkpointTransport, scriptHeaders, pool, m, ready, logger)
+	keeper := newCheckpoint(cfg, checkpointTransport, scriptHeaders, pool, m, ready, drift, logger)
 	web := &webchat.Client{
 		HTTP:        httpClient,
 		URL:         cfg.CursorAPIURL,
@@ -280,6 +287,7 @@ func webGateway(cfg *config.Config, pool *egress.Pool, m *metrics.Metrics, ready
 		Logger:      logger,
 		Checkpoint:  keeper,
 		Egress:      pool,
+		Drift:       drift,
 	}
 	web.MaxContinuations = cfg.MaxContinuations
 	catalog, up, background, err := webModels(cfg, web, ready, logger)
@@ -339,7 +347,7 @@ func webModels(cfg *config.Config, web *webchat.Client, ready *readiness.Tracker
 // When the CLI cannot list them at start (not installed, not logged in)
 // the gateway still starts, publishing MODELS when set and else "auto",
 // and the refresh fixes the list once the CLI works.
-func agentGateway(cfg *config.Config, m *metrics.Metrics, ready *readiness.Tracker, logger *slog.Logger) (*Gateway, error) {
+func agentGateway(cfg *config.Config, m *metrics.Metrics, ready *readiness.Tracker, drift *utils.Drift, logger *slog.Logger) (*Gateway, error) {
 	cli := agentcli.New(agentcli.Options{
 		Bin:          cfg.AgentBin,
 		Env:          cfg.AgentEnv,
@@ -349,6 +357,7 @@ func agentGateway(cfg *config.Config, m *metrics.Metrics, ready *readiness.Track
 		WorkDir:      cfg.AgentWorkDir,
 		ModelsTTL:    cfg.AgentModelsTTL.Duration(),
 		Logger:       logger,
+		Drift:        drift,
 	})
 	var allowed []string
 	if cfg.ModelsSet {
@@ -387,7 +396,7 @@ func agentGateway(cfg *config.Config, m *metrics.Metrics, ready *readiness.Track
 // every CURSOR_MODELS_TTL. A missing or refused key, an unreachable Cursor
 // or a version gate never stops the gateway: it serves, /ready says what
 // is wrong, and requests get the error.
-func cursorGateway(cfg *config.Config, pool *egress.Pool, m *metrics.Metrics, ready *readiness.Tracker, q *state.Queue, logger *slog.Logger) (*Gateway, error) {
+func cursorGateway(cfg *config.Config, pool *egress.Pool, m *metrics.Metrics, ready *readiness.Tracker, q *state.Queue, drift *utils.Drift, logger *slog.Logger) (*Gateway, error) {
 	connectURL, restURL := native.DefaultConnectURL, native.DefaultRESTURL
 	if cfg.CursorBackendURL != "" {
 		connectURL, restURL = cfg.CursorBackendURL, cfg.CursorBackendURL
@@ -405,7 +414,7 @@ func cursorGateway(cfg *config.Config, pool *egress.Pool, m *metrics.Metrics, re
 		HTTP2:       h2,
 		IdleTimeout: cfg.Timeout.Duration(),
 		ParkMax:     cfg.CursorParkMax, ParkTTL: cfg.CursorParkTTL.Duration(), ParkBytes: cfg.CursorParkBytes,
-		Logger: logger,
+		Logger: logger, Drift: drift,
 	})
 	var allowed []string
 	if cfg.ModelsSet {
@@ -503,7 +512,7 @@ func newCore(cfg *config.Config, catalog *models.Catalog, up upstream.Upstream, 
 // cookie jar: the cookie is kept per egress, since it is bound to the IP
 // (and User-Agent) that solved it.
 func newCheckpoint(cfg *config.Config, transport http.RoundTripper, headers http.Header, pool *egress.Pool,
-	m *metrics.Metrics, ready *readiness.Tracker, logger *slog.Logger) *vercel.Keeper {
+	m *metrics.Metrics, ready *readiness.Tracker, drift *utils.Drift, logger *slog.Logger) *vercel.Keeper {
 	if cfg.Checkpoint == "off" {
 		return nil
 	}
@@ -524,6 +533,7 @@ func newCheckpoint(cfg *config.Config, transport http.RoundTripper, headers http
 		Egresses: egresses,
 		Logger:   logger,
 		OnSolve:  onSolve,
+		Drift:    drift,
 	})
 	ready.Checkpoint = func() readiness.Checkpoint { return checkpointReport(cfg.Checkpoint, keeper.State()) }
 	return keeper

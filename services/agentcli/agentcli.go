@@ -49,6 +49,9 @@ type Options struct {
 	// ModelsTTL is how long a model list from `agent models` is reused.
 	ModelsTTL time.Duration
 	Logger    *slog.Logger
+	// Drift is told of events of a type or subtype the reader does not
+	// know; nil makes one that logs to Logger.
+	Drift *utils.Drift
 }
 
 // CLI runs the Cursor Agent CLI. It implements upstream.Upstream.
@@ -77,6 +80,9 @@ func New(opts Options) *CLI {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Drift == nil {
+		opts.Drift = utils.NewDrift(opts.Logger)
 	}
 	c := &CLI{opts: opts, slots: make(chan struct{}, opts.MaxProcs)}
 	for _, kv := range opts.Env {
@@ -208,7 +214,7 @@ func (c *CLI) run(ctx context.Context, req upstream.Request, workspace string, f
 	timer := time.AfterFunc(c.opts.IdleTimeout, func() { idle.Store(true); kill(errIdle) })
 	defer timer.Stop()
 
-	rd := newReader(log, c.scrub)
+	rd := newReader(log, c.scrub, c.opts.Drift)
 	readErr := readLines(stdoutR, func(line []byte) error {
 		timer.Reset(c.opts.IdleTimeout)
 		return rd.line(line, fn)

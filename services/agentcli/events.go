@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -99,10 +100,35 @@ type reader struct {
 	wrote     bool
 	result    *event
 	stray     boundedBuffer // lines that were not JSON, for error messages
+	drift     *utils.Drift  // told of event types and subtypes the reader does not know
 }
 
-func newReader(log *slog.Logger, scrub func(string) string) *reader {
-	return &reader{log: log, stray: boundedBuffer{max: maxStderr, scrub: scrub}}
+func newReader(log *slog.Logger, scrub func(string) string, drift *utils.Drift) *reader {
+	return &reader{log: log, stray: boundedBuffer{max: maxStderr, scrub: scrub}, drift: drift}
+}
+
+// knownEvents are the CLI's stream-json event types and their subtypes
+// ("" for none): what the reader reads, and what it passes over knowingly
+// (system init, the user's own message). Anything else is ignored too,
+// and noted as drift.
+var knownEvents = map[string][]string{
+	"system":    {"", "init"},
+	"user":      {""},
+	"assistant": {""},
+	"thinking":  {"", "delta", "completed"},
+	"tool_call": {"", "started", "completed"},
+	"result":    {"", "success", "error"},
+}
+
+// noteUnknown notes an event of a type or subtype the reader does not know.
+func (r *reader) noteUnknown(ev *event) {
+	subs, ok := knownEvents[ev.Type]
+	switch {
+	case !ok:
+		r.drift.Note("agent cli", fmt.Sprintf("event type %q", ev.Type))
+	case !slices.Contains(subs, ev.Subtype):
+		r.drift.Note("agent cli", fmt.Sprintf("%s event subtype %q", ev.Type, ev.Subtype))
+	}
 }
 
 // failed reports whether the CLI ended with an error result.
@@ -123,6 +149,7 @@ func (r *reader) line(b []byte, fn func(upstream.Delta) error) error {
 		r.log.Debug("agent: a line of output is not an event", "line", utils.Clip(r.stray.scrubbed(string(b)), 200))
 		return nil
 	}
+	r.noteUnknown(&ev)
 	if ev.Type != "assistant" {
 		r.settle()
 	}

@@ -1,6 +1,7 @@
 package agentcli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +17,7 @@ import (
 
 	"cursor2api/models"
 	"cursor2api/services/upstream"
+	"cursor2api/utils"
 )
 
 func delta(text string) string {
@@ -49,7 +51,7 @@ func replay(t *testing.T, lines ...string) ([]string, *reader) {
 		}
 		return nil
 	}
-	r := newReader(slog.New(slog.DiscardHandler), nil)
+	r := newReader(slog.New(slog.DiscardHandler), nil, nil)
 	for _, l := range lines {
 		require.NoError(t, r.line([]byte(l), fn))
 	}
@@ -110,7 +112,7 @@ func TestReaderResult(t *testing.T) {
 
 func TestReaderStopsWhenFnFails(t *testing.T) {
 	stop := errors.New("stop")
-	r := newReader(slog.New(slog.DiscardHandler), nil)
+	r := newReader(slog.New(slog.DiscardHandler), nil, nil)
 	assert.ErrorIs(t, r.line([]byte(delta("a")), func(upstream.Delta) error { return stop }), stop)
 }
 
@@ -209,4 +211,34 @@ func TestRestrict(t *testing.T) {
 	assert.Equal(t, []string{"sonnet-4.5", "sonnet-4.5-thinking"}, Restrict(ids, []string{"sonnet-4.5"}))
 	assert.Equal(t, []string{"sonnet-4.5", "sonnet-4.5-thinking", "gpt-5"}, Restrict(ids, []string{"sonnet-4.5-thinking", " gpt-5"}))
 	assert.Empty(t, Restrict(ids, []string{"claude-sonnet-4.6"}))
+}
+
+// Events with fields the reader does not read, and events of types and
+// subtypes it does not know, are passed over; each unknown kind is noted
+// once, never the event's content.
+func TestReaderToleratesUnknownEvents(t *testing.T) {
+	var logs bytes.Buffer
+	drift := utils.NewDrift(slog.New(slog.NewTextHandler(&logs, nil)))
+	r := newReader(slog.New(slog.DiscardHandler), nil, drift)
+	var got []string
+	fn := func(d upstream.Delta) error { got = append(got, d.Text); return nil }
+	for _, l := range []string{
+		`{"type":"system","subtype":"init","model":"x","new_field":{"a":1}}`,
+		`{"type":"plan_update","plan":"secret plan"}`,
+		`{"type":"plan_update","plan":"again"}`,
+		`{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"hello"},{"type":"image","data":"…"}]},"session_id":"s","model_call_id":"m"}`,
+		`{"type":"thinking","subtype":"redacted","text":"hidden"}`,
+		`{"type":"result","subtype":"success","result":"hello","is_error":false,"duration_api_ms":5,"extra":[1,2]}`,
+	} {
+		require.NoError(t, r.line([]byte(l), fn))
+	}
+	require.NoError(t, r.flush(fn))
+	assert.Equal(t, []string{"hello"}, got)
+	assert.False(t, r.failed())
+	assert.Equal(t, []utils.DriftNotice{
+		{Component: "agent cli", Kind: `event type "plan_update"`, Count: 2},
+		{Component: "agent cli", Kind: `thinking event subtype "redacted"`, Count: 1},
+	}, drift.Notices())
+	assert.Equal(t, 2, strings.Count(logs.String(), "upstream format drift"), logs.String())
+	assert.NotContains(t, logs.String(), "secret plan")
 }

@@ -21,6 +21,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -37,6 +38,9 @@ type Client struct {
 	base string
 	key  string
 	hc   *http.Client
+	// Drift, when set (before the first call), is told of run statuses
+	// and stream events this gateway does not know, which it passes over.
+	Drift *utils.Drift
 }
 
 // NewClient returns a client of the API at base (DefaultBaseURL when
@@ -119,6 +123,21 @@ type Run struct {
 	Git        *Git            `json:"git"`
 }
 
+// runStatuses are the statuses this gateway knows; a run of another is
+// shown as it is said (handlers' cloudStatus decides what it means).
+var runStatuses = []string{"", StatusCreating, StatusRunning, StatusFinished, StatusError, StatusCancelled, StatusExpired}
+
+// streamEvents are the run stream's events this gateway knows; others are
+// passed to the caller like them, who ignores them.
+var streamEvents = []string{"status", "interaction_update", "result", "heartbeat", "done"}
+
+// noteStatus notes a run status this gateway does not know.
+func (c *Client) noteStatus(status string) {
+	if !slices.Contains(runStatuses, status) {
+		c.Drift.Note("cloud agents", fmt.Sprintf("run status %q", status))
+	}
+}
+
 // Active reports whether the run is still going.
 func (r *Run) Active() bool { return r.Status == StatusCreating || r.Status == StatusRunning }
 
@@ -158,6 +177,7 @@ func (c *Client) CreateAgent(ctx context.Context, req *CreateAgentRequest) (Agen
 		Run   Run   `json:"run"`
 	}
 	err := c.do(ctx, http.MethodPost, "/v1/agents", req, &out)
+	c.noteStatus(out.Run.Status)
 	return out.Agent, out.Run, err
 }
 
@@ -172,6 +192,7 @@ func (c *Client) CreateRun(ctx context.Context, agentID string, p Prompt, model 
 		Model  *ModelSelection `json:"model,omitempty"`
 	}{p, model}
 	err := c.do(ctx, http.MethodPost, "/v1/agents/"+url.PathEscape(agentID)+"/runs", body, &out)
+	c.noteStatus(out.Run.Status)
 	return out.Run, err
 }
 
@@ -186,6 +207,7 @@ func (c *Client) GetAgent(ctx context.Context, agentID string) (Agent, error) {
 func (c *Client) GetRun(ctx context.Context, agentID, runID string) (Run, error) {
 	var r Run
 	err := c.do(ctx, http.MethodGet, runPath(agentID, runID), nil, &r)
+	c.noteStatus(r.Status)
 	return r, err
 }
 
@@ -374,6 +396,9 @@ func (c *Client) StreamRun(ctx context.Context, agentID, runID, lastEventID stri
 			continue
 		}
 		ev.Data = json.RawMessage(strings.Join(data, "\n"))
+		if !slices.Contains(streamEvents, ev.Name) {
+			c.Drift.Note("cloud agents", fmt.Sprintf("stream event %q", ev.Name))
+		}
 		if err := fn(ev); err != nil {
 			return err
 		}

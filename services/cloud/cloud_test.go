@@ -3,6 +3,7 @@ package cloud_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"cursor2api/models"
 	"cursor2api/services/cloud"
 	"cursor2api/services/cloud/cloudtest"
+	"cursor2api/utils"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -208,4 +210,45 @@ func TestWebhooks(t *testing.T) {
 	}
 	stop()
 	assert.Equal(t, 0, w.Wake("bc-1"))
+}
+
+// Answers with fields the client does not read, a run status and stream
+// events it does not know: what it needs is read, the rest passed over,
+// and each unknown kind noted once.
+func TestClientToleratesUnknownParts(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/stream") {
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = w.Write([]byte("id: 1\nevent: status\ndata: {\"status\":\"RUNNING\",\"newField\":1}\n\n" +
+				"id: 2\nevent: tool_progress\ndata: {\"secret\":\"tool output\"}\n\n" +
+				"retry: 1000\n: a comment\n\n" +
+				"id: 3\nevent: interaction_update\ndata: {\"type\":\"text-delta\",\"text\":\"hi\"}\n\n" +
+				"id: 4\nevent: tool_progress\ndata: {}\n\n" +
+				"id: 5\nevent: done\ndata: {}\n\n"))
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"id":"run-1","agentId":"bc-1","status":"PAUSED","result":"","costUsd":0.1,"git":{"branches":[{"branch":"b","newThing":[1]}],"other":true}}`))
+	}))
+	defer srv.Close()
+	var logs strings.Builder
+	c := cloud.NewClient(srv.URL, "k", srv.Client())
+	c.Drift = utils.NewDrift(slog.New(slog.NewTextHandler(&logs, nil)))
+	run, err := c.GetRun(context.Background(), "bc-1", "run-1")
+	require.NoError(t, err)
+	assert.Equal(t, "PAUSED", run.Status, "an unknown status is shown as it is")
+	require.Len(t, run.Git.Branches, 1)
+	assert.Equal(t, "b", run.Git.Branches[0].Branch)
+	var names []string
+	require.NoError(t, c.StreamRun(context.Background(), "bc-1", "run-1", "", func(ev cloud.Event) error {
+		names = append(names, ev.Name)
+		return nil
+	}))
+	assert.Equal(t, []string{"status", "tool_progress", "interaction_update", "tool_progress", "done"}, names)
+	assert.Equal(t, []utils.DriftNotice{
+		{Component: "cloud agents", Kind: `run status "PAUSED"`, Count: 1},
+		{Component: "cloud agents", Kind: `stream event "tool_progress"`, Count: 2},
+	}, c.Drift.Notices())
+	assert.Equal(t, 2, strings.Count(logs.String(), "upstream format drift"), logs.String())
+	assert.NotContains(t, logs.String(), "tool output")
 }

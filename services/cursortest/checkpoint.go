@@ -52,6 +52,9 @@ type CheckpointOptions struct {
 	Now func() time.Time
 	// PagePath is the site's page, answered on GET (default "/").
 	PagePath string
+	// ExtraFields are appended to the token's payload after its four
+	// fields, as a later layout of the real checkpoint may add them.
+	ExtraFields []string
 }
 
 // CheckpointStats count what the fake checkpoint did.
@@ -176,7 +179,8 @@ func (c *Checkpoint) challenge(w http.ResponseWriter) {
 
 // token issues a challenge token signed with the fake's key.
 func (c *Checkpoint) token() string {
-	payload := strings.Join([]string{hexOf(16), hexOf(4), hexOf(20), strconv.Itoa(c.opts.Steps)}, ";")
+	fields := append([]string{hexOf(16), hexOf(4), hexOf(20), strconv.Itoa(c.opts.Steps)}, c.opts.ExtraFields...)
+	payload := strings.Join(fields, ";")
 	head := fmt.Sprintf("2.%d.%d.%s", c.opts.Now().Unix(), c.opts.Window, base64.StdEncoding.EncodeToString([]byte(payload)))
 	return head + "." + c.mac(head)
 }

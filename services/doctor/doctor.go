@@ -1,7 +1,7 @@
 // Package doctor is `cursor2api doctor`: it runs the web chat's handshake
 // step by step against the configured upstream (the checkpoint, the
 // cookie, the challenge script, x-is-human, the model list, a one-token
-// chat) and says what passed, what failed and what to set. Steps are
+// chat, and the format drift they met) and says what passed, what failed and what to set. Steps are
 // values, so that another step (an in-process checkpoint solver) can be
 // put in the list without changing the others.
 package doctor
@@ -85,11 +85,12 @@ func NewState(cfg *config.Config, logger *slog.Logger) (*State, error) {
 	return &State{Config: &web, Gateway: gw}, nil
 }
 
-// Steps is the handshake in the order a browser goes through it. A
-// checkpoint solver's step goes before Checkpoint (or in its place):
-// slices.Insert(doctor.Steps(), 0, solverStep).
+// Steps is the handshake in the order a browser goes through it, then
+// Drift: what the others met of the upstream's format that this version
+// does not know. A checkpoint solver's step goes before Checkpoint (or in
+// its place): slices.Insert(doctor.Steps(), 0, solverStep).
 func Steps() []Step {
-	return []Step{Checkpoint(), Cookie(), Script(), XIsHuman(), Models(), Chat()}
+	return []Step{Checkpoint(), Cookie(), Script(), XIsHuman(), Models(), Chat(), Drift()}
 }
 
 // Run runs steps in order, each within budget, and writes one line per

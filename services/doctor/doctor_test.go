@@ -192,9 +192,15 @@ func TestRun(t *testing.T) {
 		output []string
 	}{
 		{"every step passes", nil, 0, []string{`(?m)^\[ok\] +checkpoint +the site asks for no checkpoint`, `(?m)^\[skip\] +cookie `, `(?m)^\[ok\] +challenge script `,
-			`(?m)^\[ok\] +x-is-human `, `(?m)^\[ok\] +models `, `(?m)^\[ok\] +chat `, `every step passed`}},
+			`(?m)^\[ok\] +x-is-human `, `(?m)^\[ok\] +models `, `(?m)^\[ok\] +chat `,
+			`(?m)^\[ok\] +format drift +nothing the upstream sent was new`, `every step passed`}},
 		{"the checkpoint is passed", behindCheckpoint(false), 0, []string{`(?m)^\[ok\] +checkpoint +passed Vercel's security checkpoint`,
 			`(?m)^\[ok\] +models `, `(?m)^\[ok\] +chat `, `every step passed`}},
+		{"the upstream's format drifts", func(up *cursortest.Server) {
+			up.EnableCheckpoint(cursortest.CheckpointOptions{ExtraFields: []string{"1"}})
+		}, 0, []string{`(?m)^\[ok\] +checkpoint +passed`, `(?m)^\[ok\] +chat `,
+			`(?m)^\[warn\] +format drift +the upstream sent what this version does not know.*vercel checkpoint: challenge token with 5 payload fields \(1×\)`,
+			`(?m)^ +fix: requests still work`}},
 		{"the checkpoint stands in the way", behindCheckpoint(true), 1, []string{`(?m)^\[FAIL\] +checkpoint +could not pass`, `(?m)^ +fix: .*CURSOR_COOKIE`,
 			`(?m)^\[FAIL\] +chat `, `a step failed`}},
 	}

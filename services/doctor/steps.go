@@ -311,3 +311,23 @@ func failure(err error) Result {
 	}
 	return r
 }
+
+// Drift is the step that lists what the earlier steps met of the
+// upstream's format that this version does not know (a challenge token's
+// extra fields, a frame of a new type, a new finish reason): the gateway
+// passed over it, but a format change is under way, and the next one may
+// stop it. It runs last.
+func Drift() Step {
+	return Step{Name: "format drift", Run: func(_ context.Context, s *State) Result {
+		notices := s.Gateway.Drift.Notices()
+		if len(notices) == 0 {
+			return Result{Outcome: Pass, Detail: "nothing the upstream sent was new to this version"}
+		}
+		seen := make([]string, len(notices))
+		for i, n := range notices {
+			seen[i] = fmt.Sprintf("%s: %s (%d×)", n.Component, n.Kind, n.Count)
+		}
+		return Result{Outcome: Warn, Detail: "the upstream sent what this version does not know, and it was passed over: " + strings.Join(seen, "; "),
+			Fix: "requests still work; the upstream's format is changing: update cursor2api, or report these kinds"}
+	}}
+}

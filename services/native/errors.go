@@ -3,6 +3,7 @@ package native
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -56,6 +57,20 @@ func readError(err error) (cursorError, bool) {
 		}
 	}
 	return out, true
+}
+
+// noteErrorDetails notes the details of a Connect error that readError
+// passes over: of a type other than Cursor's own.
+func noteErrorDetails(drift *utils.Drift, err error) {
+	var ce *connect.Error
+	if !errors.As(err, &ce) {
+		return
+	}
+	for _, d := range ce.Details() {
+		if t := d.Type(); t != errorDetailsType {
+			drift.Note("native", fmt.Sprintf("error detail type %q", t))
+		}
+	}
 }
 
 // said is Cursor's own words for the error, as its SDK shows them.

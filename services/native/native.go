@@ -40,6 +40,7 @@ import (
 	"cursor2api/services/native/keys"
 	"cursor2api/services/state"
 	"cursor2api/services/upstream"
+	"cursor2api/utils"
 )
 
 // Cursor's hosts when CURSOR_BACKEND_URL is unset.
@@ -97,6 +98,9 @@ type Options struct {
 	// RunBlobBytes bounds the blobs one run keeps.
 	RunBlobBytes int64
 	Logger       *slog.Logger
+	// Drift is told of server messages of a kind the generated schema
+	// does not know; nil makes one that logs to Logger.
+	Drift *utils.Drift
 }
 
 // Client is the native back door. It implements upstream.Native.
@@ -176,6 +180,9 @@ func New(o Options) *Client {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Drift == nil {
+		o.Drift = utils.NewDrift(o.Logger)
 	}
 	c := &Client{opts: o, log: o.Logger, park: newParking(o.ParkMax, o.ParkTTL, o.ParkBytes)}
 	c.keys = o.Keys
@@ -393,6 +400,7 @@ func (c *Client) follow(ctx context.Context, r *run, fn func(upstream.Delta) err
 			r.finish(err, keys.Outcome{Kind: keys.OK})
 			return nil, err
 		}
+		noteErrorDetails(c.opts.Drift, err)
 		e, o := classify(err, r.model, c.opts.ClientVersion)
 		o.Err = e
 		r.finish(err, o)

@@ -7,9 +7,15 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 
 	"cursor2api/models"
 	"cursor2api/services/native/agentv1"
@@ -189,12 +195,41 @@ func (r *run) handle(m *agentv1.AgentServerMessage) {
 		if resp, ok := queryRefusal(msg.InteractionQuery); ok {
 			_ = r.send(&agentv1.AgentClientMessage{Message: &agentv1.AgentClientMessage_InteractionResponse{InteractionResponse: resp}})
 		} else {
-			r.log.Warn("native: the server asked the client a question the gateway cannot read; left unanswered")
+			r.drift("interaction query of an unknown kind, left unanswered", msg.InteractionQuery)
 		}
 		r.emit(event{kind: evProgress})
 	default:
+		r.drift("server message of an unknown kind", m)
 		r.emit(event{kind: evProgress})
 	}
+}
+
+// drift notes a message whose kind the generated schema does not know: a
+// newer server's, which came as unknown fields, named by their numbers.
+// The run goes on without it.
+func (r *run) drift(what string, m proto.Message) {
+	nums := unknownFields(m)
+	if nums == "" {
+		return // an empty message: nothing new in it
+	}
+	r.c.opts.Drift.Note("native", what+" (field "+nums+")")
+}
+
+// unknownFields lists the numbers of m's unknown fields, the first few.
+func unknownFields(m proto.Message) string {
+	raw := m.ProtoReflect().GetUnknown()
+	var nums []string
+	for len(raw) > 0 && len(nums) < 4 {
+		num, _, n := protowire.ConsumeField(raw)
+		if n < 0 {
+			break
+		}
+		if s := strconv.Itoa(int(num)); !slices.Contains(nums, s) {
+			nums = append(nums, s)
+		}
+		raw = raw[n:]
+	}
+	return strings.Join(nums, ",")
 }
 
 func (r *run) update(u *agentv1.InteractionUpdate) {
@@ -226,6 +261,7 @@ func (r *run) update(u *agentv1.InteractionUpdate) {
 		u.TotalTokens = u.InputTokens + u.OutputTokens
 		r.emit(event{kind: evTurnEnded, usage: u})
 	default:
+		r.drift("interaction update of an unknown kind", u)
 		r.emit(event{kind: evProgress})
 	}
 }
@@ -261,6 +297,9 @@ func (r *run) exec(e *agentv1.ExecServerMessage) {
 		r.emit(event{kind: evCall, call: &pendingCall{exec: e, upstreamID: args.GetToolCallId(), name: name, args: js}})
 	default:
 		msg, arm, ok := rejection(e)
+		if arm == "" {
+			r.drift("exec of an unknown kind, refused", e)
+		}
 		r.log.Warn("native: refused a built-in tool of the server's; the gateway runs none", "exec", arm)
 		if ok {
 			r.answer(e.GetId(), msg)
@@ -300,6 +339,7 @@ func (r *run) kv(k *agentv1.KvServerMessage) {
 		}
 		reply = &agentv1.KvClientMessage{Id: k.GetId(), Message: &agentv1.KvClientMessage_GetBlobResult{GetBlobResult: res}}
 	default:
+		r.drift("kv message of an unknown kind, left unanswered", k)
 		return
 	}
 	_ = r.send(&agentv1.AgentClientMessage{Message: &agentv1.AgentClientMessage_KvClientMessage{KvClientMessage: reply}})

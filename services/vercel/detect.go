@@ -51,8 +51,9 @@ const (
 
 var (
 	checkpointTitleRE = regexp.MustCompile(`(?i)vercel security checkpoint`)
-	// The checkpoint page also holds its token in a script.
-	bodyTokenRE  = regexp.MustCompile(`_vcrct\s*=\s*"([^"]+)"`)
+	// The checkpoint page also holds its token in a script, quoted
+	// either way.
+	bodyTokenRE  = regexp.MustCompile(`_vcrct\s*=\s*(?:"([^"]+)"|'([^']+)')`)
 	accessDenied = regexp.MustCompile(`(?i)^\s*\{\s*"error"\s*:\s*"access denied"\s*\}\s*$`)
 )
 
@@ -62,7 +63,7 @@ func Inspect(status int, h http.Header, body []byte) Verdict {
 	token := h.Get(HeaderToken)
 	if token == "" {
 		if m := bodyTokenRE.FindSubmatch(body); m != nil {
-			token = string(m[1])
+			token = string(m[1]) + string(m[2])
 		}
 	}
 	switch {

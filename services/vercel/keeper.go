@@ -70,6 +70,9 @@ type Options struct {
 	// "refused" (the site rejected the solution), "no_checkpoint" or
 	// "error".
 	OnSolve func(egress, outcome string, took time.Duration)
+	// Drift is told of a token layout beyond the known one; nil makes
+	// one that logs to Logger.
+	Drift *utils.Drift
 }
 
 // Keeper passes the checkpoint and keeps its cookie, egress by egress.
@@ -124,6 +127,9 @@ func New(opts Options) *Keeper {
 	}
 	if opts.HTTP == nil {
 		opts.HTTP = &http.Client{}
+	}
+	if opts.Drift == nil {
+		opts.Drift = utils.NewDrift(opts.Logger)
 	}
 	k := &Keeper{opts: opts, egresses: map[string]*egressCookie{}}
 	for _, label := range opts.Egresses {
@@ -397,6 +403,11 @@ func (k *Keeper) pass(ctx context.Context, token string) (string, error) {
 	c, err := ParseToken(token)
 	if err != nil {
 		return "", err
+	}
+	if c.Drift != "" {
+		// The site's format changed: worth knowing before a later change
+		// stops the solver.
+		k.opts.Drift.Note("vercel checkpoint", "challenge token with "+c.Drift)
 	}
 	solution, err := c.Solve(ctx)
 	if err != nil {

@@ -3,6 +3,7 @@ package vercel
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -118,6 +119,26 @@ func TestKeeperPassesTheCheckpoint(t *testing.T) {
 	assert.Equal(t, clk.Now(), states[0].LastSolve)
 	assert.Positive(t, states[0].LastSolveDuration)
 	assert.False(t, states[1].HasCookie)
+}
+
+// A token whose payload has more fields than the solver reads is solved;
+// its layout is logged once, never its content.
+func TestKeeperExtraTokenFields(t *testing.T) {
+	clk := newClock()
+	up, cp := fakeSite(t, clk, cursortest.CheckpointOptions{ExtraFields: []string{"1", "secretish"}})
+	var logs syncBuffer
+	k := newKeeper(up, clk, func(o *Options) { o.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
+	for range 2 {
+		_, token := chat(t, up, "", testUA)
+		require.NotEmpty(t, token)
+		require.NoError(t, k.Solve(context.Background(), "a", k.Cookie(context.Background(), "a"), token))
+		status, _ := chat(t, up, k.Cookie(context.Background(), "a"), testUA)
+		assert.Equal(t, http.StatusOK, status)
+	}
+	assert.Equal(t, 2, cp.Stats().Solved)
+	out := logs.String()
+	assert.Equal(t, 1, strings.Count(out, "6 payload fields"), out)
+	assert.NotContains(t, out, "secretish", "the token's content is not logged")
 }
 
 func TestKeeperFetchesTheChallengeFromThePage(t *testing.T) {
@@ -304,6 +325,12 @@ func TestInspect(t *testing.T) {
 		{"mitigated only", 429, http.Header{HeaderMitigated: {"challenge"}}, "", Verdict{Kind: Challenged}},
 		{"page only", 429, http.Header{}, page, Verdict{Kind: Challenged}},
 		{"token in page", 429, http.Header{}, `<script>window._vcrct="2.9.60.eA.m"</script>`, Verdict{Challenged, "2.9.60.eA.m"}},
+		// The page as it may change: other markup and attributes, the
+		// token in single quotes, spaces, a mitigated header in capitals.
+		{"token in page, single quotes", 429, http.Header{}, `<script nonce="n">var a=1; window._vcrct = '2.9.60.eA.m'; window._vcrcv="2"</script>`,
+			Verdict{Challenged, "2.9.60.eA.m"}},
+		{"token header among new ones", 429, http.Header{HeaderToken: {"2.1.2.3.4"}, HeaderMitigated: {"challenge"}, "X-Vercel-Challenge-Kind": {"pow"}},
+			`<html data-new="1"><title>Vercel Security Checkpoint</title></html>`, Verdict{Challenged, "2.1.2.3.4"}},
 		{"access denied", 403, http.Header{}, ` {"error": "Access denied"} `, Verdict{Kind: Denied}},
 		{"other 403", 403, http.Header{}, `<title>Attention Required! | Cloudflare</title>`, Verdict{}},
 		{"plain 429", 429, http.Header{}, `{"error":"slow down"}`, Verdict{}},
@@ -358,4 +385,22 @@ func TestKeeperRefreshDoesNotHoldOthers(t *testing.T) {
 	second := <-refreshed
 	assert.NotEqual(t, first, second)
 	assert.Equal(t, 2, cp.Stats().Solved)
+}
+
+// syncBuffer is a log destination safe for concurrent writes.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

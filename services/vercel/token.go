@@ -32,6 +32,18 @@ const prefixLen = 4
 // handful of steps).
 const maxSteps = 64
 
+// maxToken and maxField bound a token before any work is done on it: a
+// real one is about 180 bytes, its fields 8 to 40, and a field's length
+// is work per try (a huge salt made each try hash a megabyte).
+const (
+	maxToken = 2048
+	maxField = 256
+)
+
+// hashPerCheck is how many bytes the solver hashes between two looks at
+// its context (about a millisecond of work), whatever the salt's length.
+const hashPerCheck = 1 << 20
+
 // maxTries bounds the search of one step. A step needs 16^prefixLen
 // tries on average; failing after 256 times that is as good as
 // impossible for a real token and stops a malformed one from spinning.
@@ -42,7 +54,11 @@ const maxTries = 256 << (4 * prefixLen)
 var offsetMultipliers = [5]uint64{498787, 533737, 619763, 708403, 828071}
 
 // Challenge is a parsed challenge token:
-// "2.<issued>.<window>.<base64 of id;salt;seed;steps>.<mac>".
+// "2.<issued>.<window>.<base64 of id;salt;seed;steps>.<mac>". Public
+// solvers read the payload's first four fields by position and ignore
+// any after them, so a payload with more fields, or a token with more
+// dot-separated parts after the MAC, is read the same way; Drift names
+// what was beyond the known layout.
 type Challenge struct {
 	// Token is the token as received, sent back with the solution.
 	Token string
@@ -62,21 +78,34 @@ type Challenge struct {
 	// MAC is the server's signature over the rest; only the server can
 	// check it, so it is kept as is.
 	MAC string
+	// Drift is "" for a token of the known layout, else what it had
+	// beyond it ("5 payload fields", "6 dot-separated parts"): the
+	// layout, never the content, so that it can be logged.
+	Drift string
 }
 
 // ErrMalformedToken is wrapped by ParseToken's errors.
 var ErrMalformedToken = errors.New("malformed Vercel challenge token")
 
+// payloadFields are the payload's fields the solver reads: id, salt,
+// seed, steps.
+const payloadFields = 4
+
 // ParseToken parses a challenge token. It checks everything a client can:
 // the version, the numbers, the fields and that the seed and window leave
-// room for a prefix; the MAC only the server can check.
+// room for a prefix; the MAC only the server can check. Parts and fields
+// after those it reads are ignored (and named in Drift); too few, or
+// ones it cannot use, are an error.
 func ParseToken(token string) (*Challenge, error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s", ErrMalformedToken, fmt.Sprintf(format, args...))
 	}
+	if len(token) > maxToken {
+		return nil, bad("%d bytes, want at most %d", len(token), maxToken)
+	}
 	parts := strings.Split(token, ".")
-	if len(parts) != 5 {
-		return nil, bad("%d dot-separated parts, want 5", len(parts))
+	if len(parts) < 5 {
+		return nil, bad("%d dot-separated parts, want at least 5", len(parts))
 	}
 	if parts[0] != TokenVersion {
 		return nil, bad("version %q, want %q", parts[0], TokenVersion)
@@ -93,11 +122,24 @@ func ParseToken(token string) (*Challenge, error) {
 	if err != nil {
 		return nil, bad("payload is not base64")
 	}
-	fields := strings.Split(string(payload), ";")
-	if len(fields) != 4 {
-		return nil, bad("payload has %d fields, want 4 (id;salt;seed;steps)", len(fields))
+	fields := strings.SplitN(string(payload), ";", payloadFields+1)
+	if len(fields) < payloadFields {
+		return nil, bad("payload has %d fields, want at least %d (id;salt;seed;steps)", len(fields), payloadFields)
 	}
-	c := &Challenge{Token: token, Issued: issued, Window: window, ID: fields[0], Salt: fields[1], Seed: fields[2], MAC: parts[4]}
+	var drift []string
+	if len(fields) > payloadFields {
+		drift = append(drift, fmt.Sprintf("%d payload fields", payloadFields+1+strings.Count(fields[payloadFields], ";")))
+	}
+	if len(parts) > 5 {
+		drift = append(drift, fmt.Sprintf("%d dot-separated parts", len(parts)))
+	}
+	c := &Challenge{Token: token, Issued: issued, Window: window, ID: fields[0], Salt: fields[1], Seed: fields[2], MAC: parts[4],
+		Drift: strings.Join(drift, ", ")}
+	for i, f := range fields[:payloadFields] {
+		if len(f) > maxField {
+			return nil, bad("payload field %d has %d bytes, want at most %d", i+1, len(f), maxField)
+		}
+	}
 	if c.Salt == "" {
 		return nil, bad("empty salt")
 	}
@@ -142,10 +184,16 @@ func (c *Challenge) offset(i int) int {
 	return int(c.Issued * m % c.Window)
 }
 
+// checkEvery is how many tries go between two looks at the context, so
+// that each look comes after about hashPerCheck bytes hashed.
+func (c *Challenge) checkEvery() int {
+	return max(1, hashPerCheck/(len(c.Salt)+16))
+}
+
 // Solve does the proof of work: for each step, a nonce such that the hex
 // SHA-256 of Salt+nonce starts with that step's prefix (read from the seed,
 // then from the previous step's hash). The solution is the nonces joined
-// by ";". It stops when ctx ends.
+// by ";". It stops when ctx ends, at most about hashPerCheck bytes later.
 func (c *Challenge) Solve(ctx context.Context) (string, error) {
 	var start [8]byte
 	if _, err := rand.Read(start[:]); err != nil {
@@ -158,6 +206,7 @@ func (c *Challenge) Solve(ctx context.Context) (string, error) {
 	nonces := make([]string, 0, c.Steps)
 	prefix := c.Seed[c.offset(0) : c.offset(0)+prefixLen]
 	var raw [8]byte
+	every := c.checkEvery()
 	for i := range c.Steps {
 		want, err := nibbles(prefix)
 		if err != nil {
@@ -165,7 +214,7 @@ func (c *Challenge) Solve(ctx context.Context) (string, error) {
 		}
 		found := false
 		for try := 0; try < maxTries; try++ {
-			if try&0xfff == 0 && ctx.Err() != nil {
+			if try%every == 0 && ctx.Err() != nil {
 				return "", ctx.Err()
 			}
 			counter++

@@ -99,6 +99,41 @@ func TestParseTokenMalformed(t *testing.T) {
 	}
 }
 
+// The public solvers read the payload's first four fields by position and
+// ignore any after them; so does ParseToken, naming the layout in Drift.
+func TestParseTokenExtraParts(t *testing.T) {
+	seed := strings.Repeat("ab", 20)
+	payload := func(fields ...string) string {
+		return base64.StdEncoding.EncodeToString([]byte(strings.Join(fields, ";")))
+	}
+	cases := []struct {
+		name, token, drift string
+	}{
+		{"known layout", makeToken(1716714678, 60, "id", "salt", seed, 4, "mac"), ""},
+		{"fifth payload field", "2.1716714678.60." + payload("id", "salt", seed, "4", "1") + ".mac", "5 payload fields"},
+		{"three extra fields", "2.1716714678.60." + payload("id", "salt", seed, "4", "x", "", "y;z") + ".mac", "8 payload fields"},
+		{"empty fifth field", "2.1716714678.60." + payload("id", "salt", seed, "4", "") + ".mac", "5 payload fields"},
+		{"part after the mac", makeToken(1716714678, 60, "id", "salt", seed, 4, "mac") + ".extra", "6 dot-separated parts"},
+		{"both", "2.1716714678.60." + payload("id", "salt", seed, "4", "1") + ".mac.x.y", "5 payload fields, 7 dot-separated parts"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := ParseToken(tc.token)
+			require.NoError(t, err)
+			assert.Equal(t, "id", c.ID)
+			assert.Equal(t, "salt", c.Salt)
+			assert.Equal(t, seed, c.Seed)
+			assert.Equal(t, 4, c.Steps)
+			assert.Equal(t, "mac", c.MAC)
+			assert.Equal(t, tc.token, c.Token, "the token goes back as it came")
+			assert.Equal(t, tc.drift, c.Drift)
+			sol, err := c.Solve(context.Background())
+			require.NoError(t, err)
+			checkSolution(t, tc.token, sol)
+		})
+	}
+}
+
 func TestSolve(t *testing.T) {
 	tokens := map[string]string{
 		"public token": publicToken,
@@ -118,6 +153,52 @@ func TestSolve(t *testing.T) {
 			checkSolution(t, token, sol)
 		})
 	}
+}
+
+// A hostile token (a huge salt makes every try hash a lot) is refused or
+// stopped within its deadline: the solver never overruns it by much.
+func TestSolveHostileToken(t *testing.T) {
+	seed := strings.Repeat("ab", 20)
+	huge := strings.Repeat("a", 700<<10) // a header of about a megabyte
+	cases := map[string]string{
+		"huge salt":       makeToken(1, 60, "id", huge, seed, maxSteps, "mac"),
+		"huge seed":       makeToken(1, 60, "id", "salt", strings.Repeat("ab", 100<<10), maxSteps, "mac"),
+		"huge id":         makeToken(1, 60, huge, "salt", seed, maxSteps, "mac"),
+		"huge extra":      "2.1.60." + base64.StdEncoding.EncodeToString([]byte("id;salt;"+seed+";4;"+huge)) + ".mac",
+		"many fields":     "2.1.60." + base64.StdEncoding.EncodeToString([]byte("id;salt;"+seed+";4"+strings.Repeat(";", 50<<10))) + ".mac",
+		"huge mac":        makeToken(1, 60, "id", "salt", seed, maxSteps, huge),
+		"many steps":      makeToken(1, 60, "id", "salt", seed, 1<<30, "mac"),
+		"huge step count": "2.1.60." + base64.StdEncoding.EncodeToString([]byte("id;salt;"+seed+";"+strings.Repeat("9", 5000))) + ".mac",
+	}
+	for name, token := range cases {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			defer cancel()
+			start := time.Now()
+			_, err := Solve(ctx, token)
+			took := time.Since(start)
+			require.Error(t, err)
+			assert.Less(t, took, 3*time.Second, "the solver stops within (about) its deadline")
+		})
+	}
+}
+
+// The largest token ParseToken takes, asking for the most steps, stops
+// at its deadline too: the solver looks at the context by the bytes it
+// hashed, not only by tries.
+func TestSolveLargestTokenStopsAtDeadline(t *testing.T) {
+	salt := strings.Repeat("s", maxField)
+	token := makeToken(1, 60, "id", salt, strings.Repeat("ab", maxField/2), maxSteps, "mac")
+	c, err := ParseToken(token)
+	require.NoError(t, err, "the largest token that parses")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+	defer cancel()
+	<-ctx.Done()
+	start := time.Now()
+	_, err = c.Solve(ctx)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Less(t, time.Since(start), 3*time.Second)
+	assert.LessOrEqual(t, c.checkEvery()*(len(c.Salt)+16), hashPerCheck, "a check at least every %d hashed bytes", hashPerCheck)
 }
 
 func TestSolveStopsWithContext(t *testing.T) {
@@ -143,12 +224,15 @@ func FuzzParseToken(f *testing.F) {
 	f.Add(publicToken)
 	f.Add(makeToken(1, 1, "x", "s", "0123a", 1, "m"))
 	f.Add("2.1.60.!!!.m")
+	f.Add("2.1.60." + base64.StdEncoding.EncodeToString([]byte("id;salt;0123a;2;extra;more")) + ".m.x")
 	f.Fuzz(func(t *testing.T, token string) {
 		c, err := ParseToken(token)
 		if err != nil {
 			require.ErrorIs(t, err, ErrMalformedToken)
 			return
 		}
+		require.LessOrEqual(t, len(token), maxToken, "a token past the bound is refused")
+		require.LessOrEqual(t, len(c.Salt)+len(c.Seed)+len(c.ID), 3*maxField, "each field is bounded")
 		off := c.offset(0)
 		require.True(t, off >= 0 && off+prefixLen <= len(c.Seed), "first prefix at %d of a %d-digit seed", off, len(c.Seed))
 		for i := 1; i <= c.Steps; i++ {

@@ -91,6 +91,10 @@ type Client struct {
 	// Egress, when set, is the pool of outbound proxies: each attempt is
 	// pinned to one, which the checkpoint cookie is bound to.
 	Egress *egress.Pool
+	// Drift is told of frames of a type, and finish reasons, the reader
+	// does not know; nil: one that logs to Logger is made on first use.
+	Drift     *utils.Drift
+	driftOnce sync.Once
 
 	// headers are BrowserHeaders(UserAgent) with Profile laid over them:
 	// the same on every request, so built once (by browserHeaders).
@@ -349,6 +353,9 @@ func (c *Client) attempt(ctx context.Context, req upstream.Request, fn func(upst
 			if reason == "" {
 				reason = frame.Get("messageMetadata.finishReason").String()
 			}
+			if !slices.Contains(finishReasons, reason) {
+				c.drift().Note("web chat", fmt.Sprintf("finish reason %q", reason))
+			}
 			// [DONE] normally follows; the reply is complete either way.
 			finished = true
 			// A cut answer is continued at once, by a request that wants
@@ -366,7 +373,11 @@ func (c *Client) attempt(ctx context.Context, req upstream.Request, fn func(upst
 			c.log(ctx, req, slog.LevelWarn, "upstream error frame", "error", utils.Clip(msg, 300))
 			return usage, "", models.Upstream(http.StatusBadGateway, "upstream_error", nil, "the upstream reported an error: %s", utils.Clip(msg, 300))
 		default:
-			fr.toolFrame(typ, frame) // the rare tool frames; other types are ignored
+			// The rare tool frames; other types are ignored, and noted
+			// when this version does not know them.
+			if !fr.toolFrame(typ, frame) && !knownFrame(typ) {
+				c.drift().Note("web chat", frameKind(typ))
+			}
 		}
 	}
 	if err := fr.flush(fn); err != nil {

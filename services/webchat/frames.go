@@ -4,9 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
+	"slices"
+	"strings"
 
 	"cursor2api/services/upstream"
+	"cursor2api/utils"
 )
 
 // maxKeptPending bounds the merge buffer a stream keeps between reads.
@@ -127,6 +131,39 @@ func (f *frameReader) buffered() (line []byte, ok bool) {
 	}
 	_, _ = f.r.Discard(i + 1) // within what is buffered: no read
 	return trimEOL(buf[:i+1]), true
+}
+
+// drift is c.Drift, made on first use when the wiring set none.
+func (c *Client) drift() *utils.Drift {
+	c.driftOnce.Do(func() {
+		if c.Drift == nil {
+			c.Drift = utils.NewDrift(c.Logger)
+		}
+	})
+	return c.Drift
+}
+
+// uiFrames are the Vercel AI SDK's UI message stream parts the upstream
+// may send besides those the reader acts on: they carry nothing the
+// answer needs. The tool frames are toolFrame's.
+var uiFrames = []string{"start", "finish-step", "start-step", "text-start", "text-end", "reasoning-start", "reasoning-end",
+	"message-metadata", "source-url", "source-document", "file", "abort"}
+
+// finishReasons are the AI SDK's finish reasons ("" when the frame has none).
+var finishReasons = []string{"", "stop", "length", "tool-calls", "content-filter", "error", "other", "unknown"}
+
+// knownFrame reports whether typ is a frame type the reader knows it may
+// pass over: a UI stream part of uiFrames, or a custom data-* part.
+func knownFrame(typ string) bool {
+	return slices.Contains(uiFrames, typ) || strings.HasPrefix(typ, "data-")
+}
+
+// frameKind names an unknown frame for the drift notice.
+func frameKind(typ string) string {
+	if typ == "" {
+		return "frame without a type"
+	}
+	return fmt.Sprintf("frame type %q", typ)
 }
 
 // dataPrefix starts an upstream frame's line, as the upstream writes it.

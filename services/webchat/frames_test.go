@@ -1,6 +1,7 @@
 package webchat
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -16,6 +17,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"cursor2api/services/upstream"
+	"cursor2api/utils"
 )
 
 // streamOf serves writes, each written and flushed apart, gate received
@@ -158,4 +160,48 @@ func merged(ds []upstream.Delta) []upstream.Delta {
 		out = append(out, d)
 	}
 	return out
+}
+
+// Frames with fields the reader does not read, frames of types it does
+// not know, a line that is no JSON and an unknown finish reason: the
+// answer is read from what it knows, and each unknown kind is noted once
+// (the known parts of the AI SDK's stream are not), never its content.
+func TestStreamToleratesUnknownFrames(t *testing.T) {
+	body := strings.Join([]string{
+		`data: {"type":"start","messageId":"m","newField":1}`,
+		`data: {"type":"start-step"}`,
+		`data: {"type":"data-usage-hint","data":{"x":1}}`,
+		`data: {"type":"text-start","id":"t0","providerMetadata":{}}`,
+		`data: {"type":"text-delta","id":"t0","delta":"Hel","providerMetadata":{"a":"b"}}`,
+		`data: {"type":"text-delta","delta":"lo","id":"t0"}`,
+		`data: {"type":"citation-delta","id":"c0","text":"private words"}`,
+		`data: {"type":"citation-delta","id":"c1","text":"more"}`,
+		`data: {"type":"tool-output-available","toolCallId":"x","output":"…"}`,
+		`data: not json at all`,
+		`event: something`,
+		`data: {"type":"text-end","id":"t0"}`,
+		`data: {"type":"finish-step"}`,
+		`data: {"type":"finish","finishReason":"paused","messageMetadata":{"usage":{"inputTokens":3,"outputTokens":2,"cachedTokens":1}}}`,
+		`data: [DONE]`,
+	}, "\n\n") + "\n\n"
+	c := streamOf(t, nil, body)
+	var logs bytes.Buffer
+	c.Drift = utils.NewDrift(slog.New(slog.NewTextHandler(&logs, nil)))
+	var text strings.Builder
+	usage, err := c.Stream(context.Background(), hiRequest, func(d upstream.Delta) error {
+		require.Equal(t, upstream.DeltaText, d.Kind)
+		text.WriteString(d.Text)
+		return nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, "Hello", text.String())
+	require.NotNil(t, usage)
+	assert.Equal(t, 5, usage.TotalTokens)
+	assert.Equal(t, []utils.DriftNotice{
+		{Component: "web chat", Kind: `finish reason "paused"`, Count: 1},
+		{Component: "web chat", Kind: `frame type "citation-delta"`, Count: 2},
+		{Component: "web chat", Kind: "frame without a type", Count: 1},
+	}, c.Drift.Notices())
+	assert.Equal(t, 3, strings.Count(logs.String(), "upstream format drift"), logs.String())
+	assert.NotContains(t, logs.String(), "private words")
 }

@@ -41,20 +41,22 @@ type toolCalls struct {
 }
 
 // toolFrame reads a frame of type typ when it is a frame of a call's
-// input, and ignores it otherwise (the server's tool output frames among
-// them: nothing for the client).
-func (f *frameReader) toolFrame(typ string, frame gjson.Result) {
+// input, and ignores the server's tool output frames (nothing for the
+// client). It reports whether typ was a tool frame.
+func (f *frameReader) toolFrame(typ string, frame gjson.Result) bool {
 	switch typ {
 	case "tool-input-start", "tool-input-delta", "tool-input-available", "tool-input-error":
+	case "tool-output-available", "tool-output-error":
+		return true
 	default:
-		return
+		return false
 	}
 	if f.calls == nil {
 		f.calls = &toolCalls{done: map[string]struct{}{}}
 	}
 	id := frame.Get("toolCallId").String()
 	if _, ok := f.calls.done[id]; ok && id != "" {
-		return
+		return true
 	}
 	call := f.calls.find(id)
 	if call == nil {
@@ -72,6 +74,7 @@ func (f *frameReader) toolFrame(typ string, frame gjson.Result) {
 	case "tool-input-available", "tool-input-error":
 		f.deliverCall(call, frame.Get("input"))
 	}
+	return true
 }
 
 // find returns the open call with id, nil when there is none.
