@@ -135,6 +135,12 @@ func auth(keys []string) gin.HandlerFunc {
 	}
 }
 
+// tenantOf is the fingerprint of the client key the request came with
+// (usage.KeyID; "" with auth off). What a request creates (a stored
+// response, a cloud run, a parked native turn) belongs to it, and only a
+// request of the same key finds it again: any other gets a 404.
+func tenantOf(c *gin.Context) string { return c.GetString(keyClient) }
+
 // bearerToken reads an Authorization header of the Bearer scheme (any
 // case, separated from the key by spaces or tabs). Its error says what is
 // wrong with a header that is there but unusable; it never quotes the key.
