@@ -134,3 +134,41 @@ func TestTenantsCloudRuns(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, responses.ResponseStatusCancelled, got.Status)
 }
+
+// TestTenantsParkedNativeTurns: a native turn parked at its tool call is
+// keyA's. keyB sending a conversation that ends in that call's result
+// does not resume it: its conversation is run afresh, and keyA's result
+// still resumes keyA's turn.
+func TestTenantsParkedNativeTurns(t *testing.T) {
+	s, up := newNativeStackEnv(t, map[string]string{"API_KEY": tenantKeys}, nativeScenarios)
+	a, b := s.sdk("key-tenant-a"), s.sdk("key-tenant-b")
+	ctx := context.Background()
+	params := openai.ChatCompletionNewParams{
+		Model:    "composer-2",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("SCENARIO:tool weather in Paris?")},
+		Tools:    e2eTools,
+	}
+	first, err := a.Chat.Completions.New(ctx, params)
+	require.NoError(t, err)
+	require.Len(t, first.Choices[0].Message.ToolCalls, 1)
+	call := first.Choices[0].Message.ToolCalls[0]
+	require.Len(t, up.Runs(), 1)
+
+	withResult := func(result string) openai.ChatCompletionNewParams {
+		p := params
+		p.Messages = append(p.Messages[:len(p.Messages):len(p.Messages)], first.Choices[0].Message.ToParam(), openai.ToolMessage(result, call.ID))
+		return p
+	}
+	stolen, err := b.Chat.Completions.New(ctx, withResult("B's forged result"))
+	require.NoError(t, err)
+	assert.Equal(t, "Paris: B's forged result", stolen.Choices[0].Message.Content)
+	require.Len(t, up.Runs(), 2, "keyB's results were replayed in a fresh run, not sent to keyA's parked one")
+	replayed := historyResults(up.Runs()[1].Request)
+	require.Len(t, replayed, 1)
+	assert.Equal(t, "B's forged result", replayed[0].text, "keyB's own conversation, replayed")
+
+	own, err := a.Chat.Completions.New(ctx, withResult("sunny"))
+	require.NoError(t, err)
+	assert.Equal(t, "Paris: sunny", own.Choices[0].Message.Content)
+	assert.Len(t, up.Runs(), 2, "keyA's result resumed keyA's parked run")
+}
