@@ -205,25 +205,31 @@ func TestStateSharedByTwoGateways(t *testing.T) {
 	a, b := startProc(t, env), startProc(t, env)
 
 	first := a.respond("sk-alice", "", "What is the capital of France?")
-	second := b.respond("sk-bob", first.Get("id").String(), "And of Italy?")
+	second := b.respond("sk-alice", first.Get("id").String(), "And of Italy?")
 	assert.True(t, upstreamSaw(up, "What is the capital of France?"), "the second gateway continued the first's conversation")
-	third := a.respond("sk-alice", second.Get("id").String(), "And of Spain?")
-	assert.True(t, upstreamSaw(up, "And of Italy?"))
+	third := a.respond("sk-bob", "", "And of Spain?")
 
+	// Each response is its key's on every replica; the other key finds
+	// none.
 	for _, g := range []*gatewayProc{a, b} {
-		for _, r := range []gjson.Result{first, second, third} {
-			status, got := g.call(http.MethodGet, "/v1/responses/"+r.Get("id").String(), "sk-bob", "")
+		for _, r := range []struct {
+			res        gjson.Result
+			owner, not string
+		}{{first, "sk-alice", "sk-bob"}, {second, "sk-alice", "sk-bob"}, {third, "sk-bob", "sk-alice"}} {
+			status, got := g.call(http.MethodGet, "/v1/responses/"+r.res.Get("id").String(), r.owner, "")
 			require.Equal(t, http.StatusOK, status, "%s", got.Raw)
-			assert.Equal(t, r.Get("id").String(), got.Get("id").String())
-			assert.Equal(t, r.Get("output.0.content.0.text").String(), got.Get("output.0.content.0.text").String())
+			assert.Equal(t, r.res.Get("id").String(), got.Get("id").String())
+			assert.Equal(t, r.res.Get("output.0.content.0.text").String(), got.Get("output.0.content.0.text").String())
+			status, got = g.call(http.MethodGet, "/v1/responses/"+r.res.Get("id").String(), r.not, "")
+			assert.Equal(t, http.StatusNotFound, status, "another key's response: %s", got.Raw)
 		}
 	}
-	status, _ := b.call(http.MethodDelete, "/v1/responses/"+third.Get("id").String(), "sk-alice", "")
+	status, _ := b.call(http.MethodDelete, "/v1/responses/"+third.Get("id").String(), "sk-bob", "")
 	require.Equal(t, http.StatusOK, status)
-	status, _ = a.call(http.MethodGet, "/v1/responses/"+third.Get("id").String(), "sk-alice", "")
+	status, _ = a.call(http.MethodGet, "/v1/responses/"+third.Get("id").String(), "sk-bob", "")
 	assert.Equal(t, http.StatusNotFound, status, "deleted on one, gone on the other")
 
-	alice, bob := sum(usageOf(first), usageOf(third)), usageOf(second)
+	alice, bob := sum(usageOf(first), usageOf(second)), usageOf(third)
 	require.Positive(t, alice[1])
 	var ids []string
 	for _, g := range []*gatewayProc{a, b} {

@@ -234,7 +234,7 @@ func (s *server) createCloudResponse(c *gin.Context, wire *responses.Request, mo
 	var run cloud.Run
 	var err error
 	if wire.PreviousResponseID != "" {
-		prev, ok := s.Cloud.IDs.Decode(wire.PreviousResponseID)
+		prev, ok := s.Cloud.IDs.Decode(wire.PreviousResponseID, tenantOf(c))
 		if !ok {
 			writeError(c, models.InvalidRequest("previous_response_id", "previous_response_id %q is not a cloud response of this gateway", utils.Clip(wire.PreviousResponseID, utils.QuoteLen)))
 			return
@@ -249,7 +249,7 @@ func (s *server) createCloudResponse(c *gin.Context, wire *responses.Request, mo
 			writeError(c, e)
 			return
 		}
-		ref = cloud.Ref{AgentID: prev.AgentID, RunID: run.ID, Model: wire.Model, Created: time.Now().Unix(),
+		ref = cloud.Ref{AgentID: prev.AgentID, RunID: run.ID, Model: wire.Model, Created: time.Now().Unix(), Owner: prev.Owner,
 			PrevRunID: prev.RunID, PrevModel: prev.Model, PrevCreated: prev.Created}
 	} else {
 		var agent cloud.Agent
@@ -263,7 +263,7 @@ func (s *server) createCloudResponse(c *gin.Context, wire *responses.Request, mo
 			writeError(c, e)
 			return
 		}
-		ref = cloud.Ref{AgentID: agent.ID, RunID: run.ID, Model: wire.Model, Created: time.Now().Unix()}
+		ref = cloud.Ref{AgentID: agent.ID, RunID: run.ID, Model: wire.Model, Created: time.Now().Unix(), Owner: tenantOf(c)}
 	}
 	id := s.Cloud.IDs.Encode(ref)
 	s.Logger.Info("cloud: run started", "request_id", c.GetString(keyRequestID), "agent_id", ref.AgentID, "run_id", ref.RunID, "background", wire.Background)
@@ -295,7 +295,7 @@ func (s *server) cloudID(c *gin.Context, id string) (cloud.Ref, bool) {
 		writeError(c, responseNotFound(id))
 		return cloud.Ref{}, false
 	}
-	ref, ok := s.Cloud.IDs.Decode(id)
+	ref, ok := s.Cloud.IDs.Decode(id, tenantOf(c))
 	if !ok {
 		writeError(c, responseNotFound(id))
 		return cloud.Ref{}, false
@@ -381,7 +381,7 @@ func cloudGone(err error, id string) error {
 func (s *server) cancelResponse(c *gin.Context) {
 	id := c.Param("id")
 	if !cloud.IsID(id) {
-		if _, ok, err := s.Responses.Get(c.Request.Context(), id); err != nil {
+		if _, ok, err := s.Responses.Get(c.Request.Context(), id, tenantOf(c)); err != nil {
 			writeError(c, s.storeError(c, err))
 			return
 		} else if ok {

@@ -178,6 +178,38 @@ func TestAuthMessagesArePrecise(t *testing.T) {
 	assert.Equal(t, http.StatusOK, r.status, r.body)
 }
 
+// TestAuthNeverLogsTheCredential sends a secret in every wrong place of
+// the auth headers, to the doors and to the admin endpoint, and finds no
+// eight bytes of it in the log or the answer.
+func TestAuthNeverLogsTheCredential(t *testing.T) {
+	s := newStack(t, map[string]string{"API_KEY": "key-one", "ADMIN_KEY": "admin-key-one"}, script(t, []string{"hello"}))
+	const secret = "sk-SeCrEt0123456789abcdef"
+	headers := [][]string{
+		{"Authorization", secret + " Bearer"},              // the key before the scheme
+		{"Authorization", secret + " " + secret},           // twice, no scheme
+		{"Authorization", secret},                          // no scheme at all
+		{"Authorization", "Bearer:" + secret},              // a colon for the space
+		{"Authorization", "Bearer " + secret},              // a wrong key
+		{"Authorization", "Basic " + secret},               // another scheme
+		{"Authorization", secret[:12] + " " + secret[12:]}, // a space inside the key
+		{"X-Api-Key", secret},
+	}
+	for _, h := range headers {
+		for _, path := range []string{"/v1/models", "/v1/organization/usage/completions"} {
+			r := s.do(t, http.MethodGet, path, "", h...)
+			assert.Equal(t, http.StatusUnauthorized, r.status, "%s %q: %s", path, h[1], r.body)
+			for i := 0; i+8 <= len(secret); i++ {
+				assert.NotContains(t, r.body, secret[i:i+8], "%s %q: the answer", path, h[1])
+			}
+		}
+	}
+	logs := s.logs.String()
+	require.Equal(t, 2*len(headers), strings.Count(logs, "status=401"), "every refusal is in the log")
+	for i := 0; i+8 <= len(secret); i++ {
+		require.NotContains(t, logs, secret[i:i+8], "the log holds part of the credential")
+	}
+}
+
 func TestParamPathsHaveIndexes(t *testing.T) {
 	s := newStack(t, nil, script(t, []string{"never sent"}))
 	cases := []struct {

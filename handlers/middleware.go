@@ -135,6 +135,12 @@ func auth(keys []string) gin.HandlerFunc {
 	}
 }
 
+// tenantOf is the fingerprint of the client key the request came with
+// (usage.KeyID; "" with auth off). What a request creates (a stored
+// response, a cloud run, a parked native turn) belongs to it, and only a
+// request of the same key finds it again: any other gets a 404.
+func tenantOf(c *gin.Context) string { return c.GetString(keyClient) }
+
 // bearerToken reads an Authorization header of the Bearer scheme (any
 // case, separated from the key by spaces or tabs). Its error says what is
 // wrong with a header that is there but unusable; it never quotes the key.
@@ -156,11 +162,34 @@ func bearerToken(header string) (string, *models.Error) {
 	case !found:
 		return bad("malformed_authorization", "the Authorization header has no scheme: send Authorization: Bearer <your API_KEY>, with the word Bearer and a space before the key")
 	case !strings.EqualFold(scheme, "Bearer"):
-		return bad("unsupported_auth_scheme", "the Authorization header uses the scheme %q, which this gateway does not take: send Authorization: Bearer <your API_KEY> (or the key alone in X-Api-Key)", utils.Clip(scheme, 20))
+		// The first word is named only when it is a scheme: a client that
+		// sends "<key> <something>" would find its key in the message,
+		// which the access log keeps.
+		named := "a scheme"
+		if name, ok := knownScheme(scheme); ok {
+			named = fmt.Sprintf("the scheme %q", name)
+		}
+		return bad("unsupported_auth_scheme", "the Authorization header uses %s which this gateway does not take: send Authorization: Bearer <your API_KEY> (or the key alone in X-Api-Key)", named)
 	case token == "":
 		return bad("missing_api_key", "the Authorization header says Bearer but holds no key: send Authorization: Bearer <your API_KEY>")
 	}
 	return token, nil
+}
+
+// authSchemes are the names of HTTP authentication schemes (IANA's
+// registry and a few in common use), the only first words of an
+// Authorization header an error message quotes.
+var authSchemes = []string{"Basic", "Digest", "DPoP", "GNAP", "HOBA", "Mutual", "Negotiate", "NTLM", "OAuth",
+	"PrivateToken", "SCRAM-SHA-1", "SCRAM-SHA-256", "vapid", "Concealed", "Token", "AWS4-HMAC-SHA256", "ApiKey"}
+
+// knownScheme is the registered spelling of scheme, if it is one.
+func knownScheme(scheme string) (string, bool) {
+	for _, s := range authSchemes {
+		if strings.EqualFold(s, scheme) {
+			return s, true
+		}
+	}
+	return "", false
 }
 
 // door is what the shared middleware needs to know of a front door: its

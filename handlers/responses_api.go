@@ -99,7 +99,7 @@ var missRetries = []time.Duration{50 * time.Millisecond, 150 * time.Millisecond}
 // previousResponse reads the response previous_response_id names.
 func (s *server) previousResponse(c *gin.Context, id string) (responses.Kept, bool, error) {
 	for i := 0; ; i++ {
-		prev, ok, err := s.Responses.Get(c.Request.Context(), id)
+		prev, ok, err := s.Responses.Get(c.Request.Context(), id, tenantOf(c))
 		if ok || err != nil || i == len(missRetries) {
 			return prev, ok, err
 		}
@@ -129,7 +129,7 @@ func (s *server) keepResponse(c *gin.Context, wire *responses.Request, dec *resp
 	}
 	items = append(dec.Items[:len(dec.Items):len(dec.Items)], items...)
 	// A failed write is queued for a retry; the answer stands.
-	if err := s.Responses.Put(c.Request.Context(), resp.ID, responses.Stored{Response: resp, Items: items, Output: out}); err != nil {
+	if err := s.Responses.Put(c.Request.Context(), resp.ID, responses.Stored{Owner: tenantOf(c), Response: resp, Items: items, Output: out}); err != nil {
 		s.Logger.Warn("responses: not stored yet", "request_id", c.GetString(keyRequestID), "error", utils.Clip(err.Error(), 300))
 	}
 }
@@ -140,7 +140,7 @@ func (s *server) getResponse(c *gin.Context) {
 		s.getCloudResponse(c, c.Param("id"))
 		return
 	}
-	st, ok, err := s.Responses.Get(c.Request.Context(), c.Param("id"))
+	st, ok, err := s.Responses.Get(c.Request.Context(), c.Param("id"), tenantOf(c))
 	if err != nil {
 		writeError(c, s.storeError(c, err))
 		return
@@ -155,7 +155,7 @@ func (s *server) getResponse(c *gin.Context) {
 // deleteResponse is DELETE /v1/responses/{id}.
 func (s *server) deleteResponse(c *gin.Context) {
 	id := c.Param("id")
-	kept, err := s.Responses.Delete(c.Request.Context(), id)
+	kept, err := s.Responses.Delete(c.Request.Context(), id, tenantOf(c))
 	if err != nil {
 		writeError(c, s.storeError(c, err))
 		return

@@ -32,6 +32,7 @@ func (s *server) prepare(c *gin.Context, req *models.Request) (*chat.Prepared, b
 	c.Set(keyAnswer, true)
 	req.Client = clientOf(c.Request)
 	req.Session = sessionOf(c.Request, req.Session)
+	req.Tenant = tenantOf(c)
 	// Every door's names go through MODEL_ALIASES: Claude Code's claude-*
 	// and Codex's gpt-* reach what the upstream serves today.
 	if public, ok := s.Aliases.Resolve(req.Model, s.Catalog); ok && public != req.Model {

@@ -182,6 +182,11 @@ type Request struct {
 	// prompt_cache_key): a back door with several accounts keeps the
 	// conversation on one by it.
 	Session string
+	// Tenant is the fingerprint of the client key the request came with
+	// ("" with auth off). What a request leaves behind for a later one (a
+	// native turn parked at its tool calls) belongs to it: a request of
+	// another tenant does not find it.
+	Tenant string
 	// MCPServers are MCP servers the request names for itself (the
 	// Responses mcp tool, Anthropic's mcp_servers): the gateway connects
 	// to them for this request, when MCP_REMOTE_HOSTS allows.

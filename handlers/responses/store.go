@@ -8,12 +8,17 @@ import (
 	"time"
 
 	"cursor2api/services/state"
+	"cursor2api/utils"
 )
 
 // Stored is a kept response: the response object, and the conversation it
 // ends (its input items, those of the responses before it, and its own
 // output items), which previous_response_id continues.
 type Stored struct {
+	// Owner is the fingerprint of the client key that made the response
+	// (usage.KeyID; "" with auth off). Get and Delete find it for that
+	// owner only.
+	Owner    string
 	Response Response
 	Items    []json.RawMessage
 	// Output, when set, is Response.Output encoded already (a stream's
@@ -24,6 +29,9 @@ type Stored struct {
 // Kept is a stored response as the store gives it back: the response
 // object as the API shows it, and the conversation.
 type Kept struct {
+	// Owner is Stored.Owner; "" for a response kept by a gateway of
+	// before owners, which only a gateway without API_KEY finds.
+	Owner    string            `json:"owner,omitempty"`
 	Response json.RawMessage   `json:"response"`
 	Items    []json.RawMessage `json:"items"`
 }
@@ -134,8 +142,14 @@ func encodeKept(st Stored) ([]byte, error) {
 	for _, it := range st.Items {
 		size += len(it) + 1
 	}
-	b := make([]byte, 0, size)
-	b = append(b, `{"response":`...)
+	b := make([]byte, 0, size+len(st.Owner)+16)
+	b = append(b, '{')
+	if st.Owner != "" {
+		b = append(b, `"owner":`...)
+		b = utils.AppendJSONString(b, st.Owner)
+		b = append(b, ',')
+	}
+	b = append(b, `"response":`...)
 	for _, p := range resp {
 		b = append(b, p...)
 	}
@@ -149,10 +163,10 @@ func encodeKept(st Stored) ([]byte, error) {
 	return append(b, "]}"...), nil
 }
 
-// Get returns a kept response that has not expired; ok is false when
-// there is none, and err is set (wrapping ErrUnavailable) when the state
-// store failed.
-func (s *Store) Get(ctx context.Context, id string) (st Kept, ok bool, err error) {
+// Get returns a kept response of owner that has not expired; ok is false
+// when there is none, or it is another owner's (as if there were none),
+// and err is set (wrapping ErrUnavailable) when the state store failed.
+func (s *Store) Get(ctx context.Context, id, owner string) (st Kept, ok bool, err error) {
 	var b []byte
 	err = s.q.Read(ctx, func(ctx context.Context) error {
 		var err error
@@ -168,12 +182,20 @@ func (s *Store) Get(ctx context.Context, id string) (st Kept, ok bool, err error
 	if err := json.Unmarshal(b, &st); err != nil {
 		return Kept{}, false, fmt.Errorf("decoding kept response %s: %w", id, err)
 	}
+	if st.Owner != owner {
+		return Kept{}, false, nil
+	}
 	return st, true, nil
 }
 
-// Delete forgets a response; it reports whether one was kept (an
-// expired one was not).
-func (s *Store) Delete(ctx context.Context, id string) (bool, error) {
+// Delete forgets a response of owner; it reports whether one was kept
+// (an expired one, or another owner's, was not, and is left alone).
+func (s *Store) Delete(ctx context.Context, id, owner string) (bool, error) {
+	// Response ids are random and never reused, so the owner read here
+	// is still the owner when the delete lands.
+	if _, ok, err := s.Get(ctx, id, owner); err != nil || !ok {
+		return false, err
+	}
 	var kept bool
 	err := s.q.Read(ctx, func(ctx context.Context) error {
 		var err error

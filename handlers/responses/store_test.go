@@ -53,7 +53,7 @@ func idOf(t *testing.T, k Kept) string {
 
 func has(t *testing.T, s *Store, id string) bool {
 	t.Helper()
-	_, ok, err := s.Get(context.Background(), id)
+	_, ok, err := s.Get(context.Background(), id, "")
 	require.NoError(t, err)
 	return ok
 }
@@ -70,7 +70,7 @@ func TestStoreKeepsTheLastN(t *testing.T) {
 		c.add(time.Second)
 	}
 	for i, want := range []bool{false, false, true, true, true} {
-		got, ok, err := s.Get(context.Background(), fmt.Sprintf("r%d", i))
+		got, ok, err := s.Get(context.Background(), fmt.Sprintf("r%d", i), "")
 		require.NoError(t, err)
 		assert.Equal(t, want, ok, "r%d", i)
 		if ok {
@@ -89,7 +89,7 @@ func TestStoreExpires(t *testing.T) {
 	assert.False(t, has(t, s, "old"), "expired")
 	assert.True(t, has(t, s, "new"))
 	c.add(time.Minute)
-	kept, err := s.Delete(context.Background(), "new")
+	kept, err := s.Delete(context.Background(), "new", "")
 	require.NoError(t, err)
 	assert.False(t, kept, "an expired one is not deleted: it was gone")
 }
@@ -97,10 +97,10 @@ func TestStoreExpires(t *testing.T) {
 func TestStoreDelete(t *testing.T) {
 	s, _ := newTestStore(10, time.Minute)
 	put(t, s, "a", stored("a"))
-	kept, err := s.Delete(context.Background(), "a")
+	kept, err := s.Delete(context.Background(), "a", "")
 	require.NoError(t, err)
 	assert.True(t, kept)
-	kept, err = s.Delete(context.Background(), "a")
+	kept, err = s.Delete(context.Background(), "a", "")
 	require.NoError(t, err)
 	assert.False(t, kept)
 	assert.False(t, has(t, s, "a"))
@@ -117,7 +117,7 @@ func TestStoreReplace(t *testing.T) {
 	put(t, s, "a", stored("a"))
 	put(t, s, "a", Stored{Response: Response{ID: "a", Status: StatusCompleted}})
 	put(t, s, "b", stored("b"))
-	got, ok, err := s.Get(context.Background(), "a")
+	got, ok, err := s.Get(context.Background(), "a", "")
 	require.NoError(t, err)
 	require.True(t, ok, "a replaced response counts once")
 	var r struct{ Status string }
@@ -133,10 +133,10 @@ func TestStoreConcurrent(t *testing.T) {
 			for i := range 200 {
 				id := fmt.Sprintf("g%d-%d", g, i)
 				assert.NoError(t, s.Put(context.Background(), id, stored(id)))
-				_, _, err := s.Get(context.Background(), id)
+				_, _, err := s.Get(context.Background(), id, "")
 				assert.NoError(t, err)
 				if i%3 == 0 {
-					_, err := s.Delete(context.Background(), id)
+					_, err := s.Delete(context.Background(), id, "")
 					assert.NoError(t, err)
 				}
 			}
@@ -186,7 +186,7 @@ func TestStoreSharedThroughRedis(t *testing.T) {
 	}
 	a, b := open(), open()
 	put(t, a, "r1", stored("r1"))
-	got, ok, err := b.Get(t.Context(), "r1")
+	got, ok, err := b.Get(t.Context(), "r1", "")
 	require.NoError(t, err)
 	require.True(t, ok)
 	want, err := json.Marshal(stored("r1").Response)
@@ -196,13 +196,13 @@ func TestStoreSharedThroughRedis(t *testing.T) {
 	put(t, b, "r2", stored("r2"))
 	put(t, b, "r3", stored("r3"))
 	assert.False(t, has(t, a, "r1"), "RESPONSES_STORE_MAX holds across replicas")
-	kept, err := a.Delete(t.Context(), "r3")
+	kept, err := a.Delete(t.Context(), "r3", "")
 	require.NoError(t, err)
 	assert.True(t, kept)
 	assert.False(t, has(t, b, "r3"))
 
 	srv.Stop()
-	_, _, err = a.Get(t.Context(), "r2")
+	_, _, err = a.Get(t.Context(), "r2", "")
 	require.ErrorIs(t, err, ErrUnavailable, "a lost store is an error, not a missing response")
 }
 
@@ -237,4 +237,54 @@ func TestEncodeKeptReusesTheStreamsItems(t *testing.T) {
 			assert.Len(t, gjson.GetBytes(kept.Response, "output").Array(), len(w.OutputItems()))
 		})
 	}
+}
+
+// TestStoreOwners: a response is found, and deleted, by its owner's key
+// only; another key finds nothing and deletes nothing. A response kept
+// by a gateway of before owners (none in its JSON) is found only without
+// a key, as a gateway without API_KEY asks.
+func TestStoreOwners(t *testing.T) {
+	s, _ := newTestStore(10, time.Hour)
+	keyA := Stored{Owner: "key_aaaaaaaa", Response: Response{ID: "a"}}
+	put(t, s, "a", keyA)
+	put(t, s, "open", stored("open"))
+	// As a gateway of before owners wrote it: no owner field at all.
+	old, err := json.Marshal(map[string]any{"response": map[string]any{"id": "old"}, "items": []any{}})
+	require.NoError(t, err)
+	require.NoError(t, s.q.Store().Put(t.Context(), table, "old", old, state.Limits{Max: 10, TTL: time.Hour}))
+
+	for _, tc := range []struct {
+		id, owner string
+		found     bool
+	}{
+		{"a", "key_aaaaaaaa", true},
+		{"a", "key_bbbbbbbb", false},
+		{"a", "", false},
+		{"open", "", true},
+		{"open", "key_aaaaaaaa", false},
+		{"old", "", true},
+		{"old", "key_aaaaaaaa", false},
+	} {
+		got, ok, err := s.Get(t.Context(), tc.id, tc.owner)
+		require.NoError(t, err)
+		assert.Equal(t, tc.found, ok, "%s read by %q", tc.id, tc.owner)
+		if ok {
+			assert.Equal(t, tc.id, idOf(t, got))
+			assert.Equal(t, tc.owner, got.Owner)
+		}
+		if !tc.found {
+			kept, err := s.Delete(t.Context(), tc.id, tc.owner)
+			require.NoError(t, err)
+			assert.False(t, kept, "%s deleted by %q", tc.id, tc.owner)
+		}
+	}
+	for id, owner := range map[string]string{"a": "key_aaaaaaaa", "open": "", "old": ""} {
+		_, ok, err := s.Get(t.Context(), id, owner)
+		require.NoError(t, err)
+		assert.True(t, ok, "%s outlived the deletes of other keys", id)
+	}
+	kept, err := s.Delete(t.Context(), "a", "key_aaaaaaaa")
+	require.NoError(t, err)
+	assert.True(t, kept, "the owner deletes it")
+	assert.False(t, has(t, s, "a"))
 }

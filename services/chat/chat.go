@@ -130,6 +130,8 @@ type Prepared struct {
 	Choice       models.ToolChoice
 	// Session is the client's id of the conversation (may be empty).
 	Session string
+	// Tenant is the request's client key fingerprint (models.Request.Tenant).
+	Tenant string
 	// RemoteTools are the tools of the MCP servers the request named for
 	// itself, as listed when the gateway connected (PrepareContext), for
 	// a door that shows the listing (Responses' mcp_list_tools).
@@ -180,7 +182,7 @@ func (s *Service) Prepare(req *models.Request, requestID string) (*Prepared, err
 	}
 	p := &Prepared{
 		RequestID: requestID, Model: model, Thinking: opts.Thinking, SingleCall: req.SingleCall, MaxOutputTokens: req.MaxOutputTokens, StopSequences: req.StopSequences,
-		ShowThinking: s.settings.ExposeThinking || req.ShowThinking, checker: NewArgumentChecker(tools), Session: req.Session,
+		ShowThinking: s.settings.ExposeThinking || req.ShowThinking, checker: NewArgumentChecker(tools), Session: req.Session, Tenant: req.Tenant,
 	}
 	_, native := s.dialect.(nativeDialect)
 	if opts.ToolsActive() {

@@ -50,7 +50,7 @@ func (textDialect) request(p *Prepared, note string) upstream.Request {
 	if note != "" {
 		msgs = withNote(msgs, note)
 	}
-	return upstream.Request{Model: p.Model.Upstream, Messages: msgs, Thinking: p.Thinking, Session: p.Session, RequestID: p.RequestID}
+	return upstream.Request{Model: p.Model.Upstream, Messages: msgs, Thinking: p.Thinking, Session: p.Session, Tenant: p.Tenant, RequestID: p.RequestID}
 }
 
 func (textDialect) reader(p *Prepared, maxBuffered int, streamArgs bool) turnReader {
@@ -114,7 +114,7 @@ func (nativeDialect) request(p *Prepared, note string) upstream.Request {
 	}
 	return upstream.Request{
 		Model: p.Model.Upstream, Conversation: conv, Tools: p.Tools, Choice: p.Choice,
-		Thinking: p.Thinking, Session: p.Session, RequestID: p.RequestID,
+		Thinking: p.Thinking, Session: p.Session, Tenant: p.Tenant, RequestID: p.RequestID,
 	}
 }
 

@@ -27,13 +27,13 @@ func TestIDs(t *testing.T) {
 	ref := cloud.Ref{AgentID: "bc-1", RunID: "run-2", Model: "cursor-cloud/composer-2", Created: 1700000000}
 	id := ids.Encode(ref)
 	assert.True(t, cloud.IsID(id))
-	got, ok := ids.Decode(id)
+	got, ok := ids.Decode(id, "")
 	require.True(t, ok)
 	assert.Equal(t, ref, got)
 
 	follow := cloud.Ref{AgentID: "bc-1", RunID: "run-3", Model: "cursor-cloud", Created: 1700000100, PrevRunID: "run-2", PrevModel: ref.Model, PrevCreated: ref.Created}
 	fid := ids.Encode(follow)
-	got, ok = ids.Decode(fid)
+	got, ok = ids.Decode(fid, "")
 	require.True(t, ok)
 	assert.Equal(t, follow, got)
 	prev, ok := got.Prev()
@@ -42,7 +42,7 @@ func TestIDs(t *testing.T) {
 	_, ok = ref.Prev()
 	assert.False(t, ok)
 
-	_, ok = cloud.NewIDs("other secret").Decode(id)
+	_, ok = cloud.NewIDs("other secret").Decode(id, "")
 	assert.False(t, ok, "another deployment's id")
 	payload, mac, _ := strings.Cut(strings.TrimPrefix(id, cloud.IDPrefix), ".")
 	for name, bad := range map[string]string{
@@ -54,9 +54,37 @@ func TestIDs(t *testing.T) {
 		"not base64":    cloud.IDPrefix + "!!." + mac,
 		"huge":          cloud.IDPrefix + strings.Repeat("A", 2000) + "." + mac,
 	} {
-		_, ok := ids.Decode(bad)
+		_, ok := ids.Decode(bad, "")
 		assert.False(t, ok, name)
 	}
+}
+
+// TestIDsOwners: an id decodes for the client key that launched its run
+// only, and its follow-ups' ids and their previous ids stay that key's.
+func TestIDsOwners(t *testing.T) {
+	ids := cloud.NewIDs("secret")
+	a := cloud.Ref{AgentID: "bc-1", RunID: "run-2", Model: "cursor-cloud", Created: 1700000000, Owner: "key_aaaaaaaa"}
+	id := ids.Encode(a)
+	for _, owner := range []string{"key_bbbbbbbb", "", "key_aaaaaaa", "key_aaaaaaaa\x00"} {
+		_, ok := ids.Decode(id, owner)
+		assert.False(t, ok, "decoded for %q", owner)
+	}
+	got, ok := ids.Decode(id, "key_aaaaaaaa")
+	require.True(t, ok)
+	assert.Equal(t, a, got)
+
+	open := a
+	open.Owner = ""
+	_, ok = ids.Decode(ids.Encode(open), "key_aaaaaaaa")
+	assert.False(t, ok, "an id of no owner (auth off) is no key's")
+	assert.NotEqual(t, id, ids.Encode(open), "the owner is in the MAC")
+
+	follow := cloud.Ref{AgentID: "bc-1", RunID: "run-3", Model: "cursor-cloud", Created: 1700000100, PrevRunID: "run-2", PrevModel: a.Model, PrevCreated: a.Created, Owner: a.Owner}
+	got, ok = ids.Decode(ids.Encode(follow), "key_aaaaaaaa")
+	require.True(t, ok)
+	prev, ok := got.Prev()
+	require.True(t, ok)
+	assert.Equal(t, id, ids.Encode(prev), "the previous id is the owner's")
 }
 
 func TestUpstreamModel(t *testing.T) {

@@ -19,6 +19,11 @@ const IDPrefix = "resp_cloud_"
 type Ref struct {
 	AgentID, RunID, Model string
 	Created               int64
+	// Owner is the fingerprint of the client key that launched the run
+	// ("" with auth off). It is not in the id: it keys the id's HMAC, so
+	// that the id decodes for its owner only, and another key's request
+	// finds no such response.
+	Owner string
 
 	PrevRunID, PrevModel string
 	PrevCreated          int64
@@ -29,7 +34,7 @@ func (r Ref) Prev() (Ref, bool) {
 	if r.PrevRunID == "" {
 		return Ref{}, false
 	}
-	return Ref{AgentID: r.AgentID, RunID: r.PrevRunID, Model: r.PrevModel, Created: r.PrevCreated}, true
+	return Ref{AgentID: r.AgentID, RunID: r.PrevRunID, Model: r.PrevModel, Created: r.PrevCreated, Owner: r.Owner}, true
 }
 
 // IDs signs and reads cloud response ids. An id carries its agent and run
@@ -57,18 +62,28 @@ func (k *IDs) Encode(r Ref) string {
 	if r.PrevRunID != "" {
 		payload += "\x00" + r.PrevRunID + "\x00" + r.PrevModel + "\x00" + strconv.FormatInt(r.PrevCreated, 10)
 	}
-	return IDPrefix + base64.RawURLEncoding.EncodeToString([]byte(payload)) + "." + base64.RawURLEncoding.EncodeToString(k.mac(payload))
+	return IDPrefix + base64.RawURLEncoding.EncodeToString([]byte(payload)) + "." + base64.RawURLEncoding.EncodeToString(k.mac(r.Owner, payload))
 }
 
-func (k *IDs) mac(payload string) []byte {
-	m := hmac.New(sha256.New, k.key)
+// mac signs payload for owner. Each owner has a key of its own, derived
+// from the deployment's, so no payload of one owner's signs for another;
+// the ids of no owner (auth off) are signed as ids were before owners.
+func (k *IDs) mac(owner, payload string) []byte {
+	key := k.key
+	if owner != "" {
+		m := hmac.New(sha256.New, k.key)
+		m.Write([]byte("owner\x00" + owner))
+		key = m.Sum(nil)
+	}
+	m := hmac.New(sha256.New, key)
 	m.Write([]byte(payload))
 	return m.Sum(nil)[:macLen]
 }
 
-// Decode reads an id Encode made with the same key; ok is false for
-// anything else.
-func (k *IDs) Decode(id string) (Ref, bool) {
+// Decode reads an id Encode made with the same key for the same owner
+// (Ref.Owner); ok is false for anything else, another owner's id
+// included.
+func (k *IDs) Decode(id, owner string) (Ref, bool) {
 	rest, ok := strings.CutPrefix(id, IDPrefix)
 	if !ok || len(rest) > 1024 {
 		return Ref{}, false
@@ -79,7 +94,7 @@ func (k *IDs) Decode(id string) (Ref, bool) {
 	}
 	payload, err1 := base64.RawURLEncoding.DecodeString(p64)
 	mac, err2 := base64.RawURLEncoding.DecodeString(m64)
-	if err1 != nil || err2 != nil || !hmac.Equal(mac, k.mac(string(payload))) {
+	if err1 != nil || err2 != nil || !hmac.Equal(mac, k.mac(owner, string(payload))) {
 		return Ref{}, false
 	}
 	f := strings.Split(string(payload), "\x00")
@@ -90,7 +105,7 @@ func (k *IDs) Decode(id string) (Ref, bool) {
 	if err != nil {
 		return Ref{}, false
 	}
-	r := Ref{AgentID: f[0], RunID: f[1], Model: f[2], Created: created}
+	r := Ref{AgentID: f[0], RunID: f[1], Model: f[2], Created: created, Owner: owner}
 	if len(f) == 7 {
 		if r.PrevCreated, err = strconv.ParseInt(f[6], 10, 64); err != nil || f[4] == "" {
 			return Ref{}, false

@@ -296,13 +296,14 @@ func uuid() string {
 }
 
 // Stream implements upstream.Upstream. A conversation that ends with the
-// results of a parked turn's calls resumes that turn; any other starts a
-// fresh run. A turn that stops at tool calls returns with the calls sent
+// results of a parked turn's calls, sent by the tenant that parked it,
+// resumes that turn; any other starts a fresh run (another tenant's
+// results for those calls too: the turn stays parked for its own). A turn that stops at tool calls returns with the calls sent
 // and its run parked.
 func (c *Client) Stream(ctx context.Context, req upstream.Request, fn func(upstream.Delta) error) (*models.Usage, error) {
 	sent := false
 	if ids, results := trailingResults(req.Conversation); len(ids) > 0 {
-		if r := c.park.take(ids); r != nil {
+		if r := c.park.take(ids, req.Tenant); r != nil {
 			usage, err := c.resume(ctx, r, results, fn, &sent)
 			if !errors.Is(err, errRunGone) || sent {
 				return usage, err
@@ -488,7 +489,7 @@ func (c *Client) attempt(ctx context.Context, req upstream.Request, fn func(upst
 	}
 	rctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	r := &run{
-		c: c, id: runID, convID: convID, model: req.Model, lease: lease,
+		c: c, id: runID, convID: convID, model: req.Model, tenant: req.Tenant, lease: lease,
 		log: c.log.With("request_id", req.RequestID, "run", runID, "key", lease.Name()),
 		ctx: rctx, cancel: cancel, events: make(chan event, 64), done: make(chan struct{}), beating: make(chan struct{}),
 		reqCtx: plan.reqCtx, names: plan.names, blobs: newBlobStore(c.opts.RunBlobBytes),

@@ -89,12 +89,15 @@ func (p *parking) park(r *run, ids []string) bool {
 	return true
 }
 
-// take removes and returns the run one of ids belongs to.
-func (p *parking) take(ids []string) *run {
+// take removes and returns the run one of ids belongs to, when tenant
+// parked it (upstream.Request.Tenant). Another tenant's run is left
+// parked for its own: a call id is no key, and results that name it from
+// another client key are that client's own conversation, replayed.
+func (p *parking) take(ids []string, tenant string) *run {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, id := range ids {
-		if e, ok := p.byKey[callKey(id)]; ok {
+		if e, ok := p.byKey[callKey(id)]; ok && e.r.tenant == tenant {
 			p.removeLocked(e)
 			e.timer.Stop()
 			return e.r

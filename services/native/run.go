@@ -65,6 +65,9 @@ type run struct {
 	id     string // run_id, the x-request-id
 	convID string
 	model  string
+	// tenant is the client key fingerprint of the request that started
+	// the run (upstream.Request.Tenant): only its results resume it.
+	tenant string
 	lease  *keys.Lease
 	conn   conn
 	log    *slog.Logger

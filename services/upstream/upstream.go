@@ -45,6 +45,10 @@ type Request struct {
 	// session id, or a hash of its first messages), so that a back door
 	// with several accounts keeps a conversation on one. May be empty.
 	Session string
+	// Tenant is the fingerprint of the client key the conversation came
+	// with ("" with auth off). What a back door keeps for a later request
+	// (a turn parked at its tool calls) is kept for that tenant only.
+	Tenant string
 	// RequestID is the gateway's request id, for logs.
 	RequestID string
 }
