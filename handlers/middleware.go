@@ -169,7 +169,7 @@ func bearerToken(header string) (string, *models.Error) {
 		if name, ok := knownScheme(scheme); ok {
 			named = fmt.Sprintf("the scheme %q", name)
 		}
-		return bad("unsupported_auth_scheme", "the Authorization header uses %s which this gateway does not take: send Authorization: Bearer <your API_KEY> (or the key alone in X-Api-Key)", named)
+		return bad("unsupported_auth_scheme", "the Authorization header uses %s, which this gateway does not take: send Authorization: Bearer <your API_KEY> (or the key alone in X-Api-Key)", named)
 	case token == "":
 		return bad("missing_api_key", "the Authorization header says Bearer but holds no key: send Authorization: Bearer <your API_KEY>")
 	}

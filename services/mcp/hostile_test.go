@@ -172,7 +172,10 @@ func TestHostileServerCalls(t *testing.T) {
 	srv := httptest.NewServer(&mcptest.Hostile{})
 	defer srv.Close()
 	var log syncBuffer
-	r := hostileRemote(&log, 3*time.Second)
+	// A generous timeout for the calls that must finish (a loaded CI
+	// machine parses 50,000 parts slowly under -race), a short one for
+	// those that must be cut.
+	r := hostileRemote(&log, time.Minute)
 	ctx := context.Background()
 	b, err := r.Dial(ctx, []models.MCPServer{{Label: "evil", URL: srv.URL + "/mcp", Param: "p"}})
 	require.NoError(t, err)
@@ -203,6 +206,7 @@ func TestHostileServerCalls(t *testing.T) {
 	for _, tool := range []string{"hang", "drip"} {
 		t.Run(tool, func(t *testing.T) {
 			// a new session: the huge answer above broke the first one
+			r := hostileRemote(&log, 3*time.Second)
 			b, err := r.Dial(ctx, []models.MCPServer{{Label: "evil", URL: srv.URL + "/mcp", Param: "p"}})
 			require.NoError(t, err)
 			defer b.Close()
