@@ -582,7 +582,7 @@ func (s *Service) attempt(ctx context.Context, p *Prepared, note string, streamA
 	}
 	// The upstream reported nothing: estimate. The output was counted as
 	// it went (an addition per event), the prompt only now.
-	u := models.Usage{InputTokens: estimateTokens(requestBytes(req)), OutputTokens: estimateTokens(outBytes)}
+	u := models.Usage{InputTokens: estimateTokens(req.Bytes()), OutputTokens: estimateTokens(outBytes)}
 	u.TotalTokens = u.InputTokens + u.OutputTokens
 	return u, cut, nil
 }
@@ -615,34 +615,8 @@ func cutAtRune(s string, n int) string {
 // upstream, as usage does when the upstream reports none: for a door that
 // must state the input before the answer ends.
 func (p *Prepared) EstimatedInputTokens() int {
-	return estimateTokens(requestBytes(p.req))
+	return estimateTokens(p.req.Bytes())
 }
-
-// requestBytes is the size of the conversation a request sends: its text
-// turns, or its messages' content and tools.
-func requestBytes(req upstream.Request) int {
-	n := 0
-	for _, m := range req.Messages {
-		n += len(m.Text)
-	}
-	for _, m := range req.Conversation {
-		for _, b := range m.Blocks {
-			n += len(b.Text) + len(b.Name) + len(b.Arguments)
-			if b.Kind == models.BlockImage {
-				n += imageBytes
-			}
-		}
-	}
-	for _, t := range req.Tools {
-		n += len(t.Name) + len(t.Description) + len(t.Parameters)
-	}
-	return n
-}
-
-// imageBytes is what an image counts for in the estimate: the bytes of
-// about 1,600 tokens, what a large image costs on Claude (width × height
-// / 750, capped near there), not the size of its data.
-const imageBytes = 1600 * 4
 
 // loopUsage estimates the usage of an answer the gateway gave itself.
 func loopUsage(p *Prepared) models.Usage {
