@@ -16,10 +16,9 @@ import (
 // text, where toolproto's parser finds them. A native back door takes the
 // conversation and its tools as they are and returns its calls whole.
 //
-// Either way an upstream turn becomes the same stream of toolproto
-// events, so that everything after them (schema checks and coercion,
-// strict mode, the retries, the loop guard, the output bound) is one path
-// for every back door.
+// The dialect holds all that differs between the two (New chooses it
+// once), so the core has one path and never asks which it has: an
+// upstream turn becomes the same stream of toolproto events either way.
 type dialect interface {
 	// prepare writes p.req, the upstream request of conv (the conversation
 	// so far) with p's tools and choice. Prepare calls it once, and each
