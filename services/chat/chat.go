@@ -91,8 +91,8 @@ const (
 type Service struct {
 	settings Settings
 	upstream upstream.Upstream
-	// dialect is how tools reach the upstream: natively, or through the
-	// text protocol.
+	// dialect is all the core does differently for its kind of back
+	// door, chosen once here.
 	dialect dialect
 	logger  *slog.Logger
 }
@@ -101,7 +101,7 @@ type Service struct {
 // the conversation and its tools as they are; any other is taught tools
 // through the text protocol.
 func New(settings Settings, up upstream.Upstream, logger *slog.Logger) *Service {
-	var d dialect = textDialect{}
+	var d dialect = textDialect{maxInput: settings.MaxInputLength}
 	if upstream.IsNative(up) {
 		d = nativeDialect{}
 	}
@@ -119,15 +119,16 @@ type Prepared struct {
 	Thinking bool
 	// ShowThinking sends the thinking to the client as reasoning.
 	ShowThinking bool
-	Trigger      string // empty when no tool is exposed
-	// Messages is the conversation for a text back door: text turns with
-	// the tool protocol.
-	Messages []models.Turn
-	// Conversation, Tools and Choice are the request as the client sent
-	// it, for a native back door (Tools empty when none may be called).
-	Conversation []models.Message
-	Tools        []models.Tool
-	Choice       models.ToolChoice
+	// tools are the tools offered (the client's and the gateway's), and
+	// choice the request's tool choice; the rounds of the gateway's tools
+	// change both.
+	tools  []models.Tool
+	choice models.ToolChoice
+	// req is the upstream request the dialect wrote (dialect.prepare).
+	req upstream.Request
+	// trigger is the text protocol's call marker, when the dialect writes
+	// tools into the text (empty otherwise).
+	trigger string
 	// Session is the client's id of the conversation (may be empty).
 	Session string
 	// Tenant is the request's client key fingerprint (models.Request.Tenant).
@@ -173,25 +174,13 @@ func (s *Service) Prepare(req *models.Request, requestID string) (*Prepared, err
 		}
 	}
 	tools, run := s.offerRunner(req)
-	opts := toolproto.PromptOptions{
-		Tools:          tools,
-		Choice:         req.Choice,
-		Thinking:       model.Thinking || req.Thinking,
-		SingleCall:     req.SingleCall,
-		MaxInputLength: s.settings.MaxInputLength,
-	}
 	p := &Prepared{
-		RequestID: requestID, Model: model, Thinking: opts.Thinking, SingleCall: req.SingleCall, MaxOutputTokens: req.MaxOutputTokens, StopSequences: req.StopSequences,
+		RequestID: requestID, Model: model, Thinking: model.Thinking || req.Thinking, SingleCall: req.SingleCall, MaxOutputTokens: req.MaxOutputTokens, StopSequences: req.StopSequences,
 		ShowThinking: s.settings.ExposeThinking || req.ShowThinking, checker: NewArgumentChecker(tools), Session: req.Session, Tenant: req.Tenant,
+		tools: tools, choice: req.Choice,
 	}
-	_, native := s.dialect.(nativeDialect)
-	if opts.ToolsActive() {
-		if native {
-			p.Tools, p.Choice = tools, req.Choice
-		} else {
-			opts.Trigger = toolproto.NewTrigger()
-			p.Trigger = opts.Trigger
-		}
+	active := p.toolsActive()
+	if active {
 		for _, t := range tools {
 			p.ToolNames = append(p.ToolNames, t.Name)
 			if t.RawInput != "" {
@@ -216,23 +205,20 @@ func (s *Service) Prepare(req *models.Request, requestID string) (*Prepared, err
 	} else if req.Choice.Server != "" {
 		return nil, serverChoiceError(req.Choice, nil)
 	}
-	if native {
-		if len(req.Messages) == 0 {
-			return nil, models.InvalidRequest("messages", "messages must contain at least one message")
-		}
-		p.Conversation = req.Messages
-	} else {
-		var err error
-		if p.Messages, err = toolproto.BuildConversation(req.Messages, opts); err != nil {
-			return nil, err
-		}
+	if err := s.dialect.prepare(p, req.Messages); err != nil {
+		return nil, err
 	}
 	p.LoopStop = DetectToolLoop(req.Messages, s.settings.ToolLoopMaxRepeat)
-	if run != nil && opts.ToolsActive() {
-		run.history, run.opts, run.native = req.Messages, opts, native
+	if run != nil && active {
+		run.history = req.Messages
 		p.runner = run
 	}
 	return p, nil
+}
+
+// toolsActive reports whether p exposes its tools to the model.
+func (p *Prepared) toolsActive() bool {
+	return toolproto.PromptOptions{Tools: p.tools, Choice: p.choice}.ToolsActive()
 }
 
 // strict reports whether the request's turn must call a tool although its
@@ -596,7 +582,7 @@ func (s *Service) attempt(ctx context.Context, p *Prepared, note string, streamA
 	}
 	// The upstream reported nothing: estimate. The output was counted as
 	// it went (an addition per event), the prompt only now.
-	u := models.Usage{InputTokens: estimateTokens(requestBytes(req)), OutputTokens: estimateTokens(outBytes)}
+	u := models.Usage{InputTokens: estimateTokens(req.Bytes()), OutputTokens: estimateTokens(outBytes)}
 	u.TotalTokens = u.InputTokens + u.OutputTokens
 	return u, cut, nil
 }
@@ -629,34 +615,8 @@ func cutAtRune(s string, n int) string {
 // upstream, as usage does when the upstream reports none: for a door that
 // must state the input before the answer ends.
 func (p *Prepared) EstimatedInputTokens() int {
-	return estimateTokens(requestBytes(upstream.Request{Messages: p.Messages, Conversation: p.Conversation, Tools: p.Tools}))
+	return estimateTokens(p.req.Bytes())
 }
-
-// requestBytes is the size of the conversation a request sends: its text
-// turns, or its messages' content and tools.
-func requestBytes(req upstream.Request) int {
-	n := 0
-	for _, m := range req.Messages {
-		n += len(m.Text)
-	}
-	for _, m := range req.Conversation {
-		for _, b := range m.Blocks {
-			n += len(b.Text) + len(b.Name) + len(b.Arguments)
-			if b.Kind == models.BlockImage {
-				n += imageBytes
-			}
-		}
-	}
-	for _, t := range req.Tools {
-		n += len(t.Name) + len(t.Description) + len(t.Parameters)
-	}
-	return n
-}
-
-// imageBytes is what an image counts for in the estimate: the bytes of
-// about 1,600 tokens, what a large image costs on Claude (width × height
-// / 750, capped near there), not the size of its data.
-const imageBytes = 1600 * 4
 
 // loopUsage estimates the usage of an answer the gateway gave itself.
 func loopUsage(p *Prepared) models.Usage {
@@ -680,16 +640,6 @@ var errAnswerBound = errors.New("answer reached MAX_ANSWER_BYTES")
 // one token a character, as BPE tokenizers give. Bytes, unlike runes, cost
 // nothing to count on a 1 MB answer.
 func estimateTokens(bytes int) int { return (bytes + 3) / 4 }
-
-// withNote returns a copy of msgs whose last user message ends with note.
-func withNote(msgs []models.Turn, note string) []models.Turn {
-	out := append([]models.Turn(nil), msgs...)
-	if n := len(out); n > 0 && out[n-1].Role == models.RoleUser {
-		out[n-1].Text += "\n\n" + note
-		return out
-	}
-	return append(out, models.Turn{Role: models.RoleUser, Text: note})
-}
 
 // NewToolCallID returns a tool call id. Doors that have their own id
 // style re-prefix it.

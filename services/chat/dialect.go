@@ -16,13 +16,16 @@ import (
 // text, where toolproto's parser finds them. A native back door takes the
 // conversation and its tools as they are and returns its calls whole.
 //
-// Either way an upstream turn becomes the same stream of toolproto
-// events, so that everything after them (schema checks and coercion,
-// strict mode, the retries, the loop guard, the output bound) is one path
-// for every back door.
+// The dialect holds all that differs between the two (New chooses it
+// once), so the core has one path and never asks which it has: an
+// upstream turn becomes the same stream of toolproto events either way.
 type dialect interface {
-	// request is the upstream request for p's conversation, with note
-	// (a correction for a second turn) added to it when not empty.
+	// prepare writes p.req, the upstream request of conv (the conversation
+	// so far) with p's tools and choice. Prepare calls it once, and each
+	// round of the gateway's tools again with the conversation it extended.
+	prepare(p *Prepared, conv []models.Message) error
+	// request is p.req with note (a correction for a second turn) added
+	// when not empty.
 	request(p *Prepared, note string) upstream.Request
 	// reader reads one upstream turn into events.
 	reader(p *Prepared, maxBuffered int, streamArgs bool) turnReader
@@ -43,19 +46,35 @@ type turnReader interface {
 }
 
 // textDialect is the text protocol, for back doors that only take text.
-type textDialect struct{}
+// maxInput bounds the characters of the conversation it writes.
+type textDialect struct{ maxInput int }
+
+func (d textDialect) prepare(p *Prepared, conv []models.Message) error {
+	// One trigger for every round of a request with tools: the rounds
+	// replay the earlier calls with it, the last (tools spent) included.
+	if p.trigger == "" && p.toolsActive() {
+		p.trigger = toolproto.NewTrigger()
+	}
+	opts := toolproto.PromptOptions{Tools: p.tools, Choice: p.choice, Trigger: p.trigger, Thinking: p.Thinking, SingleCall: p.SingleCall, MaxInputLength: d.maxInput}
+	msgs, err := toolproto.BuildConversation(conv, opts)
+	if err != nil {
+		return err
+	}
+	p.req = upstream.Request{Model: p.Model.Upstream, Messages: msgs, Thinking: p.Thinking, Session: p.Session, Tenant: p.Tenant, RequestID: p.RequestID}
+	return nil
+}
 
 func (textDialect) request(p *Prepared, note string) upstream.Request {
-	msgs := p.Messages
+	req := p.req
 	if note != "" {
-		msgs = withNote(msgs, note)
+		req.Messages = withNote(req.Messages, note)
 	}
-	return upstream.Request{Model: p.Model.Upstream, Messages: msgs, Thinking: p.Thinking, Session: p.Session, Tenant: p.Tenant, RequestID: p.RequestID}
+	return req
 }
 
 func (textDialect) reader(p *Prepared, maxBuffered int, streamArgs bool) turnReader {
 	return &textReader{p: p, parser: toolproto.NewParser(toolproto.ParserOptions{
-		Trigger:       p.Trigger,
+		Trigger:       p.trigger,
 		Thinking:      p.Thinking,
 		ToolNames:     p.ToolNames,
 		RawBody:       p.RawBodies,
@@ -69,11 +88,11 @@ func (textDialect) badCallsNote(p *Prepared) string {
 	if len(p.ToolNames) == 0 {
 		return noToolsNote
 	}
-	return toolproto.RetryBadCallsNote(p.ToolNames, p.Trigger)
+	return toolproto.RetryBadCallsNote(p.ToolNames, p.trigger)
 }
 
 func (textDialect) missingCallNote(p *Prepared) string {
-	return toolproto.RetryMissingCallNote(p.Trigger)
+	return toolproto.RetryMissingCallNote(p.trigger)
 }
 
 // textReader reads a text turn through the tool protocol's parser. A text
@@ -107,15 +126,23 @@ func (r *textReader) close() []toolproto.Event { return r.parser.Close() }
 // takes them natively.
 type nativeDialect struct{}
 
+func (nativeDialect) prepare(p *Prepared, conv []models.Message) error {
+	if len(conv) == 0 {
+		return models.InvalidRequest("messages", "messages must contain at least one message")
+	}
+	p.req = upstream.Request{Model: p.Model.Upstream, Conversation: conv, Thinking: p.Thinking, Session: p.Session, Tenant: p.Tenant, RequestID: p.RequestID}
+	if p.toolsActive() {
+		p.req.Tools, p.req.Choice = p.tools, p.choice
+	}
+	return nil
+}
+
 func (nativeDialect) request(p *Prepared, note string) upstream.Request {
-	conv := p.Conversation
+	req := p.req
 	if note != "" {
-		conv = withNativeNote(conv, note)
+		req.Conversation = withNativeNote(req.Conversation, note)
 	}
-	return upstream.Request{
-		Model: p.Model.Upstream, Conversation: conv, Tools: p.Tools, Choice: p.Choice,
-		Thinking: p.Thinking, Session: p.Session, Tenant: p.Tenant, RequestID: p.RequestID,
-	}
+	return req
 }
 
 func (nativeDialect) reader(p *Prepared, _ int, _ bool) turnReader { return &nativeReader{p: p} }
@@ -188,4 +215,14 @@ func withNativeNote(conv []models.Message, note string) []models.Message {
 		return out
 	}
 	return append(out, models.Message{Role: models.RoleUser, Blocks: []models.Block{{Kind: models.BlockText, Text: note}}})
+}
+
+// withNote returns a copy of msgs whose last user message ends with note.
+func withNote(msgs []models.Turn, note string) []models.Turn {
+	out := append([]models.Turn(nil), msgs...)
+	if n := len(out); n > 0 && out[n-1].Role == models.RoleUser {
+		out[n-1].Text += "\n\n" + note
+		return out
+	}
+	return append(out, models.Turn{Role: models.RoleUser, Text: note})
 }

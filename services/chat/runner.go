@@ -8,7 +8,6 @@ import (
 
 	"cursor2api/models"
 	"cursor2api/utils"
-	"cursor2api/utils/toolproto"
 )
 
 // ToolRunner runs tools on the gateway's side (the MCP bridge). The core
@@ -55,11 +54,8 @@ const lastRoundNote = "[Note from the gateway: no more of the gateway's tools ca
 type runner struct {
 	ToolRunner
 	names map[string]bool // the runner's tools offered in this request
-	// history is the conversation so far, which each round extends;
-	// opts rebuild the text protocol's turns from it.
+	// history is the conversation so far, which each round extends.
 	history    []models.Message
-	opts       toolproto.PromptOptions
-	native     bool
 	clientTool []models.Tool
 	maxRounds  int
 	// forced, when set, is what the rounds after the first go back to:
@@ -200,15 +196,16 @@ func (s *Service) rounds(ctx context.Context, p *Prepared, sink Sink, show RunSi
 			// The client runs its own calls; the turn ends with them.
 			return total, false, nil
 		}
-		if err := p.extend(rs.text.String(), rs.runs, round >= p.runner.maxRounds); err != nil {
+		if err := p.extend(s.dialect, rs.text.String(), rs.runs, round >= p.runner.maxRounds); err != nil {
 			return total, false, err
 		}
 	}
 }
 
-// extend adds a round's text, calls and results to the conversation.
-// last takes the gateway's tools away from the next turn and says so.
-func (p *Prepared) extend(text string, runs []models.ToolRun, last bool) error {
+// extend adds a round's text, calls and results to the conversation and
+// has d write the next turn's request. last takes the gateway's tools
+// away from the next turn and says so.
+func (p *Prepared) extend(d dialect, text string, runs []models.ToolRun, last bool) error {
 	r := p.runner
 	asst := models.Message{Role: models.RoleAssistant}
 	if strings.TrimSpace(text) != "" {
@@ -231,29 +228,18 @@ func (p *Prepared) extend(text string, runs []models.ToolRun, last bool) error {
 		// The first round called the tool its choice named: from here the
 		// model chooses.
 		r.forced = nil
-		r.opts.Choice = models.ToolChoice{}
-		p.Choice = models.ToolChoice{}
+		p.choice = models.ToolChoice{}
 		p.ToolNames, p.RequireCall = f.toolNames, f.requireCall
 	}
 	if last {
 		r.names = nil
-		r.opts.Tools = r.clientTool
-		p.Tools = r.clientTool
+		p.tools = r.clientTool
 		p.ToolNames = p.ToolNames[:0:0]
 		for _, t := range r.clientTool {
 			p.ToolNames = append(p.ToolNames, t.Name)
 		}
-		if len(r.clientTool) == 0 {
-			p.Tools = nil
-		}
 	}
-	if r.native {
-		p.Conversation = msgs
-		return nil
-	}
-	var err error
-	p.Messages, err = toolproto.BuildConversation(msgs, r.opts)
-	return err
+	return d.prepare(p, msgs)
 }
 
 // runnerSink takes the calls of the gateway's tools out of the answer

@@ -124,6 +124,9 @@ func TestRunnerRoundsText(t *testing.T) {
 				}
 				assert.Contains(t, all, lastRoundNote)
 				assert.NotContains(t, third[0].Text, `"mcp__m__add"`, "no longer offered")
+				trigger := triggerInPrompt.FindString(prompt)
+				require.NotEmpty(t, trigger)
+				assert.Contains(t, all, trigger+"\n<invoke name=\"mcp__m__add\">", "the calls made are replayed with the request's trigger")
 			}
 			// The whole answer says the same.
 			up2 := &strictScript{replies: tc.replies}

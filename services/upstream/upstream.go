@@ -24,21 +24,23 @@ import (
 	"cursor2api/models"
 )
 
-// Request is one conversation sent to a back door.
+// Request is one conversation sent to a back door, in the form the back
+// door asked for: the core's dialect, chosen once by Native, fills either
+// Messages or Conversation, Tools and Choice, and the back door reads what
+// it asked for. The core itself reads no field by kind.
 type Request struct {
 	// Model is the back door's own model id.
 	Model string
 	// Messages is the conversation as text turns, the tool protocol
-	// included: what a text back door sends. Empty for a native one.
+	// included: the form of a back door that is not Native.
 	Messages []models.Turn
 	// Conversation is the client's conversation, system messages, tool
-	// calls and tool results included: what a native back door sends.
-	// Empty for a text one.
+	// calls and tool results included, and Tools the tools the model may
+	// call natively, Choice how (empty when none may be called): the form
+	// of a Native back door.
 	Conversation []models.Message
-	// Tools are the tools the model may call natively, and Choice how.
-	// Empty when none may be called.
-	Tools  []models.Tool
-	Choice models.ToolChoice
+	Tools        []models.Tool
+	Choice       models.ToolChoice
 	// Thinking asks for the model's reasoning.
 	Thinking bool
 	// Session identifies the client's conversation across requests (its
@@ -52,6 +54,33 @@ type Request struct {
 	// RequestID is the gateway's request id, for logs.
 	RequestID string
 }
+
+// Bytes is the size of the conversation req sends: its text turns, or
+// its messages' content and tools. The core estimates the usage from it
+// when the upstream reports none.
+func (req Request) Bytes() int {
+	n := 0
+	for _, m := range req.Messages {
+		n += len(m.Text)
+	}
+	for _, m := range req.Conversation {
+		for _, b := range m.Blocks {
+			n += len(b.Text) + len(b.Name) + len(b.Arguments)
+			if b.Kind == models.BlockImage {
+				n += imageBytes
+			}
+		}
+	}
+	for _, t := range req.Tools {
+		n += len(t.Name) + len(t.Description) + len(t.Parameters)
+	}
+	return n
+}
+
+// imageBytes is what an image counts for in Bytes: the bytes of about
+// 1,600 tokens, what a large image costs on Claude (width × height / 750,
+// capped near there), not the size of its data.
+const imageBytes = 1600 * 4
 
 // DeltaKind says what a Delta carries.
 type DeltaKind uint8
