@@ -99,6 +99,8 @@ var importRules = map[string][]string{
 	// The doctor wires the web chat as the gateway does and runs its
 	// handshake step by step.
 	"services/doctor": with(wiring, "services"),
+	// `cursor2api xih` runs the x-is-human check as the web chat wires it.
+	"services/human/xih": with(wiring, "services"),
 	// The benchmark program runs its gateway through server, as main does.
 	"bench": with(wiring, "services", "services/cursortest", "handlers/server", "handlers/sse", "handlers/openai", "handlers/responses", "handlers/anthropic", "handlers/gemini", "handlers",
 		"services/state", "services/usage", "services/native/nativetest", "services/native/agentv1", "services/native/agentv1/agentv1connect", "bench/loadgen"),
