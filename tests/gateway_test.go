@@ -1,4 +1,9 @@
-package main
+// Package tests holds the module's process-level and deployment tests:
+// gateways run as processes of their own, behind real nginx and Caddy,
+// sharing state through Redis and Cloud Agents across processes; the
+// shipped Kubernetes, Helm, Docker and compose files; and the module's
+// import rules. Paths of the repository are relative to its root, "..".
+package tests
 
 import (
 	"context"
@@ -13,6 +18,9 @@ import (
 	"cursor2api/config"
 	"cursor2api/handlers/server"
 )
+
+// version is what the test gateways report, a dev build's.
+const version = "dev"
 
 // startGateway serves the gateway as server.Run does, on a loopback port, until
 // the returned cancel is called; done yields Serve's result. Unless env
