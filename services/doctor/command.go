@@ -1,4 +1,4 @@
-package main
+package doctor
 
 import (
 	"context"
@@ -9,12 +9,12 @@ import (
 	"time"
 
 	"cursor2api/config"
-	"cursor2api/services/doctor"
 )
 
-// doctorCommand is `cursor2api doctor`: services/doctor's steps against
-// the configured upstream.
-func doctorCommand(args []string, stdout, stderr io.Writer) int {
+// Command is `cursor2api doctor`: the steps against the configured
+// upstream. It returns the exit status: 2 for a usage or configuration
+// error, else Run's.
+func Command(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	budget := fs.Duration("budget", 30*time.Second, "the time limit of each step")
@@ -28,10 +28,10 @@ func doctorCommand(args []string, stdout, stderr io.Writer) int {
 	}
 	// The steps report what the log would say; only errors go to stderr.
 	level, _ := cfg.SlogLevel()
-	state, err := doctor.NewState(cfg, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: max(level, slog.LevelError)})))
+	state, err := NewState(cfg, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: max(level, slog.LevelError)})))
 	if err != nil {
 		fmt.Fprintln(stderr, "cursor2api doctor:", err)
 		return 2
 	}
-	return doctor.Run(context.Background(), stdout, state, doctor.Steps(), *budget)
+	return Run(context.Background(), stdout, state, Steps(), *budget)
 }

@@ -1,4 +1,4 @@
-package main
+package tests
 
 import (
 	"bufio"
@@ -108,7 +108,7 @@ func validateK8s(data []byte) error {
 // TestValidateK8sCatches shows that the strict check fails on the
 // mistakes it is there for.
 func TestValidateK8sCatches(t *testing.T) {
-	manifest, err := os.ReadFile("deploy/kubernetes/cursor2api.yaml")
+	manifest, err := os.ReadFile("../deploy/kubernetes/cursor2api.yaml")
 	require.NoError(t, err)
 	require.NoError(t, validateK8s(manifest))
 	for _, tt := range []struct{ name, from, to, want string }{
@@ -175,11 +175,11 @@ type deploymentSpec struct {
 }
 
 func TestKubernetesManifest(t *testing.T) {
-	objs := decodeFile(t, "deploy/kubernetes/cursor2api.yaml")
-	maps.Copy(objs, decodeFile(t, "deploy/kubernetes/redis.yaml"))
+	objs := decodeFile(t, "../deploy/kubernetes/cursor2api.yaml")
+	maps.Copy(objs, decodeFile(t, "../deploy/kubernetes/redis.yaml"))
 	checkManifest(t, objs)
 	require.Contains(t, objs, "redis/Deployment", "redis.yaml runs the shared state's Redis")
-	ing := decodeFile(t, "deploy/kubernetes/ingress.yaml")["Ingress"]
+	ing := decodeFile(t, "../deploy/kubernetes/ingress.yaml")["Ingress"]
 	assert.Equal(t, "off", ing.Metadata.Annotations["nginx.ingress.kubernetes.io/proxy-buffering"])
 	assert.Equal(t, "3600", ing.Metadata.Annotations["nginx.ingress.kubernetes.io/proxy-read-timeout"])
 }
@@ -195,9 +195,9 @@ func TestHelmChart(t *testing.T) {
 	if _, err := exec.LookPath(helm); err != nil {
 		t.Skipf("helm is not installed (Debian has no package; .ci/run builds it with go install helm.sh/helm/v3/cmd/helm): the chart is not rendered here")
 	}
-	out, err := exec.Command(helm, "lint", "deploy/helm/cursor2api").CombinedOutput()
+	out, err := exec.Command(helm, "lint", "../deploy/helm/cursor2api").CombinedOutput()
 	require.NoError(t, err, "helm lint:\n%s", out)
-	out, err = exec.Command(helm, "template", "cursor2api", "deploy/helm/cursor2api", "--set", "ingress.enabled=true").Output()
+	out, err = exec.Command(helm, "template", "cursor2api", "../deploy/helm/cursor2api", "--set", "ingress.enabled=true").Output()
 	require.NoError(t, err, "helm template")
 	objs := decodeObjects(t, "helm template", out)
 	checkManifest(t, objs)
@@ -214,7 +214,7 @@ func TestHelmChart(t *testing.T) {
 		{"own redis", []string{"--set", "state.url=rediss://redis.example.com:6380/0", "--set", "redis.enabled=false"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			out, err := exec.Command(helm, append([]string{"template", "cursor2api", "deploy/helm/cursor2api"}, tt.set...)...).Output()
+			out, err := exec.Command(helm, append([]string{"template", "cursor2api", "../deploy/helm/cursor2api"}, tt.set...)...).Output()
 			require.NoError(t, err, "helm template")
 			objs := decodeObjects(t, "helm template", out)
 			checkManifest(t, objs)
@@ -226,7 +226,7 @@ func TestHelmChart(t *testing.T) {
 // TestImageKeepsStateInAVolume: the image's STATE_DIR is /data, a volume
 // the non-root user owns; compose mounts one there and offers a Redis.
 func TestImageKeepsStateInAVolume(t *testing.T) {
-	for _, path := range []string{"Dockerfile", "deploy/docker/Dockerfile.prebuilt"} {
+	for _, path := range []string{"../Dockerfile", "../deploy/docker/Dockerfile.prebuilt"} {
 		b, err := os.ReadFile(path)
 		require.NoError(t, err)
 		df := string(b)
@@ -244,7 +244,7 @@ func TestImageKeepsStateInAVolume(t *testing.T) {
 		} `yaml:"services"`
 		Volumes map[string]any `yaml:"volumes"`
 	}
-	b, err := os.ReadFile("docker-compose.yml")
+	b, err := os.ReadFile("../docker-compose.yml")
 	require.NoError(t, err)
 	require.NoError(t, yaml.Unmarshal(b, &compose))
 	gw := compose.Services["cursor2api"]

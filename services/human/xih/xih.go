@@ -1,4 +1,5 @@
-package main
+// Package xih is `cursor2api xih`, the x-is-human self-diagnosis.
+package xih
 
 import (
 	"context"
@@ -15,12 +16,13 @@ import (
 	"cursor2api/services/human"
 )
 
-// xih is the `cursor2api xih` self-diagnosis: it fetches the x-is-human
+// Command is `cursor2api xih`: it fetches the x-is-human
 // challenge script (or reads -file), runs it once in the gateway's
 // environment with the configured profile, and prints the header, the
 // time taken and every global or property the script read that the
-// environment does not define. It exits non-zero when the run fails.
-func xih(args []string, stdout, stderr io.Writer) int {
+// environment does not define. It returns the exit status: 1 when the
+// run fails, 2 for a usage or configuration error.
+func Command(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("xih", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	file := fs.String("file", "", "run this script file instead of fetching SCRIPT_URL")

@@ -1,6 +1,6 @@
 //go:build benchprofile
 
-package main
+package server
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package main
+package tests
 
 import (
 	"os/exec"
@@ -99,6 +99,8 @@ var importRules = map[string][]string{
 	// The doctor wires the web chat as the gateway does and runs its
 	// handshake step by step.
 	"services/doctor": with(wiring, "services"),
+	// `cursor2api xih` runs the x-is-human check as the web chat wires it.
+	"services/human/xih": with(wiring, "services"),
 	// The benchmark program runs its gateway through server, as main does.
 	"bench": with(wiring, "services", "services/cursortest", "handlers/server", "handlers/sse", "handlers/openai", "handlers/responses", "handlers/anthropic", "handlers/gemini", "handlers",
 		"services/state", "services/usage", "services/native/nativetest", "services/native/agentv1", "services/native/agentv1/agentv1connect", "bench/loadgen"),
@@ -107,10 +109,14 @@ var importRules = map[string][]string{
 	"bench/e2e": {"services/cursortest", "bench/loadgen"},
 	// The load both benchmarks put: nothing of the gateway.
 	"bench/loadgen": nil,
+	// The process-level and deployment tests (test files only).
+	"tests": nil,
 }
 
 func TestImportRules(t *testing.T) {
-	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Deps}} {{.}}{{end}}`, "./...").Output()
+	list := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Deps}} {{.}}{{end}}`, "./...")
+	list.Dir = ".." // the module's root
+	out, err := list.Output()
 	require.NoError(t, err, "go list")
 	const module = "cursor2api"
 	seen := 0

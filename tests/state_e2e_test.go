@@ -1,4 +1,4 @@
-package main
+package tests
 
 import (
 	"bytes"
@@ -19,18 +19,20 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
 
+	"cursor2api/handlers/server"
 	"cursor2api/services/cursortest"
 	"cursor2api/services/state/redistest"
 )
 
 // TestGatewayProcess is the gateway the state tests run as a process of
 // its own: the test binary, run again with CURSOR2API_GATEWAY_PROCESS
-// set, runs main's run with the environment it was given.
+// set, runs server.Run, as the binary does, with the environment it was
+// given.
 func TestGatewayProcess(t *testing.T) {
 	if os.Getenv("CURSOR2API_GATEWAY_PROCESS") == "" {
 		t.Skip("the gateway process of the state tests")
 	}
-	if err := run(); err != nil {
+	if err := server.Run(version); err != nil {
 		fmt.Fprintln(os.Stderr, "cursor2api:", err)
 		os.Exit(1)
 	}

@@ -1,4 +1,4 @@
-package main
+package tests
 
 import (
 	"bufio"
@@ -118,7 +118,7 @@ func rewrite(t *testing.T, conf string, pairs ...string) string {
 }
 
 func startNginx(t *testing.T, port int, gateway, readTimeout string, buffer bool) {
-	shipped, err := os.ReadFile("deploy/nginx/cursor2api.conf")
+	shipped, err := os.ReadFile("../deploy/nginx/cursor2api.conf")
 	require.NoError(t, err)
 	site := rewrite(t, string(shipped),
 		"server 127.0.0.1:8002;", "server "+gateway+";",
@@ -153,7 +153,7 @@ func startCaddy(t *testing.T, port int, gateway, readTimeout string, buffer bool
 	if buffer {
 		t.Skip("no Caddyfile setting makes Caddy buffer an event stream; the negative case runs with nginx")
 	}
-	shipped, err := os.ReadFile("deploy/caddy/Caddyfile")
+	shipped, err := os.ReadFile("../deploy/caddy/Caddyfile")
 	require.NoError(t, err)
 	site := rewrite(t, string(shipped),
 		"reverse_proxy 127.0.0.1:8002", "reverse_proxy "+gateway,

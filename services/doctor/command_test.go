@@ -1,4 +1,4 @@
-package main
+package doctor
 
 import (
 	"bytes"
@@ -38,7 +38,7 @@ func TestDoctorSubcommand(t *testing.T) {
 				t.Setenv(k, v)
 			}
 			var stdout, stderr bytes.Buffer
-			assert.Equal(t, tc.want, doctorCommand([]string{"-budget", "10s"}, &stdout, &stderr), "stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+			assert.Equal(t, tc.want, Command([]string{"-budget", "10s"}, &stdout, &stderr), "stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
 			assert.Contains(t, stdout.String(), tc.stdout)
 			assert.Contains(t, stderr.String(), tc.stderr)
 		})

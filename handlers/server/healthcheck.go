@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"context"
@@ -9,11 +9,12 @@ import (
 	"time"
 )
 
-// healthcheck asks the gateway listening on host:port for /health and
+// Healthcheck asks the gateway listening on host:port for /health and
 // fails unless it answers 200 within a few seconds. The Docker image runs
-// it as its HEALTHCHECK, since a scratch image has no shell or curl. A
+// it as its HEALTHCHECK (`cursor2api healthcheck`), since a scratch image
+// has no shell or curl. A
 // wildcard or empty host means the gateway answers on loopback.
-func healthcheck(host, port string) error {
+func Healthcheck(host, port string) error {
 	switch host {
 	case "", "0.0.0.0", "::", "[::]":
 		host = "127.0.0.1"
