@@ -50,10 +50,9 @@ type Gateway struct {
 	Agent *agentcli.CLI
 	// Native is Cursor's native agent API back door (BACKEND=cursor).
 	Native *native.Client
-	// Background runs what the backend keeps up to date (the agent
-	// backend's model list, the web chat's under MODELS=auto) until ctx
-	// ends; nil when there is nothing.
-	Background func(ctx context.Context)
+	// background runs what the backend keeps up to date (its model list)
+	// until ctx ends; nil when there is nothing. Start runs it.
+	background func(ctx context.Context)
 	// Metrics are the gateway's Prometheus metrics, on their own registry.
 	Metrics *metrics.Metrics
 	// Readiness answers /ready.
@@ -91,14 +90,14 @@ func cloudService(cfg *config.Config, pool *egress.Pool, drift *utils.Drift, log
 
 // FromConfig builds the gateway the configuration describes, with what
 // outlives a request kept in this process only (see FromConfigState).
-func FromConfig(cfg *config.Config, logger *slog.Logger) (*Gateway, error) {
-	return FromConfigState(cfg, logger, nil)
+func FromConfig(cfg *config.Config, logger *slog.Logger, opts ...Option) (*Gateway, error) {
+	return FromConfigState(cfg, logger, nil, opts...)
 }
 
 // FromConfigState builds the gateway the configuration describes, on the
 // gateway's state store (nil: none): the native back door's key rests
 // are kept there, shared by the replicas and kept over a restart.
-func FromConfigState(cfg *config.Config, logger *slog.Logger, q *state.Queue) (*Gateway, error) {
+func FromConfigState(cfg *config.Config, logger *slog.Logger, q *state.Queue, opts ...Option) (*Gateway, error) {
 	aliases, err := models.ParseAliases(cfg.ModelAliases)
 	if err != nil {
 		return nil, fmt.Errorf("configuration: MODEL_ALIASES: %w", err)
@@ -139,6 +138,13 @@ func FromConfigState(cfg *config.Config, logger *slog.Logger, q *state.Queue) (*
 	}
 	if err := withMCP(cfg, gw, m, ready, logger); err != nil {
 		return nil, err
+	}
+	if gw.Web != nil {
+		var o options
+		for _, opt := range opts {
+			opt(&o)
+		}
+		o.apply(gw.Web)
 	}
 	return gw, nil
 }
@@ -298,7 +304,7 @@ func webGateway(cfg *config.Config, pool *egress.Pool, m *metrics.Metrics, ready
 	if err != nil {
 		return nil, err
 	}
-	return &Gateway{Catalog: catalog, Chat: core, Web: web, Human: provider, Background: background}, nil
+	return &Gateway{Catalog: catalog, Chat: core, Web: web, Human: provider, background: background}, nil
 }
 
 // Pauses of the model list's refresh under MODELS=auto: between checks
@@ -312,7 +318,8 @@ const (
 // upstream accepts: a fallback at once (start-up never waits for the
 // upstream), then the list learned in the background, refreshed every
 // MODEL_CHECK_INTERVAL (default 10 minutes) and whenever a request finds
-// it changed. Explicit MODELS are published as configured.
+// it changed. Explicit MODELS are published as configured, and checked
+// against the upstream every MODEL_CHECK_INTERVAL when it is set.
 func webModels(cfg *config.Config, web *webchat.Client, ready *readiness.Tracker, logger *slog.Logger) (*models.Catalog, upstream.Upstream, func(context.Context), error) {
 	if !cfg.ModelsAuto() {
 		catalog, err := models.NewCatalog(cfg.Models, cfg.ModelMap)
@@ -320,7 +327,11 @@ func webModels(cfg *config.Config, web *webchat.Client, ready *readiness.Tracker
 			return nil, nil, nil, fmt.Errorf("configuration: MODELS: %w", err)
 		}
 		ready.Models = func() readiness.Models { return readiness.Models{Source: "configured", Served: catalog.Names()} }
-		return catalog, web, nil, nil
+		var watch func(context.Context)
+		if interval := cfg.ModelCheck.Duration(); interval > 0 {
+			watch = func(ctx context.Context) { webchat.WatchModels(ctx, web, catalog, interval, logger) }
+		}
+		return catalog, web, watch, nil
 	}
 	interval := cfg.ModelCheck.Duration()
 	if interval <= 0 {
@@ -385,7 +396,7 @@ func agentGateway(cfg *config.Config, m *metrics.Metrics, ready *readiness.Track
 	}
 	return &Gateway{
 		Catalog: catalog, Chat: core, Agent: cli,
-		Background: func(ctx context.Context) {
+		background: func(ctx context.Context) {
 			cli.WatchModels(ctx, catalog, allowed, cfg.AgentModelsTTL.Duration())
 		},
 	}, nil
@@ -447,7 +458,7 @@ func cursorGateway(cfg *config.Config, pool *egress.Pool, m *metrics.Metrics, re
 	}
 	return &Gateway{
 		Catalog: catalog, Chat: core, Native: client,
-		Background: func(ctx context.Context) {
+		background: func(ctx context.Context) {
 			client.WatchModels(ctx, catalog, allowed, cfg.CursorModelsTTL.Duration())
 			client.Close()
 		},

@@ -76,7 +76,7 @@ func TestDefaultScriptURLAgrees(t *testing.T) {
 }
 
 // With no MODELS the web gateway publishes the fallback at once (start-up
-// never waits for the upstream) and learns the list in Background; with
+// never waits for the upstream) and learns the list in the background; with
 // explicit MODELS it publishes them and learns nothing.
 func TestFromConfigModels(t *testing.T) {
 	cases := []struct {
@@ -101,7 +101,7 @@ func TestFromConfigModels(t *testing.T) {
 			require.NotNil(t, r.Models)
 			assert.Equal(t, tc.source, r.Models.Source)
 			assert.Equal(t, tc.served, r.Models.Served)
-			assert.Equal(t, tc.background, gw.Background != nil)
+			assert.Equal(t, tc.background, gw.background != nil)
 		})
 	}
 }
