@@ -370,23 +370,9 @@ func agentGateway(cfg *config.Config, m *metrics.Metrics, ready *readiness.Track
 		Logger:       logger,
 		Drift:        drift,
 	})
-	var allowed []string
-	if cfg.ModelsSet {
-		allowed = cfg.Models
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), cfg.Timeout.Duration())
-	catalog, err := cli.Catalog(ctx, allowed)
-	cancel()
+	catalog, allowed, err := startCatalog(cfg, cli.Catalog, models.NewUpstreamCatalog, "agent: could not learn the CLI's models; publishing a fallback until the next refresh", logger)
 	if err != nil {
-		fallback := []string{"auto"}
-		if cfg.ModelsSet {
-			fallback = cfg.Models
-		}
-		logger.Warn("agent: could not learn the CLI's models; publishing a fallback until the next refresh",
-			"error", err, "models", fallback)
-		if catalog, err = models.NewUpstreamCatalog(fallback); err != nil {
-			return nil, fmt.Errorf("configuration: MODELS: %w", err)
-		}
+		return nil, err
 	}
 	ready.Check = func(ctx context.Context) error { _, err := cli.Ready(ctx); return err }
 	ready.Models = func() readiness.Models { return readiness.Models{Source: "agent", Served: catalog.Names()} }
@@ -400,6 +386,32 @@ func agentGateway(cfg *config.Config, m *metrics.Metrics, ready *readiness.Track
 			cli.WatchModels(ctx, catalog, allowed, cfg.AgentModelsTTL.Duration())
 		},
 	}, nil
+}
+
+// startCatalog learns a back door's models (restricted to MODELS when
+// set, which it returns as allowed) within TIMEOUT. When it cannot, the
+// gateway still starts: it publishes MODELS when set, else "auto", built
+// by fallback, and warns with why until the refresh fixes the list.
+func startCatalog(cfg *config.Config, learn func(ctx context.Context, allowed []string) (*models.Catalog, error),
+	fallback func(ids []string) (*models.Catalog, error), why string, logger *slog.Logger) (catalog *models.Catalog, allowed []string, err error) {
+	if cfg.ModelsSet {
+		allowed = cfg.Models
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.Timeout.Duration())
+	catalog, err = learn(ctx, allowed)
+	cancel()
+	if err == nil {
+		return catalog, allowed, nil
+	}
+	ids := []string{"auto"}
+	if cfg.ModelsSet {
+		ids = cfg.Models
+	}
+	logger.Warn(why, "error", err, "models", ids)
+	if catalog, err = fallback(ids); err != nil {
+		return nil, nil, fmt.Errorf("configuration: MODELS: %w", err)
+	}
+	return catalog, allowed, nil
 }
 
 // cursorGateway builds the gateway on Cursor's native agent API. Its
@@ -427,27 +439,16 @@ func cursorGateway(cfg *config.Config, pool *egress.Pool, m *metrics.Metrics, re
 		ParkMax:     cfg.CursorParkMax, ParkTTL: cfg.CursorParkTTL.Duration(), ParkBytes: cfg.CursorParkBytes,
 		Logger: logger, Drift: drift,
 	})
-	var allowed []string
-	if cfg.ModelsSet {
-		allowed = cfg.Models
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), cfg.Timeout.Duration())
-	catalog, err := client.Catalog(ctx, allowed)
-	cancel()
-	if err != nil {
-		fallback := []string{"auto"}
-		if cfg.ModelsSet {
-			fallback = cfg.Models
-		}
-		logger.Warn("cursor: could not learn the account's models; publishing a fallback until the next refresh",
-			"error", err, "models", fallback)
-		list := make([]models.NamedModel, len(fallback))
-		for i, id := range fallback {
+	named := func(ids []string) (*models.Catalog, error) {
+		list := make([]models.NamedModel, len(ids))
+		for i, id := range ids {
 			list[i] = models.NamedModel{ID: id}
 		}
-		if catalog, err = models.NewNamedCatalog(list); err != nil {
-			return nil, fmt.Errorf("configuration: MODELS: %w", err)
-		}
+		return models.NewNamedCatalog(list)
+	}
+	catalog, allowed, err := startCatalog(cfg, client.Catalog, named, "cursor: could not learn the account's models; publishing a fallback until the next refresh", logger)
+	if err != nil {
+		return nil, err
 	}
 	ready.Check = client.Ready
 	ready.Keys = func() []readiness.Key { return keysReport(client.Keys()) }
