@@ -165,11 +165,12 @@ func egressPool(cfg *config.Config, m *metrics.Metrics, ready *readiness.Tracker
 	}
 	pool := egress.NewPool(urls, cfg.ProxyCooldown.Duration(), logger)
 	pool.OnFailure = m.EgressFailure
-	for _, u := range urls {
-		label := egress.Label(u)
-		m.EgressProxy(label, func() bool { return pool.Available(label) })
+	labels := make([]string, len(urls))
+	for i, u := range urls {
+		labels[i] = egress.Label(u)
 	}
 	ready.Egress = func() []readiness.Proxy { return egressReport(pool.State()) }
+	m.Egress(labels, ready.Egress)
 	return pool, nil
 }
 
@@ -265,11 +266,10 @@ func webGateway(cfg *config.Config, pool *egress.Pool, m *metrics.Metrics, ready
 		EmptyFallback: true,
 		Logger:        logger,
 	})
-	failing := func() bool { return time.Now().Before(provider.FailingUntil()) }
-	m.HumanEvaluations(provider.Evaluations, failing)
 	ready.Human = func() readiness.Human {
-		return readiness.Human{Mode: cfg.XIsHuman.Kind, Evaluations: provider.Evaluations(), Failing: failing()}
+		return readiness.Human{Mode: cfg.XIsHuman.Kind, Evaluations: provider.Evaluations(), Failing: time.Now().Before(provider.FailingUntil())}
 	}
+	m.Human(ready.Human)
 	if cfg.XIsHuman.Kind == "script" {
 		why := "SCRIPT_URL"
 		switch {
@@ -452,7 +452,7 @@ func cursorGateway(cfg *config.Config, pool *egress.Pool, m *metrics.Metrics, re
 	}
 	ready.Check = client.Ready
 	ready.Keys = func() []readiness.Key { return keysReport(client.Keys()) }
-	m.Keys(func() []metrics.Key { return keysMetrics(client.Keys()) })
+	m.Keys(ready.Keys)
 	core, err := newCore(cfg, catalog, ready.Upstream(m.Upstream(client)), m, logger)
 	if err != nil {
 		return nil, err
@@ -466,8 +466,8 @@ func cursorGateway(cfg *config.Config, pool *egress.Pool, m *metrics.Metrics, re
 	}, nil
 }
 
-// keysReport is the native back door's keys for /ready: fingerprints,
-// states and clipped errors, never a key.
+// keysReport is the native back door's keys for /ready and /metrics:
+// fingerprints, states and clipped errors, never a key.
 func keysReport(states []keys.KeyState) []readiness.Key {
 	out := make([]readiness.Key, len(states))
 	for i, s := range states {
@@ -484,15 +484,6 @@ func keysReport(states []keys.KeyState) []readiness.Key {
 			k.LastErrorAt = &at
 		}
 		out[i] = k
-	}
-	return out
-}
-
-// keysMetrics is the native back door's keys for /metrics.
-func keysMetrics(states []keys.KeyState) []metrics.Key {
-	out := make([]metrics.Key, len(states))
-	for i, s := range states {
-		out[i] = metrics.Key{Name: s.Name, State: string(s.State), CoolingUntil: s.CoolingUntil, Requests: s.Requests, Cooldowns: s.Cooldowns}
 	}
 	return out
 }
@@ -536,7 +527,8 @@ func newCheckpoint(cfg *config.Config, transport http.RoundTripper, headers http
 		}
 	}
 	var keeper *vercel.Keeper
-	onSolve := m.Checkpoint(egresses, func(egress string) bool { return keeper.Valid(egress) })
+	report := func() readiness.Checkpoint { return checkpointReport(cfg.Checkpoint, keeper.State()) }
+	onSolve := m.Checkpoint(egresses, report)
 	keeper = vercel.New(vercel.Options{
 		HTTP:     &http.Client{Transport: transport},
 		Headers:  headers,
@@ -547,11 +539,11 @@ func newCheckpoint(cfg *config.Config, transport http.RoundTripper, headers http
 		OnSolve:  onSolve,
 		Drift:    drift,
 	})
-	ready.Checkpoint = func() readiness.Checkpoint { return checkpointReport(cfg.Checkpoint, keeper.State()) }
+	ready.Checkpoint = report
 	return keeper
 }
 
-// checkpointReport is the keeper's state as /ready shows it.
+// checkpointReport is the keeper's state as /ready and /metrics read it.
 func checkpointReport(mode string, states []vercel.State) readiness.Checkpoint {
 	r := readiness.Checkpoint{Mode: mode, Egress: make([]readiness.CheckpointEgress, len(states))}
 	for i, s := range states {
@@ -569,7 +561,7 @@ func checkpointReport(mode string, states []vercel.State) readiness.Checkpoint {
 	return r
 }
 
-// egressReport is the pool's state as /ready shows it.
+// egressReport is the pool's state as /ready and /metrics read it.
 func egressReport(states []egress.State) []readiness.Proxy {
 	out := make([]readiness.Proxy, len(states))
 	for i, s := range states {
