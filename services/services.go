@@ -43,8 +43,9 @@ type Gateway struct {
 	// published ones.
 	Aliases models.Aliases
 	Chat    *chat.Service
-	// Web is the web-chat back door, for the model watch (and for tests,
-	// which replace its x-is-human provider). Nil on the agent backend.
+	// Web is the web-chat back door, for doctor's steps; nil on the other
+	// backends. Web, Agent and Native are for services' own packages:
+	// what runs the gateway goes through Start, Close and Shutdown.
 	Web *webchat.Client
 	// Agent is the Cursor Agent CLI back door; nil on the web backend.
 	Agent *agentcli.CLI
