@@ -65,7 +65,7 @@ func newAgentStack(t *testing.T, bin string, env map[string]string, prepare func
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	gw, err := services.FromConfig(cfg, logger)
 	require.NoError(t, err)
-	require.Nil(t, gw.Web, "no web back door on the agent backend")
+	require.Nil(t, gw.Human, "no web back door (nor its x-is-human) on the agent backend")
 	handler := New(Options{
 		Chat: gw.Chat, Catalog: gw.Catalog, APIKeys: cfg.APIKeys, MaxBodyBytes: cfg.MaxBodyBytes,
 		PingInterval: cfg.PingInterval.Duration(), Version: "test-version", Logger: logger,
@@ -78,7 +78,7 @@ func newAgentStack(t *testing.T, bin string, env map[string]string, prepare func
 		// Every process the fake started is gone (killed and reaped), and
 		// so is every workspace.
 		home.WaitGone(t, 30*time.Second)
-		assert.Zero(t, gw.Agent.Running())
+		assert.Zero(t, gw.Running())
 		entries, err := os.ReadDir(work)
 		require.NoError(t, err)
 		assert.Empty(t, entries, "every workspace removed")

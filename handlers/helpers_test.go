@@ -28,7 +28,6 @@ import (
 	"cursor2api/services/cursortest"
 	"cursor2api/services/state"
 	"cursor2api/services/usage"
-	"cursor2api/services/webchat"
 )
 
 // stack is the whole gateway, wired as server.New wires it, served by
@@ -88,9 +87,8 @@ func newStack(t testing.TB, env map[string]string, reply func(int, cursortest.Re
 	require.NoError(t, err)
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: level}))
 
-	gw, err := services.FromConfig(cfg, logger)
+	gw, err := services.FromConfig(cfg, logger, services.StaticHuman("test-x-is-human"))
 	require.NoError(t, err)
-	gw.Web.Human = webchat.StaticHuman("test-x-is-human")
 	store := newTestStore(responses.StoreLimits{
 		Max: cfg.ResponsesStoreMax, MaxBytes: cfg.ResponsesStoreBytes, TTL: cfg.ResponsesStoreTTL.Duration(),
 	})

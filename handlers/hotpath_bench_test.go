@@ -18,7 +18,6 @@ import (
 	"cursor2api/services"
 	"cursor2api/services/cursortest"
 	"cursor2api/services/state"
-	"cursor2api/services/webchat"
 )
 
 // BenchmarkDoorHotPath is the gateway's own work for one streamed
@@ -66,10 +65,8 @@ func hotPathGateway(b *testing.B) http.Handler {
 	cfg, err := config.FromMap(map[string]string{"CURSOR_API_URL": "http://upstream.invalid/api/chat", "MODELS": "claude-sonnet-4.6", "LOG_LEVEL": "warn"})
 	require.NoError(b, err)
 	logger := slog.New(slog.DiscardHandler)
-	gw, err := services.FromConfig(cfg, logger)
+	gw, err := services.FromConfig(cfg, logger, services.StaticHuman("bench"), services.WebTransport(memoryUpstream{reads: hotPathReads(35)}))
 	require.NoError(b, err)
-	gw.Web.Human = webchat.StaticHuman("bench")
-	gw.Web.HTTP = &http.Client{Transport: memoryUpstream{reads: hotPathReads(35)}}
 	store := responses.NewStore(state.NewQueue(state.NewMemory(nil), 0, nil), responses.DefaultStoreLimits)
 	return New(Options{
 		Chat: gw.Chat, Catalog: gw.Catalog, Aliases: gw.Aliases, MaxBodyBytes: cfg.MaxBodyBytes,

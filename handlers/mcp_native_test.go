@@ -48,8 +48,7 @@ func TestMCPNativeBackend(t *testing.T) {
 	gw.StartMCP(context.Background())
 	defer func() {
 		srv.Close()
-		gw.StopMCP()
-		gw.Native.Close()
+		gw.Close()
 		if t.Failed() {
 			t.Logf("gateway log:\n%s", logs.String())
 		}

@@ -42,7 +42,7 @@ func newNativeReplica(t *testing.T, up *nativetest.Server, q *state.Queue) *stac
 	}))
 	t.Cleanup(func() {
 		srv.Close()
-		gw.Native.Close()
+		gw.Close()
 		if t.Failed() {
 			t.Logf("gateway log:\n%s", logs.String())
 		}

@@ -59,7 +59,7 @@ func newNativeStackWith(t *testing.T, opts nativetest.Options, env map[string]st
 	srv := httptest.NewServer(handler)
 	t.Cleanup(func() {
 		srv.Close()
-		gw.Native.Close()
+		gw.Close()
 		if t.Failed() {
 			t.Logf("gateway log:\n%s", logs.String())
 		}

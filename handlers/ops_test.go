@@ -17,7 +17,6 @@ import (
 	"cursor2api/config"
 	"cursor2api/services"
 	"cursor2api/services/cursortest"
-	"cursor2api/services/webchat"
 )
 
 // newOpsStack is newStack with the operations surface wired as server.New
@@ -34,9 +33,8 @@ func newOpsStack(t *testing.T, env map[string]string, reply func(int, cursortest
 	require.NoError(t, err)
 	logs := &cursortest.LogBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, nil))
-	gw, err := services.FromConfig(cfg, logger)
+	gw, err := services.FromConfig(cfg, logger, services.StaticHuman("test-x-is-human"))
 	require.NoError(t, err)
-	gw.Web.Human = webchat.StaticHuman("test-x-is-human")
 	srv := httptest.NewServer(New(Options{
 		Chat: gw.Chat, Catalog: gw.Catalog, MaxBodyBytes: cfg.MaxBodyBytes, Version: "test-version", Logger: logger,
 		Metrics: gw.Metrics, Readiness: gw.Readiness, TrustedProxies: cfg.TrustedProxies,

@@ -43,17 +43,17 @@ type Gateway struct {
 	// published ones.
 	Aliases models.Aliases
 	Chat    *chat.Service
-	// Web is the web-chat back door, for the model watch (and for tests,
-	// which replace its x-is-human provider). Nil on the agent backend.
+	// Web is the web-chat back door, for doctor's steps; nil on the other
+	// backends. Web, Agent and Native are for services' own packages:
+	// what runs the gateway goes through Start, Close and Shutdown.
 	Web *webchat.Client
 	// Agent is the Cursor Agent CLI back door; nil on the web backend.
 	Agent *agentcli.CLI
 	// Native is Cursor's native agent API back door (BACKEND=cursor).
 	Native *native.Client
-	// Background runs what the backend keeps up to date (the agent
-	// backend's model list, the web chat's under MODELS=auto) until ctx
-	// ends; nil when there is nothing.
-	Background func(ctx context.Context)
+	// background runs what the backend keeps up to date (its model list)
+	// until ctx ends; nil when there is nothing. Start runs it.
+	background func(ctx context.Context)
 	// Metrics are the gateway's Prometheus metrics, on their own registry.
 	Metrics *metrics.Metrics
 	// Readiness answers /ready.
@@ -91,14 +91,14 @@ func cloudService(cfg *config.Config, pool *egress.Pool, drift *utils.Drift, log
 
 // FromConfig builds the gateway the configuration describes, with what
 // outlives a request kept in this process only (see FromConfigState).
-func FromConfig(cfg *config.Config, logger *slog.Logger) (*Gateway, error) {
-	return FromConfigState(cfg, logger, nil)
+func FromConfig(cfg *config.Config, logger *slog.Logger, opts ...Option) (*Gateway, error) {
+	return FromConfigState(cfg, logger, nil, opts...)
 }
 
 // FromConfigState builds the gateway the configuration describes, on the
 // gateway's state store (nil: none): the native back door's key rests
 // are kept there, shared by the replicas and kept over a restart.
-func FromConfigState(cfg *config.Config, logger *slog.Logger, q *state.Queue) (*Gateway, error) {
+func FromConfigState(cfg *config.Config, logger *slog.Logger, q *state.Queue, opts ...Option) (*Gateway, error) {
 	aliases, err := models.ParseAliases(cfg.ModelAliases)
 	if err != nil {
 		return nil, fmt.Errorf("configuration: MODEL_ALIASES: %w", err)
@@ -140,6 +140,13 @@ func FromConfigState(cfg *config.Config, logger *slog.Logger, q *state.Queue) (*
 	if err := withMCP(cfg, gw, m, ready, logger); err != nil {
 		return nil, err
 	}
+	if gw.Web != nil {
+		var o options
+		for _, opt := range opts {
+			opt(&o)
+		}
+		o.apply(gw.Web)
+	}
 	return gw, nil
 }
 
@@ -159,11 +166,12 @@ func egressPool(cfg *config.Config, m *metrics.Metrics, ready *readiness.Tracker
 	}
 	pool := egress.NewPool(urls, cfg.ProxyCooldown.Duration(), logger)
 	pool.OnFailure = m.EgressFailure
-	for _, u := range urls {
-		label := egress.Label(u)
-		m.EgressProxy(label, func() bool { return pool.Available(label) })
+	labels := make([]string, len(urls))
+	for i, u := range urls {
+		labels[i] = egress.Label(u)
 	}
 	ready.Egress = func() []readiness.Proxy { return egressReport(pool.State()) }
+	m.Egress(labels, ready.Egress)
 	return pool, nil
 }
 
@@ -259,11 +267,10 @@ func webGateway(cfg *config.Config, pool *egress.Pool, m *metrics.Metrics, ready
 		EmptyFallback: true,
 		Logger:        logger,
 	})
-	failing := func() bool { return time.Now().Before(provider.FailingUntil()) }
-	m.HumanEvaluations(provider.Evaluations, failing)
 	ready.Human = func() readiness.Human {
-		return readiness.Human{Mode: cfg.XIsHuman.Kind, Evaluations: provider.Evaluations(), Failing: failing()}
+		return readiness.Human{Mode: cfg.XIsHuman.Kind, Evaluations: provider.Evaluations(), Failing: time.Now().Before(provider.FailingUntil())}
 	}
+	m.Human(ready.Human)
 	if cfg.XIsHuman.Kind == "script" {
 		why := "SCRIPT_URL"
 		switch {
@@ -298,7 +305,7 @@ func webGateway(cfg *config.Config, pool *egress.Pool, m *metrics.Metrics, ready
 	if err != nil {
 		return nil, err
 	}
-	return &Gateway{Catalog: catalog, Chat: core, Web: web, Human: provider, Background: background}, nil
+	return &Gateway{Catalog: catalog, Chat: core, Web: web, Human: provider, background: background}, nil
 }
 
 // Pauses of the model list's refresh under MODELS=auto: between checks
@@ -312,7 +319,8 @@ const (
 // upstream accepts: a fallback at once (start-up never waits for the
 // upstream), then the list learned in the background, refreshed every
 // MODEL_CHECK_INTERVAL (default 10 minutes) and whenever a request finds
-// it changed. Explicit MODELS are published as configured.
+// it changed. Explicit MODELS are published as configured, and checked
+// against the upstream every MODEL_CHECK_INTERVAL when it is set.
 func webModels(cfg *config.Config, web *webchat.Client, ready *readiness.Tracker, logger *slog.Logger) (*models.Catalog, upstream.Upstream, func(context.Context), error) {
 	if !cfg.ModelsAuto() {
 		catalog, err := models.NewCatalog(cfg.Models, cfg.ModelMap)
@@ -320,7 +328,11 @@ func webModels(cfg *config.Config, web *webchat.Client, ready *readiness.Tracker
 			return nil, nil, nil, fmt.Errorf("configuration: MODELS: %w", err)
 		}
 		ready.Models = func() readiness.Models { return readiness.Models{Source: "configured", Served: catalog.Names()} }
-		return catalog, web, nil, nil
+		var watch func(context.Context)
+		if interval := cfg.ModelCheck.Duration(); interval > 0 {
+			watch = func(ctx context.Context) { webchat.WatchModels(ctx, web, catalog, interval, logger) }
+		}
+		return catalog, web, watch, nil
 	}
 	interval := cfg.ModelCheck.Duration()
 	if interval <= 0 {
@@ -359,23 +371,9 @@ func agentGateway(cfg *config.Config, m *metrics.Metrics, ready *readiness.Track
 		Logger:       logger,
 		Drift:        drift,
 	})
-	var allowed []string
-	if cfg.ModelsSet {
-		allowed = cfg.Models
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), cfg.Timeout.Duration())
-	catalog, err := cli.Catalog(ctx, allowed)
-	cancel()
+	catalog, allowed, err := startCatalog(cfg, cli.Catalog, models.NewUpstreamCatalog, "agent: could not learn the CLI's models; publishing a fallback until the next refresh", logger)
 	if err != nil {
-		fallback := []string{"auto"}
-		if cfg.ModelsSet {
-			fallback = cfg.Models
-		}
-		logger.Warn("agent: could not learn the CLI's models; publishing a fallback until the next refresh",
-			"error", err, "models", fallback)
-		if catalog, err = models.NewUpstreamCatalog(fallback); err != nil {
-			return nil, fmt.Errorf("configuration: MODELS: %w", err)
-		}
+		return nil, err
 	}
 	ready.Check = func(ctx context.Context) error { _, err := cli.Ready(ctx); return err }
 	ready.Models = func() readiness.Models { return readiness.Models{Source: "agent", Served: catalog.Names()} }
@@ -385,10 +383,36 @@ func agentGateway(cfg *config.Config, m *metrics.Metrics, ready *readiness.Track
 	}
 	return &Gateway{
 		Catalog: catalog, Chat: core, Agent: cli,
-		Background: func(ctx context.Context) {
+		background: func(ctx context.Context) {
 			cli.WatchModels(ctx, catalog, allowed, cfg.AgentModelsTTL.Duration())
 		},
 	}, nil
+}
+
+// startCatalog learns a back door's models (restricted to MODELS when
+// set, which it returns as allowed) within TIMEOUT. When it cannot, the
+// gateway still starts: it publishes MODELS when set, else "auto", built
+// by fallback, and warns with why until the refresh fixes the list.
+func startCatalog(cfg *config.Config, learn func(ctx context.Context, allowed []string) (*models.Catalog, error),
+	fallback func(ids []string) (*models.Catalog, error), why string, logger *slog.Logger) (catalog *models.Catalog, allowed []string, err error) {
+	if cfg.ModelsSet {
+		allowed = cfg.Models
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.Timeout.Duration())
+	catalog, err = learn(ctx, allowed)
+	cancel()
+	if err == nil {
+		return catalog, allowed, nil
+	}
+	ids := []string{"auto"}
+	if cfg.ModelsSet {
+		ids = cfg.Models
+	}
+	logger.Warn(why, "error", err, "models", ids)
+	if catalog, err = fallback(ids); err != nil {
+		return nil, nil, fmt.Errorf("configuration: MODELS: %w", err)
+	}
+	return catalog, allowed, nil
 }
 
 // cursorGateway builds the gateway on Cursor's native agent API. Its
@@ -416,46 +440,35 @@ func cursorGateway(cfg *config.Config, pool *egress.Pool, m *metrics.Metrics, re
 		ParkMax:     cfg.CursorParkMax, ParkTTL: cfg.CursorParkTTL.Duration(), ParkBytes: cfg.CursorParkBytes,
 		Logger: logger, Drift: drift,
 	})
-	var allowed []string
-	if cfg.ModelsSet {
-		allowed = cfg.Models
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), cfg.Timeout.Duration())
-	catalog, err := client.Catalog(ctx, allowed)
-	cancel()
-	if err != nil {
-		fallback := []string{"auto"}
-		if cfg.ModelsSet {
-			fallback = cfg.Models
-		}
-		logger.Warn("cursor: could not learn the account's models; publishing a fallback until the next refresh",
-			"error", err, "models", fallback)
-		list := make([]models.NamedModel, len(fallback))
-		for i, id := range fallback {
+	named := func(ids []string) (*models.Catalog, error) {
+		list := make([]models.NamedModel, len(ids))
+		for i, id := range ids {
 			list[i] = models.NamedModel{ID: id}
 		}
-		if catalog, err = models.NewNamedCatalog(list); err != nil {
-			return nil, fmt.Errorf("configuration: MODELS: %w", err)
-		}
+		return models.NewNamedCatalog(list)
+	}
+	catalog, allowed, err := startCatalog(cfg, client.Catalog, named, "cursor: could not learn the account's models; publishing a fallback until the next refresh", logger)
+	if err != nil {
+		return nil, err
 	}
 	ready.Check = client.Ready
 	ready.Keys = func() []readiness.Key { return keysReport(client.Keys()) }
-	m.Keys(func() []metrics.Key { return keysMetrics(client.Keys()) })
+	m.Keys(ready.Keys)
 	core, err := newCore(cfg, catalog, ready.Upstream(m.Upstream(client)), m, logger)
 	if err != nil {
 		return nil, err
 	}
 	return &Gateway{
 		Catalog: catalog, Chat: core, Native: client,
-		Background: func(ctx context.Context) {
+		background: func(ctx context.Context) {
 			client.WatchModels(ctx, catalog, allowed, cfg.CursorModelsTTL.Duration())
 			client.Close()
 		},
 	}, nil
 }
 
-// keysReport is the native back door's keys for /ready: fingerprints,
-// states and clipped errors, never a key.
+// keysReport is the native back door's keys for /ready and /metrics:
+// fingerprints, states and clipped errors, never a key.
 func keysReport(states []keys.KeyState) []readiness.Key {
 	out := make([]readiness.Key, len(states))
 	for i, s := range states {
@@ -472,15 +485,6 @@ func keysReport(states []keys.KeyState) []readiness.Key {
 			k.LastErrorAt = &at
 		}
 		out[i] = k
-	}
-	return out
-}
-
-// keysMetrics is the native back door's keys for /metrics.
-func keysMetrics(states []keys.KeyState) []metrics.Key {
-	out := make([]metrics.Key, len(states))
-	for i, s := range states {
-		out[i] = metrics.Key{Name: s.Name, State: string(s.State), CoolingUntil: s.CoolingUntil, Requests: s.Requests, Cooldowns: s.Cooldowns}
 	}
 	return out
 }
@@ -524,7 +528,8 @@ func newCheckpoint(cfg *config.Config, transport http.RoundTripper, headers http
 		}
 	}
 	var keeper *vercel.Keeper
-	onSolve := m.Checkpoint(egresses, func(egress string) bool { return keeper.Valid(egress) })
+	report := func() readiness.Checkpoint { return checkpointReport(cfg.Checkpoint, keeper.State()) }
+	onSolve := m.Checkpoint(egresses, report)
 	keeper = vercel.New(vercel.Options{
 		HTTP:     &http.Client{Transport: transport},
 		Headers:  headers,
@@ -535,11 +540,11 @@ func newCheckpoint(cfg *config.Config, transport http.RoundTripper, headers http
 		OnSolve:  onSolve,
 		Drift:    drift,
 	})
-	ready.Checkpoint = func() readiness.Checkpoint { return checkpointReport(cfg.Checkpoint, keeper.State()) }
+	ready.Checkpoint = report
 	return keeper
 }
 
-// checkpointReport is the keeper's state as /ready shows it.
+// checkpointReport is the keeper's state as /ready and /metrics read it.
 func checkpointReport(mode string, states []vercel.State) readiness.Checkpoint {
 	r := readiness.Checkpoint{Mode: mode, Egress: make([]readiness.CheckpointEgress, len(states))}
 	for i, s := range states {
@@ -557,7 +562,7 @@ func checkpointReport(mode string, states []vercel.State) readiness.Checkpoint {
 	return r
 }
 
-// egressReport is the pool's state as /ready shows it.
+// egressReport is the pool's state as /ready and /metrics read it.
 func egressReport(states []egress.State) []readiness.Proxy {
 	out := make([]readiness.Proxy, len(states))
 	for i, s := range states {

@@ -76,8 +76,9 @@ func TestDefaultScriptURLAgrees(t *testing.T) {
 }
 
 // With no MODELS the web gateway publishes the fallback at once (start-up
-// never waits for the upstream) and learns the list in Background; with
-// explicit MODELS it publishes them and learns nothing.
+// never waits for the upstream) and learns the list in the background; with
+// explicit MODELS it publishes them and learns nothing, checking them in
+// the background only under MODEL_CHECK_INTERVAL.
 func TestFromConfigModels(t *testing.T) {
 	cases := []struct {
 		name       string
@@ -88,6 +89,7 @@ func TestFromConfigModels(t *testing.T) {
 	}{
 		{"auto", map[string]string{}, []string{"gemini-3-flash", "gemini-3-flash-thinking"}, "fallback", true},
 		{"explicit", map[string]string{"MODELS": "claude-sonnet-4.6"}, []string{"claude-sonnet-4.6", "claude-sonnet-4.6-thinking"}, "configured", false},
+		{"explicit, checked", map[string]string{"MODELS": "claude-sonnet-4.6", "MODEL_CHECK_INTERVAL": "60"}, []string{"claude-sonnet-4.6", "claude-sonnet-4.6-thinking"}, "configured", true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -101,7 +103,7 @@ func TestFromConfigModels(t *testing.T) {
 			require.NotNil(t, r.Models)
 			assert.Equal(t, tc.source, r.Models.Source)
 			assert.Equal(t, tc.served, r.Models.Served)
-			assert.Equal(t, tc.background, gw.Background != nil)
+			assert.Equal(t, tc.background, gw.background != nil)
 		})
 	}
 }

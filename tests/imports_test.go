@@ -72,8 +72,9 @@ var importRules = map[string][]string{
 	// core; its test server is the official SDK's.
 	"services/mcp":         {"models"},
 	"services/mcp/mcptest": {"utils/gobuild"},
-	// Metrics and readiness see the back door only through its contract.
-	"services/metrics":   {"models", "services/upstream"},
+	// Metrics and readiness see the back door only through its contract;
+	// metrics read each part through the reporter /ready reads, in its shape.
+	"services/metrics":   {"models", "utils", "services/upstream", "services/readiness"},
 	"services/readiness": {"models", "utils", "services/upstream"},
 	// The wiring is the one place that reads config and knows every part.
 	"services":           wiring,

@@ -24,7 +24,6 @@ import (
 	"cursor2api/services/readiness"
 	"cursor2api/services/state"
 	"cursor2api/services/usage"
-	"cursor2api/services/webchat"
 )
 
 // stateInterval is how often the usage ledger writes its records and the
@@ -112,14 +111,10 @@ func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*state.DefaultWriteTimeout)
 		defer cancel()
-		if s.gw.Native != nil {
-			// One write's bound (a write under way ends by then), and the
-			// rest of ctx's for the usage records.
-			keysCtx, cancelKeys := context.WithTimeout(ctx, state.DefaultWriteTimeout)
-			if err := s.gw.Native.Shutdown(keysCtx); err != nil {
-				s.logger.Warn("state: a key rest was not written at shutdown", "engine", s.state.Store().Engine(), "error", err)
-			}
-			cancelKeys()
+		// One write's bound for the key rests (a write under way ends by
+		// then), and the rest of ctx's for the usage records.
+		if err := s.gw.Shutdown(ctx); err != nil {
+			s.logger.Warn("state: a key rest was not written at shutdown", "engine", s.state.Store().Engine(), "error", err)
 		}
 		s.ledger.Flush(ctx)
 		if st := s.state.Stats(); st.Queued > 0 {
@@ -167,16 +162,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	defer stopMetrics()
 
-	// Under MODELS=auto the gateway's Background learns the list instead.
-	if interval := cfg.ModelCheck.Duration(); interval > 0 && s.gw.Web != nil && !cfg.ModelsAuto() {
-		go webchat.WatchModels(ctx, s.gw.Web, s.gw.Catalog, interval, logger)
-	}
-	if s.gw.Background != nil {
-		go s.gw.Background(ctx)
-	}
-	// MCP servers stay up while the answers drain, and go with the server.
-	s.gw.StartMCP(context.WithoutCancel(ctx))
-	defer s.gw.StopMCP()
+	// The model watch ends with ctx; the MCP servers stay up while the
+	// answers drain, and go with the server.
+	s.gw.Start(ctx)
+	defer s.gw.Close()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

@@ -4,18 +4,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-)
 
-// Key is one of the native back door's Cursor API keys, as the wiring
-// reads it: named by its fingerprint, never the key.
-type Key struct {
-	Name string
-	// State is ok, bad, cooling or probing.
-	State        string
-	CoolingUntil time.Time
-	Requests     int64
-	Cooldowns    int64
-}
+	"cursor2api/services/readiness"
+)
 
 // KeyStates are the states a key's state gauge has a series for.
 var KeyStates = []string{"ok", "bad", "cooling", "probing"}
@@ -32,13 +23,14 @@ var (
 		"How long each Cursor API key (by fingerprint) still rests; 0 when it is not cooling.", []string{"key"}, nil)
 )
 
-// Keys publishes the native back door's keys, read from snapshot at every
-// scrape (one call per scrape, so the series agree with each other).
-func (m *Metrics) Keys(snapshot func() []Key) {
-	m.reg.MustRegister(keyCollector(snapshot))
+// Keys publishes the native back door's keys, by fingerprint, as the
+// reporter /ready reads gives them: one call per scrape, so the series
+// agree with each other.
+func (m *Metrics) Keys(report func() []readiness.Key) {
+	m.reg.MustRegister(keyCollector(report))
 }
 
-type keyCollector func() []Key
+type keyCollector func() []readiness.Key
 
 func (c keyCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- keyStateDesc
@@ -51,14 +43,14 @@ func (c keyCollector) Collect(ch chan<- prometheus.Metric) {
 	now := time.Now()
 	for _, k := range c() {
 		for _, s := range KeyStates {
-			ch <- prometheus.MustNewConstMetric(keyStateDesc, prometheus.GaugeValue, boolValue(k.State == s), k.Name, s)
+			ch <- prometheus.MustNewConstMetric(keyStateDesc, prometheus.GaugeValue, boolValue(k.State == s), k.Key, s)
 		}
-		ch <- prometheus.MustNewConstMetric(keyRequestsDesc, prometheus.CounterValue, float64(k.Requests), k.Name)
-		ch <- prometheus.MustNewConstMetric(keyCooldownsDesc, prometheus.CounterValue, float64(k.Cooldowns), k.Name)
+		ch <- prometheus.MustNewConstMetric(keyRequestsDesc, prometheus.CounterValue, float64(k.Requests), k.Key)
+		ch <- prometheus.MustNewConstMetric(keyCooldownsDesc, prometheus.CounterValue, float64(k.Cooldowns), k.Key)
 		cooling := 0.0
-		if k.State == "cooling" && k.CoolingUntil.After(now) {
+		if k.State == "cooling" && k.CoolingUntil != nil && k.CoolingUntil.After(now) {
 			cooling = k.CoolingUntil.Sub(now).Seconds()
 		}
-		ch <- prometheus.MustNewConstMetric(keyCoolingDesc, prometheus.GaugeValue, cooling, k.Name)
+		ch <- prometheus.MustNewConstMetric(keyCoolingDesc, prometheus.GaugeValue, cooling, k.Key)
 	}
 }

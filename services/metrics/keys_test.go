@@ -7,17 +7,20 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"cursor2api/services/readiness"
 )
 
 func TestKeys(t *testing.T) {
-	keys := []Key{
-		{Name: "key-00000001", State: "ok", Requests: 7},
-		{Name: "key-00000002", State: "cooling", CoolingUntil: time.Now().Add(90 * time.Second), Requests: 3, Cooldowns: 2},
-		{Name: "key-00000003", State: "bad"},
+	until := time.Now().Add(90 * time.Second)
+	keys := []readiness.Key{
+		{Key: "key-00000001", State: "ok", Requests: 7},
+		{Key: "key-00000002", State: "cooling", CoolingUntil: &until, Requests: 3, Cooldowns: 2},
+		{Key: "key-00000003", State: "bad"},
 	}
 	calls := 0
 	m := New()
-	m.Keys(func() []Key { calls++; return keys })
+	m.Keys(func() []readiness.Key { calls++; return keys })
 
 	families, err := m.Registry().Gather()
 	require.NoError(t, err)

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"cursor2api/models"
+	"cursor2api/services/readiness"
 	"cursor2api/services/upstream"
 )
 
@@ -121,15 +122,15 @@ func (m *Metrics) BadCall(reason string) { m.badCalls.WithLabelValues(reason).In
 // HumanFailure counts an x-is-human failure.
 func (m *Metrics) HumanFailure() { m.humanFailures.Inc() }
 
-// HumanEvaluations publishes the count of challenge script evaluations
-// that evaluations reports, and whether the provider is failing (using its
-// fallback after a failed refresh).
-func (m *Metrics) HumanEvaluations(evaluations func() int64, failing func() bool) {
+// Human publishes the count of challenge script evaluations and whether
+// the provider is failing (using its fallback after a failed refresh), as
+// the reporter /ready reads gives them.
+func (m *Metrics) Human(report func() readiness.Human) {
 	m.reg.MustRegister(
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: namespace, Name: "x_is_human_evaluations_total",
-			Help: "Evaluations of the x-is-human challenge script started."}, func() float64 { return float64(evaluations()) }),
+			Help: "Evaluations of the x-is-human challenge script started."}, func() float64 { return float64(report().Evaluations) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: namespace, Name: "x_is_human_failing",
-			Help: "1 while x-is-human uses its fallback after a failed refresh."}, func() float64 { return boolValue(failing()) }),
+			Help: "1 while x-is-human uses its fallback after a failed refresh."}, func() float64 { return boolValue(report().Failing) }),
 	)
 }
 
@@ -157,12 +158,21 @@ func (m *Metrics) State(engine string, stats func() StateStats) {
 	)
 }
 
-// EgressProxy publishes whether the egress proxy named label is in use
-// (1) or cooling down (0).
-func (m *Metrics) EgressProxy(label string, available func() bool) {
-	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: namespace, Name: "egress_proxy_available",
-		Help: "1 when the egress proxy may take requests, 0 while it cools down after a failure.", ConstLabels: prometheus.Labels{"proxy": label}},
-		func() float64 { return boolValue(available()) }))
+// Egress publishes whether each egress proxy of labels is in use (1) or
+// cooling down (0), as the reporter /ready reads gives them.
+func (m *Metrics) Egress(labels []string, report func() []readiness.Proxy) {
+	for _, label := range labels {
+		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: namespace, Name: "egress_proxy_available",
+			Help: "1 when the egress proxy may take requests, 0 while it cools down after a failure.", ConstLabels: prometheus.Labels{"proxy": label}},
+			func() float64 {
+				for _, p := range report() {
+					if p.Proxy == label {
+						return boolValue(p.Available)
+					}
+				}
+				return 0
+			}))
+	}
 }
 
 // EgressFailure counts a failure that put the proxy named label in cooldown.
