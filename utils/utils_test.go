@@ -33,6 +33,15 @@ func TestRandomString(t *testing.T) {
 	}
 }
 
+// TestNewCallID: the one form of the gateway's call ids, which the
+// doors re-prefix and the native back door matches after the first '_'.
+func TestNewCallID(t *testing.T) {
+	a, b := NewCallID(), NewCallID()
+	assert.Regexp(t, `^call_[A-Za-z0-9]{24}$`, a)
+	assert.True(t, strings.HasPrefix(a, CallIDPrefix))
+	assert.NotEqual(t, a, b)
+}
+
 func TestCutRunesAndClip(t *testing.T) {
 	cases := []struct {
 		in   string

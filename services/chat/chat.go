@@ -489,8 +489,8 @@ func (s *Service) turn(ctx context.Context, p *Prepared, note string, sink *turn
 			// Doors re-prefix ids of the core's form (call_…): an upstream
 			// id of another form is replaced.
 			id := ev.ID
-			if !strings.HasPrefix(id, "call_") {
-				id = NewToolCallID()
+			if !strings.HasPrefix(id, utils.CallIDPrefix) {
+				id = utils.NewCallID()
 			}
 			return sink.toolCall(id, ev.Name, args)
 		case toolproto.EventBadCall:
@@ -690,10 +690,6 @@ func withNote(msgs []models.Turn, note string) []models.Turn {
 	}
 	return append(out, models.Turn{Role: models.RoleUser, Text: note})
 }
-
-// NewToolCallID returns a tool call id. Doors that have their own id
-// style re-prefix it.
-func NewToolCallID() string { return "call_" + utils.RandomString(utils.Alphanumerics, 24) }
 
 // IsClientGone reports whether err only means the caller went away.
 func IsClientGone(err error) bool {

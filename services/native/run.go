@@ -502,7 +502,7 @@ func (r *run) consume(ctx context.Context, fn func(upstream.Delta) error, sent *
 			case evCall:
 				got++
 				pc := ev.call
-				pc.id = newCallID()
+				pc.id = utils.NewCallID()
 				r.calls = append(r.calls, pc)
 				*sent = true
 				if err := fn(upstream.Delta{Kind: upstream.DeltaToolCall, Call: models.ToolCall{ID: pc.id, Name: pc.name, Arguments: pc.args}}); err != nil {
