@@ -15,7 +15,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
@@ -374,14 +373,7 @@ func sessionOf(r *http.Request, fromBody string) string {
 		}
 	}
 	s = strings.ToValidUTF8(strings.TrimSpace(s), "")
-	if len(s) > maxSessionBytes {
-		n := maxSessionBytes
-		for !utf8.RuneStart(s[n]) {
-			n--
-		}
-		s = s[:n]
-	}
-	return s
+	return utils.CutRunes(s, maxSessionBytes)
 }
 
 // asError turns any error into the neutral error to send.

@@ -44,10 +44,14 @@ const CallIDPrefix = "call_"
 // by the part after the first '_'.
 func NewCallID() string { return CallIDPrefix + RandomString(Alphanumerics, 24) }
 
-// CutRunes returns s cut to at most n bytes without splitting a rune.
+// CutRunes returns s cut to at most n bytes without splitting a rune:
+// the gateway's one rune-safe cut. Nothing is left of s when n <= 0.
 func CutRunes(s string, n int) string {
 	if n >= len(s) {
 		return s
+	}
+	if n <= 0 {
+		return ""
 	}
 	for n > 0 && !utf8.RuneStart(s[n]) {
 		n--

@@ -66,6 +66,9 @@ func TestCutRunesAndClip(t *testing.T) {
 		assert.True(t, utf8.ValidString(CutRunes(tc.in, tc.n)))
 		assert.Equal(t, tc.clip, Clip(tc.in, tc.n), "Clip(%q, %d)", tc.in, tc.n)
 	}
+	// A budget already spent (the core's cap on a reply) cuts to nothing.
+	assert.Empty(t, CutRunes("héllo", 0))
+	assert.Empty(t, CutRunes("héllo", -3))
 }
 
 // TestClipFastPath checks the copy-free path against the general one on

@@ -17,7 +17,6 @@ import (
 	"slices"
 	"strings"
 	"unicode"
-	"unicode/utf8"
 
 	"cursor2api/models"
 	"cursor2api/services/upstream"
@@ -522,7 +521,7 @@ func (s *Service) attempt(ctx context.Context, p *Prepared, note string, streamA
 				// counted whole at the call's end
 			case prose && budget > 0 && outBytes+len(ev.Text) > budget:
 				// The bound cuts text and reasoning, never a call.
-				ev.Text = cutAtRune(ev.Text, budget-outBytes)
+				ev.Text = utils.CutRunes(ev.Text, budget-outBytes)
 				outBytes += len(ev.Text)
 				if ev.Text != "" {
 					if err := handle(ev); err != nil {
@@ -534,7 +533,7 @@ func (s *Service) attempt(ctx context.Context, p *Prepared, note string, streamA
 				// The gateway's own cap: prose is cut at it, a call past
 				// it is dropped whole.
 				if prose {
-					ev.Text = cutAtRune(ev.Text, limit-outBytes)
+					ev.Text = utils.CutRunes(ev.Text, limit-outBytes)
 					outBytes += len(ev.Text)
 					if ev.Text != "" {
 						if err := handle(ev); err != nil {
@@ -608,21 +607,6 @@ func maxOutputBytes(tokens int) int {
 		return 0
 	}
 	return tokens * 4
-}
-
-// cutAtRune returns the longest prefix of s of at most n bytes that does
-// not split a UTF-8 sequence.
-func cutAtRune(s string, n int) string {
-	if n >= len(s) {
-		return s
-	}
-	if n <= 0 {
-		return ""
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
 
 // EstimatedInputTokens estimates the tokens of the conversation sent
