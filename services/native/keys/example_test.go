@@ -21,7 +21,7 @@ func run(ctx context.Context, accessToken string) (sent bool, err error) { retur
 // the conversation's next key.
 func Example() {
 	pool, err := keys.New(keys.Options{
-		Keys:    keys.Split("crsr_first,crsr_second"),
+		Keys:    []string{"crsr_first", "crsr_second"},
 		BaseURL: keys.DefaultBaseURL, // CURSOR_BACKEND_URL
 		Logger:  slog.Default(),
 	})

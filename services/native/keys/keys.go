@@ -48,7 +48,8 @@ const (
 
 // Options configure a Pool. Only Keys is required.
 type Options struct {
-	// Keys are the Cursor API keys, as Split reads them from CURSOR_API_KEY.
+	// Keys are the Cursor API keys, as config.CursorAPIKeys reads them
+	// from CURSOR_API_KEY.
 	// A key given twice counts once.
 	Keys []string
 	// BaseURL is the host of the key exchange (CURSOR_BACKEND_URL);
@@ -94,18 +95,6 @@ type Options struct {
 	// most: a rest another replica began is honoured here within about
 	// this long.
 	SyncEvery time.Duration
-}
-
-// Split reads CURSOR_API_KEY: one key or several, comma-separated, with
-// blanks around them ignored.
-func Split(env string) []string {
-	var out []string
-	for _, k := range strings.Split(env, ",") {
-		if k = strings.TrimSpace(k); k != "" {
-			out = append(out, k)
-		}
-	}
-	return out
 }
 
 // Pool hands out Cursor API keys and their access tokens per conversation.

@@ -387,9 +387,6 @@ func TestNewOptions(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 2, p.Len(), "a key given twice counts once")
 	assert.Equal(t, DefaultBaseURL+ExchangePath, p.exchange)
-
-	assert.Equal(t, []string{"a", "b", "c"}, Split(" a, b ,,c,"))
-	assert.Empty(t, Split(" , "))
 }
 
 func TestSecretsNeverShown(t *testing.T) {
