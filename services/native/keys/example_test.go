@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"cursor2api/models"
 	"cursor2api/services/native/keys"
 )
 
@@ -22,7 +23,7 @@ func run(ctx context.Context, accessToken string) (sent bool, err error) { retur
 func Example() {
 	pool, err := keys.New(keys.Options{
 		Keys:    []string{"crsr_first", "crsr_second"},
-		BaseURL: keys.DefaultBaseURL, // CURSOR_BACKEND_URL
+		BaseURL: models.CursorConnectURL, // CURSOR_BACKEND_URL
 		Logger:  slog.Default(),
 	})
 	if err != nil {

@@ -25,12 +25,9 @@ import (
 	"sync"
 	"time"
 
+	"cursor2api/models"
 	"cursor2api/services/state"
 )
-
-// DefaultBaseURL is where Cursor exchanges API keys for access tokens
-// (the Connect host; CURSOR_BACKEND_URL replaces it).
-const DefaultBaseURL = "https://api2.cursor.sh"
 
 // ExchangePath is the key exchange's path under the base URL.
 const ExchangePath = "/auth/exchange_user_api_key"
@@ -53,7 +50,7 @@ type Options struct {
 	// A key given twice counts once.
 	Keys []string
 	// BaseURL is the host of the key exchange (CURSOR_BACKEND_URL);
-	// empty means DefaultBaseURL.
+	// empty means models.CursorConnectURL.
 	BaseURL string
 	// HTTP makes the exchanges; nil means a client of its own.
 	HTTP *http.Client
@@ -177,11 +174,11 @@ func New(opts Options) (*Pool, error) {
 		}
 	}
 	if opts.BaseURL == "" {
-		opts.BaseURL = DefaultBaseURL
+		opts.BaseURL = models.CursorConnectURL
 	}
 	u, err := url.Parse(opts.BaseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("CURSOR_BACKEND_URL %q is not an http(s) base URL such as %s", opts.BaseURL, DefaultBaseURL)
+		return nil, fmt.Errorf("CURSOR_BACKEND_URL %q is not an http(s) base URL such as %s", opts.BaseURL, models.CursorConnectURL)
 	}
 	for name, values := range opts.Header {
 		for _, v := range values {
