@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"cursor2api/models"
 )
 
 func TestCloudAgents(t *testing.T) {
@@ -13,6 +15,7 @@ func TestCloudAgents(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, cfg.CloudOn())
 	assert.Equal(t, "https://api.cursor.com", cfg.CloudAPIURL)
+	assert.Equal(t, models.CursorAPIURL, cfg.CloudAPIURL, "the default is the host's one home (a tag cannot name the constant)")
 	assert.Equal(t, 30*time.Minute, cfg.CloudMaxWait.Duration())
 	assert.Equal(t, 5*time.Second, cfg.CloudPollInterval.Duration())
 

@@ -642,15 +642,10 @@ func (c *Config) validateCursor() []error {
 // CloudOn reports whether Cursor Cloud Agents are served.
 func (c *Config) CloudOn() bool { return c.CloudAgents == "on" }
 
-// CursorAPIKeys is CURSOR_API_KEY split into its comma-separated keys.
+// CursorAPIKeys is CURSOR_API_KEY split into its comma-separated keys,
+// read as API_KEY's list is (trimmed).
 func (c *Config) CursorAPIKeys() []string {
-	var out []string
-	for _, k := range strings.Split(c.CursorAPIKey, ",") {
-		if k = strings.TrimSpace(k); k != "" {
-			out = append(out, k)
-		}
-	}
-	return out
+	return trimmed(strings.Split(c.CursorAPIKey, ","))
 }
 
 // validateLimits checks the limits block and fills in the loopback

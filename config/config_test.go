@@ -144,6 +144,15 @@ func TestCursorBackend(t *testing.T) {
 	assert.Equal(t, "sse", cfg.CursorTransport)
 	assert.Equal(t, "sdk-1.1.0", cfg.CursorClientVersion)
 	assert.True(t, cfg.AliasesSet)
+
+	// The key list, read as API_KEY's is.
+	for env, want := range map[string][]string{" a, b ,,c,": {"a", "b", "c"}, "k": {"k"}} {
+		cfg, err := FromMap(map[string]string{"BACKEND": "cursor", "CURSOR_API_KEY": env})
+		require.NoError(t, err)
+		assert.Equal(t, want, cfg.CursorAPIKeys(), "CURSOR_API_KEY=%q", env)
+	}
+	cfg.CursorAPIKey = " , "
+	assert.Empty(t, cfg.CursorAPIKeys(), "blanks only: no key")
 }
 
 func TestInvalidValues(t *testing.T) {

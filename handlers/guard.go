@@ -14,7 +14,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"cursor2api/models"
-	"cursor2api/services/upstream"
+	"cursor2api/services/epilogue"
 	"cursor2api/utils"
 )
 
@@ -176,12 +176,12 @@ func (s *server) answerContext(c *gin.Context) (ctx context.Context, stop func()
 	ctx, cancel := context.WithCancelCause(c.Request.Context())
 	// What the back door leaves for after the answer runs when the answer
 	// is written (stop is deferred by the caller that writes it).
-	ctx, epilogue := upstream.WithEpilogue(ctx)
+	ctx, after := epilogue.With(ctx)
 	if s.Drain == nil {
-		return ctx, func() { epilogue.Run(); cancel(nil) }
+		return ctx, func() { after.Run(); cancel(nil) }
 	}
 	unregister := context.AfterFunc(s.Drain, func() { cancel(errShuttingDown) })
-	return ctx, func() { unregister(); epilogue.Run(); cancel(nil) }
+	return ctx, func() { unregister(); after.Run(); cancel(nil) }
 }
 
 // shutdownError replaces the error of an answer cut short by the

@@ -15,7 +15,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
@@ -50,7 +49,7 @@ func (s *server) prepare(c *gin.Context, req *models.Request) (*chat.Prepared, b
 // complete answers a prepared request whole, cut short like a stream when
 // the drain time is up: body is the door's JSON of the answer. The
 // response is written whole, with its length, and flushed before what
-// the back door left for after the answer (upstream.Epilogue) runs, so
+// the back door left for after the answer (epilogue.Epilogue) runs, so
 // that the client has all of it without waiting for that.
 func (s *server) complete(c *gin.Context, p *chat.Prepared, body func(*models.Answer) any) {
 	ctx, stop := s.answerContext(c)
@@ -374,14 +373,7 @@ func sessionOf(r *http.Request, fromBody string) string {
 		}
 	}
 	s = strings.ToValidUTF8(strings.TrimSpace(s), "")
-	if len(s) > maxSessionBytes {
-		n := maxSessionBytes
-		for !utf8.RuneStart(s[n]) {
-			n--
-		}
-		s = s[:n]
-	}
-	return s
+	return utils.CutRunes(s, maxSessionBytes)
 }
 
 // asError turns any error into the neutral error to send.

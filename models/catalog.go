@@ -6,6 +6,15 @@ import (
 	"sync"
 )
 
+// Cursor's two hosts, the one home of each: the Connect API (the native
+// back door's runs, the key exchange) and the REST API (the account's
+// models, Cloud Agents). CURSOR_BACKEND_URL replaces both for the native
+// back door; CLOUD_API_URL's default in config spells CursorAPIURL.
+const (
+	CursorConnectURL = "https://api2.cursor.sh"
+	CursorAPIURL     = "https://api.cursor.com"
+)
+
 // ThinkingSuffix marks the public variant of a model that reasons in
 // <thinking> tags before answering.
 const ThinkingSuffix = "-thinking"

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"cursor2api/utils"
 )
 
 // ImageMediaTypes are the media types of the images a model takes: what
@@ -103,9 +105,5 @@ func clip(s string) string {
 	if len(s) <= max {
 		return s
 	}
-	cut := max
-	for cut > 0 && s[cut]&0xC0 == 0x80 {
-		cut--
-	}
-	return s[:cut] + "…"
+	return utils.CutRunes(s, max) + "…"
 }

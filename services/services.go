@@ -421,7 +421,7 @@ func startCatalog(cfg *config.Config, learn func(ctx context.Context, allowed []
 // or a version gate never stops the gateway: it serves, /ready says what
 // is wrong, and requests get the error.
 func cursorGateway(cfg *config.Config, pool *egress.Pool, m *metrics.Metrics, ready *readiness.Tracker, q *state.Queue, drift *utils.Drift, logger *slog.Logger) (*Gateway, error) {
-	connectURL, restURL := native.DefaultConnectURL, native.DefaultRESTURL
+	connectURL, restURL := models.CursorConnectURL, models.CursorAPIURL
 	if cfg.CursorBackendURL != "" {
 		connectURL, restURL = cfg.CursorBackendURL, cfg.CursorBackendURL
 	}

@@ -17,7 +17,7 @@ var wiring = []string{
 	"services/webchat", "services/vercel", "services/agentcli", "services/metrics", "services/readiness",
 	"services/native", "services/native/keys", "services/native/agentv1", "services/native/agentv1/agentv1connect",
 	"services/native/aiserverv1", "services/native/aiserverv1/aiserverv1connect",
-	"services/cloud", "services/mcp", "services/state", "services/egress",
+	"services/cloud", "services/mcp", "services/state", "services/egress", "services/epilogue",
 }
 
 // with returns rules and more, as a new slice.
@@ -29,17 +29,22 @@ func with(rules []string, more ...string) []string {
 // directly or not (go list -deps). Every package of the module must be
 // listed: a new door or back door states its place here.
 var importRules = map[string][]string{
-	"models":            nil,
+	// utils is the leaf every layer shares (the call id, the rune-safe
+	// cut); it imports nothing of the project.
+	"models":            {"utils"},
 	"config":            nil,
 	"utils":             nil,
 	"utils/toolproto":   {"models", "utils"},
 	"utils/gobuild":     nil,
 	"utils/jsondec":     {"utils"},
-	"services/upstream": {"models"},
+	"services/upstream": {"models", "utils"}, // utils through models
+	// What back doors leave for after the answer: apart from the
+	// back-door contract, so that the doors name no back-door package.
+	"services/epilogue": nil,
 	// The core: no wire format, no back door, no configuration.
 	"services/chat":    {"models", "utils", "utils/toolproto", "services/upstream"},
 	"services/human":   {"utils"},
-	"services/webchat": {"models", "utils", "services/upstream", "services/human", "services/vercel", "services/egress"},
+	"services/webchat": {"models", "utils", "services/upstream", "services/epilogue", "services/human", "services/vercel", "services/egress"},
 	// PROXY_URL's pool of outbound proxies, for every back door.
 	"services/egress":     nil,
 	"services/vercel":     {"utils"},
@@ -55,7 +60,7 @@ var importRules = map[string][]string{
 	// The fake native backend for tests speaks the generated code only.
 	"services/native/nativetest": {"services/native/agentv1", "services/native/aiserverv1", "services/native/agentv1/agentv1connect", "services/native/aiserverv1/aiserverv1connect"},
 	// Cursor's native agent API back door.
-	"services/native": {"models", "utils", "services/upstream", "services/native/keys", "services/state", "services/native/agentv1", "services/native/agentv1/agentv1connect", "services/native/aiserverv1", "services/native/aiserverv1/aiserverv1connect"},
+	"services/native": {"models", "utils", "services/upstream", "services/epilogue", "services/native/keys", "services/state", "services/native/agentv1", "services/native/agentv1/agentv1connect", "services/native/aiserverv1", "services/native/aiserverv1/aiserverv1connect"},
 	// The native back door's pool of Cursor API keys: no wire format; its
 	// rests shared through the state store's interface.
 	"services/native/keys": {"models", "utils", "services/state"},
@@ -70,7 +75,7 @@ var importRules = map[string][]string{
 	"services/cloud/cloudtest": nil,
 	// The MCP bridge implements chat.ToolRunner without importing the
 	// core; its test server is the official SDK's.
-	"services/mcp":         {"models"},
+	"services/mcp":         {"models", "utils"},
 	"services/mcp/mcptest": {"utils/gobuild"},
 	// Metrics and readiness see the back door only through its contract;
 	// metrics read each part through the reporter /ready reads, in its shape.
@@ -86,7 +91,7 @@ var importRules = map[string][]string{
 	// error body.
 	"handlers/responses": {"models", "utils", "utils/jsondec", "handlers/sse", "handlers/openai", "services/state"},
 	// The HTTP surface reaches back doors only through the core.
-	"handlers": {"models", "utils", "utils/jsondec", "utils/toolproto", "services/upstream", "services/chat", "handlers/sse", "handlers/openai", "handlers/responses", "handlers/anthropic", "handlers/gemini", "services/metrics", "services/readiness", "services/state", "services/usage", "services/cloud"},
+	"handlers": {"models", "utils", "utils/jsondec", "utils/toolproto", "services/upstream", "services/epilogue", "services/chat", "handlers/sse", "handlers/openai", "handlers/responses", "handlers/anthropic", "handlers/gemini", "services/metrics", "services/readiness", "services/state", "services/usage", "services/cloud"},
 	// Runs the gateway a configuration describes, for main and bench:
 	// the one HTTP package that reads config (handlers itself never does).
 	"handlers/server": with(wiring, "services", "handlers/sse", "handlers/openai", "handlers/responses", "handlers/anthropic", "handlers/gemini", "handlers", "services/state", "services/usage"),

@@ -36,10 +36,22 @@ func RandomString(alphabet string, n int) string {
 	return string(out)
 }
 
-// CutRunes returns s cut to at most n bytes without splitting a rune.
+// CallIDPrefix starts every tool call id the gateway mints.
+const CallIDPrefix = "call_"
+
+// NewCallID mints a tool call id: "call_" and 24 alphanumerics. The doors
+// re-prefix ids (Anthropic's toolu_), so a result that comes back is known
+// by the part after the first '_'.
+func NewCallID() string { return CallIDPrefix + RandomString(Alphanumerics, 24) }
+
+// CutRunes returns s cut to at most n bytes without splitting a rune:
+// the gateway's one rune-safe cut. Nothing is left of s when n <= 0.
 func CutRunes(s string, n int) string {
 	if n >= len(s) {
 		return s
+	}
+	if n <= 0 {
+		return ""
 	}
 	for n > 0 && !utf8.RuneStart(s[n]) {
 		n--

@@ -33,6 +33,15 @@ func TestRandomString(t *testing.T) {
 	}
 }
 
+// TestNewCallID: the one form of the gateway's call ids, which the
+// doors re-prefix and the native back door matches after the first '_'.
+func TestNewCallID(t *testing.T) {
+	a, b := NewCallID(), NewCallID()
+	assert.Regexp(t, `^call_[A-Za-z0-9]{24}$`, a)
+	assert.True(t, strings.HasPrefix(a, CallIDPrefix))
+	assert.NotEqual(t, a, b)
+}
+
 func TestCutRunesAndClip(t *testing.T) {
 	cases := []struct {
 		in   string
@@ -57,6 +66,9 @@ func TestCutRunesAndClip(t *testing.T) {
 		assert.True(t, utf8.ValidString(CutRunes(tc.in, tc.n)))
 		assert.Equal(t, tc.clip, Clip(tc.in, tc.n), "Clip(%q, %d)", tc.in, tc.n)
 	}
+	// A budget already spent (the core's cap on a reply) cuts to nothing.
+	assert.Empty(t, CutRunes("héllo", 0))
+	assert.Empty(t, CutRunes("héllo", -3))
 }
 
 // TestClipFastPath checks the copy-free path against the general one on

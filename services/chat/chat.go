@@ -17,7 +17,6 @@ import (
 	"slices"
 	"strings"
 	"unicode"
-	"unicode/utf8"
 
 	"cursor2api/models"
 	"cursor2api/services/upstream"
@@ -475,8 +474,8 @@ func (s *Service) turn(ctx context.Context, p *Prepared, note string, sink *turn
 			// Doors re-prefix ids of the core's form (call_…): an upstream
 			// id of another form is replaced.
 			id := ev.ID
-			if !strings.HasPrefix(id, "call_") {
-				id = NewToolCallID()
+			if !strings.HasPrefix(id, utils.CallIDPrefix) {
+				id = utils.NewCallID()
 			}
 			return sink.toolCall(id, ev.Name, args)
 		case toolproto.EventBadCall:
@@ -508,7 +507,7 @@ func (s *Service) attempt(ctx context.Context, p *Prepared, note string, streamA
 				// counted whole at the call's end
 			case prose && budget > 0 && outBytes+len(ev.Text) > budget:
 				// The bound cuts text and reasoning, never a call.
-				ev.Text = cutAtRune(ev.Text, budget-outBytes)
+				ev.Text = utils.CutRunes(ev.Text, budget-outBytes)
 				outBytes += len(ev.Text)
 				if ev.Text != "" {
 					if err := handle(ev); err != nil {
@@ -520,7 +519,7 @@ func (s *Service) attempt(ctx context.Context, p *Prepared, note string, streamA
 				// The gateway's own cap: prose is cut at it, a call past
 				// it is dropped whole.
 				if prose {
-					ev.Text = cutAtRune(ev.Text, limit-outBytes)
+					ev.Text = utils.CutRunes(ev.Text, limit-outBytes)
 					outBytes += len(ev.Text)
 					if ev.Text != "" {
 						if err := handle(ev); err != nil {
@@ -596,21 +595,6 @@ func maxOutputBytes(tokens int) int {
 	return tokens * 4
 }
 
-// cutAtRune returns the longest prefix of s of at most n bytes that does
-// not split a UTF-8 sequence.
-func cutAtRune(s string, n int) string {
-	if n >= len(s) {
-		return s
-	}
-	if n <= 0 {
-		return ""
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
-
 // EstimatedInputTokens estimates the tokens of the conversation sent
 // upstream, as usage does when the upstream reports none: for a door that
 // must state the input before the answer ends.
@@ -640,10 +624,6 @@ var errAnswerBound = errors.New("answer reached MAX_ANSWER_BYTES")
 // one token a character, as BPE tokenizers give. Bytes, unlike runes, cost
 // nothing to count on a 1 MB answer.
 func estimateTokens(bytes int) int { return (bytes + 3) / 4 }
-
-// NewToolCallID returns a tool call id. Doors that have their own id
-// style re-prefix it.
-func NewToolCallID() string { return "call_" + utils.RandomString(utils.Alphanumerics, 24) }
 
 // IsClientGone reports whether err only means the caller went away.
 func IsClientGone(err error) bool {

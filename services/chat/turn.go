@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"cursor2api/models"
+	"cursor2api/utils"
 	"cursor2api/utils/toolproto"
 )
 
@@ -171,7 +172,7 @@ func (t *turnSink) streamIfLarge() error {
 	}
 	t.pending = nil
 	t.streaming, t.sent, t.sentAny = true, c.pieces.Len(), true
-	if err := t.sink.ToolCallStart(NewToolCallID(), c.name); err != nil {
+	if err := t.sink.ToolCallStart(utils.NewCallID(), c.name); err != nil {
 		return err
 	}
 	if c.pieces.Len() == 0 {

@@ -30,9 +30,6 @@ import (
 	"cursor2api/utils"
 )
 
-// DefaultBaseURL is Cursor's API.
-const DefaultBaseURL = "https://api.cursor.com"
-
 // Client calls the Cloud Agents API with one API key.
 type Client struct {
 	base string
@@ -43,13 +40,13 @@ type Client struct {
 	Drift *utils.Drift
 }
 
-// NewClient returns a client of the API at base (DefaultBaseURL when
+// NewClient returns a client of the API at base (models.CursorAPIURL when
 // empty) with the key. hc must not have a total timeout (a run's stream
 // lasts minutes); nil uses http.DefaultClient. Every call is bounded by its
 // context.
 func NewClient(base, key string, hc *http.Client) *Client {
 	if base == "" {
-		base = DefaultBaseURL
+		base = models.CursorAPIURL
 	}
 	if hc == nil {
 		hc = http.DefaultClient

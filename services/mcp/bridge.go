@@ -16,12 +16,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"cursor2api/models"
+	"cursor2api/utils"
 )
 
 // Options configure a Bridge.
@@ -632,7 +632,7 @@ func resultText(ctx context.Context, res *sdk.CallToolResult, limit int) (string
 		}
 		total += len(p)
 		if room := limit + 1 - b.Len(); room > 0 {
-			b.WriteString(clipBytes(p, room))
+			b.WriteString(utils.CutRunes(p, room))
 		}
 	}
 	n := 0
@@ -677,17 +677,6 @@ func resultText(ctx context.Context, res *sdk.CallToolResult, limit int) (string
 	if total <= limit {
 		return out, nil
 	}
-	cut := clipBytes(out, limit)
+	cut := utils.CutRunes(out, limit)
 	return cut + fmt.Sprintf("\n[the gateway clipped this result: %d of %d bytes shown (MCP_MAX_RESULT_BYTES)]", len(cut), total), nil
-}
-
-// clipBytes is s cut to at most n bytes, on a rune boundary.
-func clipBytes(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }

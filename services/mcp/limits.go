@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"unicode"
+
+	"cursor2api/utils"
 )
 
 // Fixed bounds of what a server may make the gateway do; the ones an
@@ -116,7 +118,7 @@ func Scrub(s string) string {
 	}
 	out := b.String()
 	if len(out) > maxErrorText {
-		out = clipBytes(out, maxErrorText) + "…"
+		out = utils.CutRunes(out, maxErrorText) + "…"
 	}
 	return out
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"cursor2api/models"
+	"cursor2api/utils"
 )
 
 // Remote connects to the MCP servers a request names for itself, on the
@@ -75,7 +76,7 @@ func (r *Remote) Dial(ctx context.Context, servers []models.MCPServer) (*Bridge,
 	params := make(map[string]string, len(servers))
 	for _, s := range servers {
 		if !serverName.MatchString(s.Label) || strings.Contains(s.Label, "__") {
-			return nil, &RemoteError{Param: s.Param, Refused: true, Message: fmt.Sprintf("the MCP server label %q must be letters, digits, '-' and single '_' (at most 64)", clipBytes(s.Label, 64))}
+			return nil, &RemoteError{Param: s.Param, Refused: true, Message: fmt.Sprintf("the MCP server label %q must be letters, digits, '-' and single '_' (at most 64)", utils.CutRunes(s.Label, 64))}
 		}
 		if _, dup := configs[s.Label]; dup {
 			return nil, &RemoteError{Param: s.Param, Refused: true, Message: fmt.Sprintf("two MCP servers are labelled %q", s.Label)}
@@ -132,13 +133,13 @@ func (r *Remote) check(ctx context.Context, hosts []hostEntry, s models.MCPServe
 	}
 	u, err := url.Parse(s.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
-		return nil, refuse("the MCP server URL %q must be an http:// or https:// URL", clipBytes(s.URL, 200))
+		return nil, refuse("the MCP server URL %q must be an http:// or https:// URL", utils.CutRunes(s.URL, 200))
 	}
 	host := strings.ToLower(u.Hostname())
 	port := defaultPort(u.Scheme)
 	if p := u.Port(); p != "" {
 		if port, err = strconv.Atoi(p); err != nil || port < 1 || port > 65535 {
-			return nil, refuse("the MCP server URL %q has no valid port", clipBytes(s.URL, 200))
+			return nil, refuse("the MCP server URL %q has no valid port", utils.CutRunes(s.URL, 200))
 		}
 	}
 	if !matchHost(hosts, host, u.Scheme, port) {

@@ -43,12 +43,6 @@ import (
 	"cursor2api/utils"
 )
 
-// Cursor's hosts when CURSOR_BACKEND_URL is unset.
-const (
-	DefaultConnectURL = "https://api2.cursor.sh"
-	DefaultRESTURL    = "https://api.cursor.com"
-)
-
 // allowedToolsHeader restricts a run's toolset to the agent proto tool
 // names listed (comma-separated); the official SDK sends it for its
 // `tools` option, and an empty list means no built-in tool at all. The
@@ -136,10 +130,10 @@ type Client struct {
 // New returns a Client; it calls nothing until asked.
 func New(o Options) *Client {
 	if o.ConnectURL == "" {
-		o.ConnectURL = DefaultConnectURL
+		o.ConnectURL = models.CursorConnectURL
 	}
 	if o.RESTURL == "" {
-		o.RESTURL = DefaultRESTURL
+		o.RESTURL = models.CursorAPIURL
 	}
 	o.ConnectURL, o.RESTURL = strings.TrimRight(o.ConnectURL, "/"), strings.TrimRight(o.RESTURL, "/")
 	if o.ClientVersion == "" {

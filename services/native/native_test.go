@@ -20,6 +20,7 @@ import (
 	"cursor2api/services/native/keys"
 	"cursor2api/services/native/nativetest"
 	"cursor2api/services/upstream"
+	"cursor2api/utils"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -339,7 +340,7 @@ func TestParkingBounds(t *testing.T) {
 		blob := make([]byte, 600<<10)
 		srv := nativetest.NewServer(t, nativetest.Options{Script: func(*agentv1.AgentRunRequest) nativetest.Script {
 			return nativetest.Script{Steps: []nativetest.Step{
-				nativetest.SetBlob([]byte(newCallID()), blob),
+				nativetest.SetBlob([]byte(utils.NewCallID()), blob),
 				nativetest.ToolCalls(nativetest.Call{Tool: "get_weather", Args: map[string]any{"city": "X"}}),
 			}}
 		}})

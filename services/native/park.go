@@ -5,15 +5,7 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"cursor2api/utils"
 )
-
-// newCallID is a call id of the gateway's own: "call_" and 24
-// alphanumerics. The doors re-prefix ids (Anthropic's turns call_X into
-// toolu_X), so a returning result is matched by the part after the first
-// underscore (callKey).
-func newCallID() string { return "call_" + utils.RandomString(utils.Alphanumerics, 24) }
 
 // callKey is the part of a call id that survives the doors' re-prefixing.
 func callKey(id string) string {

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"cursor2api/models"
+	"cursor2api/services/epilogue"
 	"cursor2api/services/native/agentv1"
 	"cursor2api/services/native/keys"
 	"cursor2api/services/upstream"
@@ -502,7 +503,7 @@ func (r *run) consume(ctx context.Context, fn func(upstream.Delta) error, sent *
 			case evCall:
 				got++
 				pc := ev.call
-				pc.id = newCallID()
+				pc.id = utils.NewCallID()
 				r.calls = append(r.calls, pc)
 				*sent = true
 				if err := fn(upstream.Delta{Kind: upstream.DeltaToolCall, Call: models.ToolCall{ID: pc.id, Name: pc.name, Arguments: pc.args}}); err != nil {
@@ -541,7 +542,7 @@ var errTailTimeout = errors.New("the stream lingered after turn_ended")
 // at once. The rest of the stream (the conversation checkpoint, the
 // stream's end) is read to its end, so that the server sees the run
 // finish rather than cancelled, but once the client has the whole
-// answer: in the request's epilogue (upstream.AfterAnswer), or here, before
+// answer: in the request's epilogue (epilogue.AfterAnswer), or here, before
 // returning, when ctx carries none. Either way the read is bounded by
 // turnTail (or the idle timeout) from turn_ended, cut short when ctx
 // ends, and the run is ended after it.
@@ -549,7 +550,7 @@ func (r *run) afterTurn(ctx context.Context) {
 	r.lease.Done(keys.Outcome{Kind: keys.OK})
 	deadline := time.Now().Add(min(turnTail, r.c.opts.IdleTimeout))
 	tail := func() { r.finish(r.readTail(ctx, deadline), keys.Outcome{Kind: keys.OK}) }
-	if !upstream.AfterAnswer(ctx, tail) {
+	if !epilogue.AfterAnswer(ctx, tail) {
 		tail()
 	}
 }

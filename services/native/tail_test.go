@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"cursor2api/models"
+	"cursor2api/services/epilogue"
 	"cursor2api/services/native/agentv1"
 	"cursor2api/services/native/nativetest"
 	"cursor2api/services/upstream"
@@ -49,7 +50,7 @@ func TestAnswerDoesNotWaitForTheTail(t *testing.T) {
 			// The idle timeout is far above the tail's bound: only the
 			// end of the stream ends the tail here.
 			c := newClient(t, srv, tr, func(o *Options) { o.IdleTimeout = time.Minute })
-			ctx, epilogue := upstream.WithEpilogue(t.Context())
+			ctx, after := epilogue.With(t.Context())
 			got, usage, err := stream(t, ctx, c, upstream.Request{Model: "composer-2", Conversation: []models.Message{user("hi")}})
 			require.NoError(t, err)
 			assert.Equal(t, "Hello, world", got.text)
@@ -58,7 +59,7 @@ func TestAnswerDoesNotWaitForTheTail(t *testing.T) {
 			assert.False(t, onlyRun(t, srv).Ended, "the answer came while the upstream stream lingered")
 
 			close(release)
-			epilogue.Run()
+			after.Run()
 			r := onlyRun(t, srv)
 			assert.True(t, r.Ended, "the epilogue returns once the stream has ended")
 			assert.NoError(t, r.Err, "the tail was read to the stream's end, not cut")
@@ -82,9 +83,9 @@ func TestTailIsBounded(t *testing.T) {
 			const idle = 300 * time.Millisecond
 			c := newClient(t, srv, TransportHTTP2, func(o *Options) { o.IdleTimeout = idle })
 			ctx := t.Context()
-			var epilogue *upstream.Epilogue
+			var after *epilogue.Epilogue
 			if withEpilogue {
-				ctx, epilogue = upstream.WithEpilogue(ctx)
+				ctx, after = epilogue.With(ctx)
 			}
 			start := time.Now()
 			got, usage, err := stream(t, ctx, c, upstream.Request{Model: "composer-2", Conversation: []models.Message{user("hi")}})
@@ -93,7 +94,7 @@ func TestTailIsBounded(t *testing.T) {
 			require.NotNil(t, usage)
 			if withEpilogue {
 				assert.False(t, onlyRun(t, srv).Ended, "the answer came while the upstream stream lingered")
-				epilogue.Run()
+				after.Run()
 			}
 			assert.Less(t, time.Since(start), turnTail, "the tail is bounded by the idle timeout when it is shorter than turnTail")
 			assert.Eventually(t, func() bool { r := onlyRun(t, srv); return r.Ended && connect.CodeOf(r.Err) == connect.CodeCanceled },
@@ -113,7 +114,7 @@ func TestClientLeavingCancelsTheTail(t *testing.T) {
 			srv := lingering(t, release)
 			c := newClient(t, srv, tr, func(o *Options) { o.IdleTimeout = time.Minute })
 			reqCtx, leave := context.WithCancel(t.Context())
-			ctx, epilogue := upstream.WithEpilogue(reqCtx)
+			ctx, after := epilogue.With(reqCtx)
 			got, _, err := stream(t, ctx, c, upstream.Request{Model: "composer-2", Conversation: []models.Message{user("hi")}})
 			require.NoError(t, err)
 			assert.Equal(t, "Hello, world", got.text)
@@ -121,7 +122,7 @@ func TestClientLeavingCancelsTheTail(t *testing.T) {
 			ran := make(chan struct{})
 			go func() {
 				defer close(ran)
-				epilogue.Run()
+				after.Run()
 			}()
 			leave()
 			select {
@@ -147,11 +148,11 @@ func TestStreamEndingAfterTurnEndedIsDone(t *testing.T) {
 		}
 	}})
 	c := newClient(t, srv, TransportSSE)
-	ctx, epilogue := upstream.WithEpilogue(t.Context())
+	ctx, after := epilogue.With(t.Context())
 	got, usage, err := stream(t, ctx, c, upstream.Request{Model: "composer-2", Conversation: []models.Message{user("hi")}})
 	require.NoError(t, err)
 	assert.Equal(t, "fine", got.text)
 	require.NotNil(t, usage)
-	epilogue.Run()
+	after.Run()
 	assert.Eventually(t, func() bool { return srv.InFlight() == 0 }, 5*time.Second, 10*time.Millisecond)
 }

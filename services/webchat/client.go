@@ -25,6 +25,7 @@ import (
 
 	"cursor2api/models"
 	"cursor2api/services/egress"
+	"cursor2api/services/epilogue"
 	"cursor2api/services/upstream"
 	"cursor2api/services/vercel"
 	"cursor2api/utils"
@@ -252,7 +253,7 @@ func (c *Client) attempt(ctx context.Context, req upstream.Request, fn func(upst
 	// The connection goes back to the transport's pool only if its body
 	// is read to the end. A reply that finished has its tail ([DONE] and
 	// the chunked body's end) read once the client has the whole answer,
-	// in the request's epilogue (upstream.Epilogue): the answer's last
+	// in the request's epilogue (epilogue.Epilogue): the answer's last
 	// event never waits for it, and the client's next request finds the
 	// connection in the pool. Every other exit (an error, a cut, a client
 	// that left, the core stopping the turn) closes it, which is right
@@ -275,7 +276,7 @@ func (c *Client) attempt(ctx context.Context, req upstream.Request, fn func(upst
 			resp.Body.Close()
 			cancelReq(nil)
 		}
-		if drainNow || !upstream.AfterAnswer(ctx, drain) {
+		if drainNow || !epilogue.AfterAnswer(ctx, drain) {
 			drain()
 		}
 	}()

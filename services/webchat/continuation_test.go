@@ -14,6 +14,7 @@ import (
 
 	"cursor2api/models"
 	"cursor2api/services/cursortest"
+	"cursor2api/services/epilogue"
 	"cursor2api/services/upstream"
 )
 
@@ -103,10 +104,10 @@ func TestContinuation(t *testing.T) {
 			c.MaxContinuations = segments
 			// As the handler runs it: the last reply's tail is read in the
 			// epilogue, a cut one's before its continuation.
-			ctx, epilogue := upstream.WithEpilogue(context.Background())
+			ctx, after := epilogue.With(context.Background())
 			got, length, usage, err := collect(t, c, ctx)
 			require.NoError(t, err)
-			epilogue.Run()
+			after.Run()
 			assert.Equal(t, int64(1), up.Conns(), "every continuation reuses the connection")
 			assert.Equal(t, full, got, "the answer whole, nothing lost or repeated")
 			assert.False(t, length, "the answer ended")

@@ -12,6 +12,7 @@ import (
 
 	"cursor2api/models"
 	"cursor2api/services/cursortest"
+	"cursor2api/services/epilogue"
 	"cursor2api/services/upstream"
 )
 
@@ -51,7 +52,7 @@ func TestAttemptKeepsFinishedConnections(t *testing.T) {
 			for range 2 {
 				// The handler's epilogue, which runs once the answer is
 				// written.
-				ctx, epilogue := upstream.WithEpilogue(context.Background())
+				ctx, after := epilogue.With(context.Background())
 				began := time.Now()
 				var got string
 				_, err := c.Stream(ctx, upstream.Request{Model: "m", Messages: []models.Turn{{Role: models.RoleUser, Text: "hi"}}},
@@ -69,7 +70,7 @@ func TestAttemptKeepsFinishedConnections(t *testing.T) {
 					assert.Equal(t, "hi", got)
 				}
 				assert.Less(t, time.Since(began), c.IdleTimeout/2, "Stream returns without waiting for the reply's tail")
-				epilogue.Run()
+				after.Run()
 				assert.Less(t, time.Since(began), c.IdleTimeout+time.Second, "the tail's wait is bounded by the idle timeout")
 			}
 			assert.Equal(t, tc.wantConns, up.Conns(), "connections the fake accepted for two requests")

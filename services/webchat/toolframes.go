@@ -104,7 +104,7 @@ func (f *frameReader) deliverCall(call *toolCall, input gjson.Result) {
 	}
 	id := call.id
 	if id == "" {
-		id = "call_" + utils.RandomString(utils.Alphanumerics, 24)
+		id = utils.NewCallID()
 	}
 	if len(f.pending) > 0 {
 		f.carry = append(f.carry, upstream.Delta{Kind: f.kind, Text: string(f.pending)})

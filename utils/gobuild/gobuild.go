@@ -4,11 +4,13 @@
 package gobuild
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"testing"
 )
 
 // Program compiles the main package in src into dir as name and returns
@@ -30,4 +32,26 @@ func Program(src, dir, name string) (string, error) {
 		return "", fmt.Errorf("go build: %w\n%s", err, out)
 	}
 	return bin, nil
+}
+
+// Beside compiles the program in rel, a folder named relative to the
+// source file that calls Beside, into dir as name: how a test helper
+// package builds the program kept beside it, wherever the test runs.
+func Beside(rel, dir, name string) (string, error) {
+	_, self, _, ok := runtime.Caller(1)
+	if !ok {
+		return "", errors.New("cannot locate the caller's source")
+	}
+	return Program(filepath.Join(filepath.Dir(self), rel), dir, name)
+}
+
+// ForTest runs build in a temporary directory of t and returns the
+// binary's path; a failure ends t.
+func ForTest(t testing.TB, build func(dir string) (string, error)) string {
+	t.Helper()
+	bin, err := build(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
 }

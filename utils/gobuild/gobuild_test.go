@@ -29,3 +29,14 @@ func TestProgram(t *testing.T) {
 	_, err = Program(broken, t.TempDir(), "broken")
 	assert.ErrorContains(t, err, "undefined", "the compiler's words come with the error")
 }
+
+func TestBesideAndForTest(t *testing.T) {
+	_, err := Beside("nowhere", t.TempDir(), "none")
+	assert.ErrorContains(t, err, filepath.Join("utils", "gobuild", "nowhere"), "rel is read from the caller's folder")
+
+	src := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(src, "go.mod"), []byte("module hello\n\ngo 1.21\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(src, "main.go"), []byte("package main\n\nfunc main() {}\n"), 0o644))
+	bin := ForTest(t, func(dir string) (string, error) { return Program(src, dir, "hello") })
+	assert.FileExists(t, bin)
+}

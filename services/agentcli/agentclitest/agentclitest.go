@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -28,22 +27,13 @@ import (
 // returns its path.
 func Build(t testing.TB) string {
 	t.Helper()
-	bin, err := BuildTo(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return bin
+	return gobuild.ForTest(t, BuildTo)
 }
 
 // BuildTo compiles the fake agent into dir and returns its path, for a
 // TestMain that builds it once for a whole package.
 func BuildTo(dir string) (string, error) {
-	_, self, _, ok := runtime.Caller(0)
-	if !ok {
-		return "", errors.New("agentclitest: cannot locate the fake agent's source")
-	}
-	src := filepath.Join(filepath.Dir(self), "..", "testdata", "fakeagent")
-	bin, err := gobuild.Program(src, dir, "agent")
+	bin, err := gobuild.Beside(filepath.Join("..", "testdata", "fakeagent"), dir, "agent")
 	if err != nil {
 		return "", fmt.Errorf("agentclitest: building the fake agent: %w", err)
 	}

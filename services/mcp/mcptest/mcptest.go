@@ -16,7 +16,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -100,21 +99,12 @@ func Handler() http.Handler {
 // returns its path.
 func Build(t testing.TB) string {
 	t.Helper()
-	bin, err := BuildTo(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return bin
+	return gobuild.ForTest(t, BuildTo)
 }
 
 // BuildTo compiles the stdio server into dir, for a TestMain.
 func BuildTo(dir string) (string, error) {
-	_, self, _, ok := runtime.Caller(0)
-	if !ok {
-		return "", errors.New("mcptest: cannot locate the server's source")
-	}
-	src := filepath.Join(filepath.Dir(self), "..", "testdata", "mcpserver")
-	bin, err := gobuild.Program(src, dir, "mcpserver")
+	bin, err := gobuild.Beside(filepath.Join("..", "testdata", "mcpserver"), dir, "mcpserver")
 	if err != nil {
 		return "", fmt.Errorf("mcptest: building the server: %w", err)
 	}

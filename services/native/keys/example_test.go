@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"cursor2api/models"
 	"cursor2api/services/native/keys"
 )
 
@@ -21,8 +22,8 @@ func run(ctx context.Context, accessToken string) (sent bool, err error) { retur
 // the conversation's next key.
 func Example() {
 	pool, err := keys.New(keys.Options{
-		Keys:    keys.Split("crsr_first,crsr_second"),
-		BaseURL: keys.DefaultBaseURL, // CURSOR_BACKEND_URL
+		Keys:    []string{"crsr_first", "crsr_second"},
+		BaseURL: models.CursorConnectURL, // CURSOR_BACKEND_URL
 		Logger:  slog.Default(),
 	})
 	if err != nil {

@@ -25,12 +25,9 @@ import (
 	"sync"
 	"time"
 
+	"cursor2api/models"
 	"cursor2api/services/state"
 )
-
-// DefaultBaseURL is where Cursor exchanges API keys for access tokens
-// (the Connect host; CURSOR_BACKEND_URL replaces it).
-const DefaultBaseURL = "https://api2.cursor.sh"
 
 // ExchangePath is the key exchange's path under the base URL.
 const ExchangePath = "/auth/exchange_user_api_key"
@@ -48,11 +45,12 @@ const (
 
 // Options configure a Pool. Only Keys is required.
 type Options struct {
-	// Keys are the Cursor API keys, as Split reads them from CURSOR_API_KEY.
+	// Keys are the Cursor API keys, as config.CursorAPIKeys reads them
+	// from CURSOR_API_KEY.
 	// A key given twice counts once.
 	Keys []string
 	// BaseURL is the host of the key exchange (CURSOR_BACKEND_URL);
-	// empty means DefaultBaseURL.
+	// empty means models.CursorConnectURL.
 	BaseURL string
 	// HTTP makes the exchanges; nil means a client of its own.
 	HTTP *http.Client
@@ -94,18 +92,6 @@ type Options struct {
 	// most: a rest another replica began is honoured here within about
 	// this long.
 	SyncEvery time.Duration
-}
-
-// Split reads CURSOR_API_KEY: one key or several, comma-separated, with
-// blanks around them ignored.
-func Split(env string) []string {
-	var out []string
-	for _, k := range strings.Split(env, ",") {
-		if k = strings.TrimSpace(k); k != "" {
-			out = append(out, k)
-		}
-	}
-	return out
 }
 
 // Pool hands out Cursor API keys and their access tokens per conversation.
@@ -188,11 +174,11 @@ func New(opts Options) (*Pool, error) {
 		}
 	}
 	if opts.BaseURL == "" {
-		opts.BaseURL = DefaultBaseURL
+		opts.BaseURL = models.CursorConnectURL
 	}
 	u, err := url.Parse(opts.BaseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("CURSOR_BACKEND_URL %q is not an http(s) base URL such as %s", opts.BaseURL, DefaultBaseURL)
+		return nil, fmt.Errorf("CURSOR_BACKEND_URL %q is not an http(s) base URL such as %s", opts.BaseURL, models.CursorConnectURL)
 	}
 	for name, values := range opts.Header {
 		for _, v := range values {

@@ -1,4 +1,4 @@
-package upstream
+package epilogue
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 func TestEpilogue(t *testing.T) {
 	assert.False(t, AfterAnswer(context.Background(), func() { t.Error("kept without an epilogue") }), "a context without an epilogue keeps nothing")
 
-	ctx, e := WithEpilogue(context.Background())
+	ctx, e := With(context.Background())
 	var ran []int
 	assert.True(t, AfterAnswer(ctx, func() { ran = append(ran, 1) }))
 	assert.True(t, AfterAnswer(context.WithValue(ctx, struct{}{}, 0), func() { ran = append(ran, 2) }), "a derived context carries the epilogue")

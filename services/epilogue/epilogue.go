@@ -1,4 +1,7 @@
-package upstream
+// Package epilogue holds what back doors leave for after the answer, run
+// by the door's handler once the answer is written. It sits apart from
+// the back-door contract so that the doors reach no back-door package.
+package epilogue
 
 import (
 	"context"
@@ -19,9 +22,9 @@ type Epilogue struct {
 
 type epilogueKey struct{}
 
-// WithEpilogue returns a context that carries a new epilogue, and the
-// epilogue, which the caller runs.
-func WithEpilogue(ctx context.Context) (context.Context, *Epilogue) {
+// With returns a context that carries a new epilogue, and the epilogue,
+// which the caller runs.
+func With(ctx context.Context) (context.Context, *Epilogue) {
 	e := &Epilogue{}
 	return context.WithValue(ctx, epilogueKey{}, e), e
 }
