@@ -6,8 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
-
-	"cursor2api/utils"
+	"unicode/utf8"
 )
 
 // ImageMediaTypes are the media types of the images a model takes: what
@@ -99,11 +98,16 @@ func ImageFromDataURL(url string) (Block, error) {
 	return ImageBlock(params[0], data)
 }
 
-// clip shortens a client's string for an error message.
+// clip shortens a client's string for an error message. It cuts as
+// utils.CutRunes does, written here because models imports nothing of
+// the project.
 func clip(s string) string {
-	const max = 40
-	if len(s) <= max {
+	n := 40
+	if len(s) <= n {
 		return s
 	}
-	return utils.CutRunes(s, max) + "…"
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }

@@ -2,7 +2,7 @@
 // every front door decodes into, the answer every door encodes from, the
 // text conversation every back door takes, the neutral error, and the
 // public model catalog. It knows no wire format and imports nothing of the
-// project but utils, the leaf of shared helpers (its one rune-safe cut).
+// project.
 package models
 
 import (
