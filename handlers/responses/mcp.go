@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"cursor2api/models"
+	"cursor2api/utils"
 )
 
 // Events of an mcp_call item.
@@ -109,7 +110,7 @@ func mcpHistory(it InputItem) (call models.Block, result models.Message) {
 	name := "mcp__" + it.ServerLabel + "__" + it.Name
 	id := it.CallID
 	if id == "" {
-		id = "call_" + strings.TrimPrefix(it.ID, "mcp_")
+		id = utils.CallIDPrefix + strings.TrimPrefix(it.ID, "mcp_")
 	}
 	call = models.Block{Kind: models.BlockToolCall, ID: id, Name: name, Arguments: string(it.Arguments)}
 	result = models.Message{Role: models.RoleTool, ToolCallID: id, ToolName: name, Blocks: blocks(it.Output)}
