@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -13,8 +12,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"cursor2api/handlers/door"
 	"cursor2api/models"
-	"cursor2api/services/epilogue"
 	"cursor2api/utils"
 )
 
@@ -32,13 +31,13 @@ func guard(hosts, origins []string, timeout time.Duration) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		r := c.Request
 		if !hostAllowed(hosts, r.Host) {
-			abortWithError(c, &models.Error{Status: http.StatusForbidden, Kind: models.KindPermission, Code: "host_not_allowed",
+			door.Abort(c, &models.Error{Status: http.StatusForbidden, Kind: models.KindPermission, Code: "host_not_allowed",
 				Message: fmt.Sprintf("the Host %q is not allowed; add it to ALLOWED_HOSTS on the gateway", utils.Clip(r.Host, utils.QuoteLen))})
 			return
 		}
 		if origin := r.Header.Get("Origin"); origin != "" && !sameOrigin(origin, r.Host) {
 			if !originAllowed(origins, origin) {
-				abortWithError(c, &models.Error{Status: http.StatusForbidden, Kind: models.KindPermission, Code: "origin_not_allowed",
+				door.Abort(c, &models.Error{Status: http.StatusForbidden, Kind: models.KindPermission, Code: "origin_not_allowed",
 					Message: fmt.Sprintf("browser requests from %q are not allowed; add the origin to ALLOWED_ORIGINS on the gateway", utils.Clip(origin, utils.QuoteLen))})
 				return
 			}
@@ -64,7 +63,7 @@ func guard(hosts, origins []string, timeout time.Duration) gin.HandlerFunc {
 			return
 		}
 		if !isJSON(r.Header.Get("Content-Type")) {
-			abortWithError(c, &models.Error{Status: http.StatusUnsupportedMediaType, Kind: models.KindInvalidRequest, Code: "unsupported_media_type",
+			door.Abort(c, &models.Error{Status: http.StatusUnsupportedMediaType, Kind: models.KindInvalidRequest, Code: "unsupported_media_type",
 				Message: fmt.Sprintf("the request body has Content-Type %q; send JSON with the header Content-Type: application/json", utils.Clip(r.Header.Get("Content-Type"), utils.QuoteLen))})
 			return
 		}
@@ -162,34 +161,4 @@ func stripTrailingSlash(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-// errShuttingDown ends the answers still open when the server stops
-// waiting for them.
-var errShuttingDown = errors.New("the gateway is shutting down")
-
-// answerContext is the context of an answer: the request's, also ended
-// when Options.Drain ends, so that every door closes its open streams
-// properly (an error event, then its end marker) instead of having the
-// connection cut under them. stop releases it.
-func (s *server) answerContext(c *gin.Context) (ctx context.Context, stop func()) {
-	ctx, cancel := context.WithCancelCause(c.Request.Context())
-	// What the back door leaves for after the answer runs when the answer
-	// is written (stop is deferred by the caller that writes it).
-	ctx, after := epilogue.With(ctx)
-	if s.Drain == nil {
-		return ctx, func() { after.Run(); cancel(nil) }
-	}
-	unregister := context.AfterFunc(s.Drain, func() { cancel(errShuttingDown) })
-	return ctx, func() { unregister(); after.Run(); cancel(nil) }
-}
-
-// shutdownError replaces the error of an answer cut short by the
-// shutdown with one that tells the client to try again.
-func shutdownError(ctx context.Context, err error) error {
-	if err == nil || !errors.Is(context.Cause(ctx), errShuttingDown) {
-		return err
-	}
-	return &models.Error{Status: http.StatusServiceUnavailable, Kind: models.KindOverloaded, Code: "shutting_down", RetryAfter: 1,
-		Message: "the gateway is shutting down and ended this answer; send the request again", Err: err}
 }

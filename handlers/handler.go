@@ -1,11 +1,8 @@
-// Package handlers is the HTTP surface of the gateway: routing, auth,
-// request ids, the access log, and the glue between HTTP and the core for
-// each front door. A door's handler reads the body, converts it with the
-// door's package (handlers/openai, handlers/responses, handlers/anthropic,
-// handlers/gemini), hands the neutral
-// request to the core (services/chat) and lets the door's encoder write
-// the answer. Wire formats live in the door packages; protocol work lives
-// in the core.
+// Package handlers is the gateway's HTTP surface: the router with its
+// table of front doors, and what runs before every door (request ids,
+// the access log, host and origin checks, auth, metrics and usage). Each
+// door is a package (handlers/openai, responses, anthropic, gemini, with
+// Cloud Agents in handlers/cloudagents); what they share is handlers/door.
 package handlers
 
 import (
@@ -13,11 +10,15 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"cursor2api/handlers/anthropic"
+	"cursor2api/handlers/cloudagents"
+	"cursor2api/handlers/door"
+	"cursor2api/handlers/gemini"
 	"cursor2api/handlers/openai"
 	"cursor2api/handlers/responses"
 	"cursor2api/models"
@@ -81,11 +82,20 @@ type Options struct {
 	Tools func() any
 }
 
-// server holds what the handlers share; it is built once and read-only.
+// server holds what the routes outside the doors share; it is built once
+// and read-only.
 type server struct {
 	Options
+	kit     *door.Kit
 	started int64 // "created" of the model list
-	tokens  *anthropic.TokenCounter
+}
+
+// frontDoor is a row of the door table: the door, the path prefix that
+// marks a request as its own, and its routes there.
+type frontDoor struct {
+	*door.Door
+	prefix string
+	routes func(gin.IRoutes)
 }
 
 // New returns the gateway's HTTP handler. A path with a trailing slash is
@@ -94,7 +104,27 @@ func New(opts Options) http.Handler {
 	if opts.Responses == nil {
 		opts.Responses = responses.NewMemoryStore(responses.DefaultStoreLimits, nil)
 	}
-	s := &server{Options: opts, started: time.Now().Unix(), tokens: &anthropic.TokenCounter{}}
+	kit := &door.Kit{Chat: opts.Chat, Catalog: opts.Catalog, Aliases: opts.Aliases, Logger: opts.Logger,
+		MaxBodyBytes: opts.MaxBodyBytes, BodyReadTimeout: opts.BodyReadTimeout, PingInterval: opts.PingInterval,
+		Drain: opts.Drain, Metrics: opts.Metrics, RecordUsage: opts.Usage != nil}
+	s := &server{Options: opts, kit: kit, started: time.Now().Unix()}
+	tokens := &anthropic.TokenCounter{}
+	rs := responses.Handler{Kit: kit, Store: opts.Responses}
+	var cloudAgents *cloudagents.Handler
+	if opts.Cloud != nil {
+		cloudAgents = &cloudagents.Handler{Kit: kit, Cloud: opts.Cloud}
+		rs.Cloud = cloudAgents
+	}
+	// The front doors, in the order a request's path is matched against
+	// their prefixes; a request no prefix claims is OpenAI's.
+	doors := []frontDoor{
+		{gemini.Door, gemini.Prefix, gemini.Handler{Kit: kit, CountTokens: tokens.BPETokens}.Routes},
+		{anthropic.Door, anthropic.Prefix, anthropic.Handler{Kit: kit, Tokens: tokens}.Routes},
+		{responses.Door, responses.Prefix, rs.Routes},
+		{openai.Door, "/v1/chat/completions", func(g gin.IRoutes) { g.POST("", openai.Handler{Kit: kit}.ChatCompletions) }},
+	}
+	byRequest := doorByRequest(doors)
+
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
 	if err := r.SetTrustedProxies(opts.TrustedProxies); err != nil {
@@ -102,9 +132,9 @@ func New(opts Options) http.Handler {
 		panic(fmt.Sprintf("trusted proxies: %v", err))
 	}
 	r.RedirectTrailingSlash = false // stripTrailingSlash serves them instead
-	r.Use(requestID, accessLog(opts.Logger), gin.CustomRecovery(func(c *gin.Context, rec any) {
-		opts.Logger.Error("panic", "request_id", c.GetString(keyRequestID), "panic", fmt.Sprint(rec))
-		abortWithError(c, &models.Error{Status: http.StatusInternalServerError, Kind: models.KindAPI, Message: "internal error; the gateway's log has the details"})
+	r.Use(door.Use(openai.Door), requestID, accessLog(opts.Logger), gin.CustomRecovery(func(c *gin.Context, rec any) {
+		opts.Logger.Error("panic", "request_id", door.RequestID(c), "panic", fmt.Sprint(rec))
+		door.Abort(c, &models.Error{Status: http.StatusInternalServerError, Kind: models.KindAPI, Message: "internal error; the gateway's log has the details"})
 	}), guard(opts.AllowedHosts, opts.AllowedOrigins, opts.BodyReadTimeout))
 	r.GET("/health", s.health)
 	r.GET("/ready", s.ready)
@@ -123,39 +153,48 @@ func New(opts Options) http.Handler {
 		}
 		return append(hs, auth(opts.APIKeys))
 	}
+	for _, d := range doors {
+		d.routes(r.Group(d.prefix, entry(door.Use(d.Door))...))
+	}
 	// GET /v1/models answers in the format of the client's API.
-	r.GET("/v1/models", append(entry(useDoorByRequest), s.listModels)...)
-	v1 := r.Group("/v1", entry(useDoor(openaiDoor))...)
-	v1.POST("/chat/completions", s.chatCompletions)
-	v1.GET("/tools", s.listTools)
-	rv1 := r.Group("/v1/responses", entry(useDoor(responsesDoor))...)
-	rv1.POST("", s.createResponse)
-	rv1.GET("/:id", s.getResponse)
-	rv1.DELETE("/:id", s.deleteResponse)
+	r.GET("/v1/models", append(entry(byRequest), s.listModels)...)
+	r.GET("/v1/tools", append(entry(door.Use(openai.Door)), s.listTools)...)
 	if opts.Usage != nil {
-		r.GET("/v1/organization/usage/completions", useDoor(openaiDoor), adminAuth(opts.AdminKey), s.usageCompletions)
+		r.GET("/v1/organization/usage/completions", door.Use(openai.Door), adminAuth(opts.AdminKey), s.usageCompletions)
 	}
-	rv1.POST("/:id/cancel", s.cancelResponse)
-	if opts.Cloud != nil && opts.Cloud.Webhooks != nil {
+	if cloudAgents != nil && opts.Cloud.Webhooks != nil {
 		// Cursor signs its deliveries; it has no key of this gateway.
-		r.POST("/v1/cloud/webhook", useDoor(openaiDoor), s.cloudWebhook)
+		r.POST("/v1/cloud/webhook", door.Use(openai.Door), cloudAgents.Webhook)
 	}
-	msgs := r.Group("/v1/messages", entry(useDoor(anthropicDoor))...)
-	msgs.POST("", s.messages)
-	msgs.POST("/count_tokens", s.countTokens)
-	gem := r.Group(geminiPrefix+"models", entry(useDoor(geminiDoor))...)
-	gem.GET("", s.geminiModels)
-	gem.GET("/:model", s.geminiModel)
-	gem.POST("/:model", s.geminiCall)
-	r.NoRoute(useDoorByRequest, func(c *gin.Context) {
-		writeError(c, &models.Error{Status: http.StatusNotFound, Kind: models.KindNotFound, Code: "not_found",
+	r.NoRoute(byRequest, func(c *gin.Context) {
+		door.WriteError(c, &models.Error{Status: http.StatusNotFound, Kind: models.KindNotFound, Code: "not_found",
 			Message: fmt.Sprintf("no route %s %s: this gateway serves GET /v1/models, POST /v1/chat/completions, POST /v1/responses, POST /v1/messages, POST /v1/messages/count_tokens and the Gemini API under /v1beta/models", utils.Clip(c.Request.Method, utils.QuoteLen), utils.Clip(c.Request.URL.Path, utils.QuoteLen))})
 	})
-	r.NoMethod(useDoorByRequest, func(c *gin.Context) {
-		writeError(c, &models.Error{Status: http.StatusMethodNotAllowed, Kind: models.KindInvalidRequest, Code: "method_not_allowed",
+	r.NoMethod(byRequest, func(c *gin.Context) {
+		door.WriteError(c, &models.Error{Status: http.StatusMethodNotAllowed, Kind: models.KindInvalidRequest, Code: "method_not_allowed",
 			Message: fmt.Sprintf("%s is not allowed on %s", utils.Clip(c.Request.Method, utils.QuoteLen), utils.Clip(c.Request.URL.Path, utils.QuoteLen))})
 	})
 	return stripTrailingSlash(r)
+}
+
+// doorByRequest marks a request on a route the doors share (GET
+// /v1/models) or on no route as the door whose prefix its path has, else
+// as Anthropic's when it speaks the Anthropic API, else as OpenAI's.
+func doorByRequest(doors []frontDoor) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		d := openai.Door
+		for _, fd := range doors {
+			if strings.HasPrefix(c.Request.URL.Path, fd.prefix) {
+				d = fd.Door
+				break
+			}
+		}
+		if d == openai.Door && anthropic.Speaks(c.Request) {
+			d = anthropic.Door
+		}
+		c.Set(door.KeyDoor, d)
+		c.Next()
+	}
 }
 
 func (s *server) health(c *gin.Context) {
@@ -171,7 +210,7 @@ func (s *server) listModels(c *gin.Context) {
 	if s.Cloud != nil {
 		names = append(names[:len(names):len(names)], s.Cloud.ModelNames(c.Request.Context())...)
 	}
-	if doorOf(c) == anthropicDoor {
+	if door.Of(c) == anthropic.Door {
 		list := anthropic.ModelListOf(names, s.started)
 		for i := range list.Data {
 			// The upstream's own display name, when it gave one.

@@ -6,25 +6,16 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
-	"cursor2api/handlers/openai"
+	"cursor2api/handlers/door"
+	"cursor2api/handlers/gemini"
 	"cursor2api/models"
 	"cursor2api/services/usage"
 	"cursor2api/utils"
-)
-
-// Context keys set by the middleware and the handlers, read by the access log.
-const (
-	keyDoor      = "door"
-	keyRequestID = "request_id"
-	keyModel     = "model"
-	keyStatus    = "status" // overrides the HTTP status in the log (499: client gone)
-	keyError     = "error"
 )
 
 // RequestIDHeader carries the request id both ways.
@@ -40,7 +31,7 @@ func requestID(c *gin.Context) {
 	if !requestIDRE.MatchString(id) {
 		id = "req_" + utils.RandomString(utils.Alphanumerics, 20)
 	}
-	c.Set(keyRequestID, id)
+	c.Set(door.KeyRequestID, id)
 	c.Header(RequestIDHeader, id)
 	c.Next()
 }
@@ -54,11 +45,11 @@ func accessLog(logger *slog.Logger) gin.HandlerFunc {
 		start := time.Now()
 		c.Next()
 		status := c.Writer.Status()
-		if s := c.GetInt(keyStatus); s != 0 {
+		if s := c.GetInt(door.KeyStatus); s != 0 {
 			status = s
 		}
 		level := slog.LevelInfo
-		e := c.GetString(keyError)
+		e := c.GetString(door.KeyError)
 		if e != "" && status >= 500 {
 			level = slog.LevelWarn
 		}
@@ -66,12 +57,12 @@ func accessLog(logger *slog.Logger) gin.HandlerFunc {
 			return // LOG_LEVEL drops the line: build none of it
 		}
 		attrs := []any{
-			"request_id", c.GetString(keyRequestID),
-			"door", doorOf(c).name,
+			"request_id", c.GetString(door.KeyRequestID),
+			"door", door.Of(c).Name,
 			"client", utils.Clip(c.ClientIP(), utils.QuoteLen),
 			"method", utils.Clip(c.Request.Method, utils.QuoteLen),
 			"path", utils.Clip(c.Request.URL.Path, utils.QuoteLen),
-			"model", utils.Clip(c.GetString(keyModel), utils.QuoteLen),
+			"model", utils.Clip(c.GetString(door.KeyModel), utils.QuoteLen),
 			"status", status,
 			"duration_ms", time.Since(start).Milliseconds(),
 		}
@@ -101,7 +92,7 @@ func auth(keys []string) gin.HandlerFunc {
 		if given == "" {
 			given = strings.TrimSpace(c.GetHeader("X-Api-Key"))
 		}
-		gemini := doorOf(c) == geminiDoor
+		gemini := door.Of(c) == gemini.Door
 		if given == "" && gemini {
 			// Google's two places: Gemini CLI and the SDKs send the
 			// header, a URL can carry ?key= (never logged: the access log
@@ -118,7 +109,7 @@ func auth(keys []string) gin.HandlerFunc {
 				}
 				authErr = &models.Error{Status: http.StatusUnauthorized, Kind: models.KindAuthentication, Code: "missing_api_key", Message: msg}
 			}
-			abortWithError(c, authErr)
+			door.Abort(c, authErr)
 			return
 		}
 		ok := 0
@@ -126,20 +117,14 @@ func auth(keys []string) gin.HandlerFunc {
 			ok |= subtle.ConstantTimeCompare([]byte(given), s)
 		}
 		if ok != 1 {
-			abortWithError(c, &models.Error{Status: http.StatusUnauthorized, Kind: models.KindAuthentication, Code: "invalid_api_key",
+			door.Abort(c, &models.Error{Status: http.StatusUnauthorized, Kind: models.KindAuthentication, Code: "invalid_api_key",
 				Message: "invalid API key: check the key your client sends against the gateway's API_KEY"})
 			return
 		}
-		c.Set(keyClient, usage.KeyID(given))
+		c.Set(door.KeyClient, usage.KeyID(given))
 		c.Next()
 	}
 }
-
-// tenantOf is the fingerprint of the client key the request came with
-// (usage.KeyID; "" with auth off). What a request creates (a stored
-// response, a cloud run, a parked native turn) belongs to it, and only a
-// request of the same key finds it again: any other gets a 404.
-func tenantOf(c *gin.Context) string { return c.GetString(keyClient) }
 
 // bearerToken reads an Authorization header of the Bearer scheme (any
 // case, separated from the key by spaces or tabs). Its error says what is
@@ -190,46 +175,4 @@ func knownScheme(scheme string) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-// door is what the shared middleware needs to know of a front door: its
-// name for the log, and how it renders an error.
-type door struct {
-	name      string
-	errorBody func(*models.Error) any
-}
-
-var openaiDoor = &door{name: "openai", errorBody: func(e *models.Error) any { return openai.ErrorBodyOf(e) }}
-
-// useDoor marks the requests of a route group as the door's, so that
-// every error on them, auth and limits included, takes the door's shape.
-func useDoor(d *door) gin.HandlerFunc {
-	return func(c *gin.Context) {
-		c.Set(keyDoor, d)
-		c.Next()
-	}
-}
-
-// doorOf is the door of the request; OpenAI's shape is the default.
-func doorOf(c *gin.Context) *door {
-	if d, ok := c.Value(keyDoor).(*door); ok {
-		return d
-	}
-	return openaiDoor
-}
-
-// abortWithError writes an error and stops the handler chain.
-func abortWithError(c *gin.Context, e *models.Error) {
-	writeError(c, e)
-	c.Abort()
-}
-
-// writeError writes an error response in the door's shape and notes it
-// for the log.
-func writeError(c *gin.Context, e *models.Error) {
-	c.Set(keyError, e.Message)
-	if e.RetryAfter > 0 {
-		c.Header("Retry-After", strconv.Itoa(e.RetryAfter))
-	}
-	c.JSON(e.Status, doorOf(c).errorBody(e))
 }

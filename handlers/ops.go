@@ -3,13 +3,11 @@ package handlers
 import (
 	"context"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
-	"cursor2api/models"
-	"cursor2api/services/chat"
+	"cursor2api/handlers/door"
 )
 
 // readyTimeout bounds the back door's own readiness check.
@@ -38,98 +36,18 @@ func (s *server) ready(c *gin.Context) {
 func (s *server) countRequests(c *gin.Context) {
 	c.Next()
 	status := c.Writer.Status()
-	if v := c.GetInt(keyStatus); v != 0 {
+	if v := c.GetInt(door.KeyStatus); v != 0 {
 		status = v
 	}
-	s.Metrics.Request(doorOf(c).name, s.modelLabel(c.GetString(keyModel)), status)
+	s.Metrics.Request(door.Of(c).Name, s.kit.ModelLabel(c.GetString(door.KeyModel)), status)
 }
 
-func (s *server) modelLabel(model string) string {
-	if model == "" {
-		return ""
+// listTools answers GET /v1/tools: the tools of the configured MCP servers
+// that are connected, as the model is offered them.
+func (s *server) listTools(c *gin.Context) {
+	var data any = []any{}
+	if s.Tools != nil {
+		data = s.Tools()
 	}
-	if _, ok := s.Catalog.Resolve(model); ok {
-		return model
-	}
-	return "other"
-}
-
-// observeStream counts the stream as active until the returned done is
-// called and records the time to its first token.
-func (s *server) observeStream(c *gin.Context, w answerStream) (answerStream, func()) {
-	if s.Metrics == nil {
-		return w, func() {}
-	}
-	o := &observedStream{wrappedStream: wrappedStream{w}, start: time.Now(), first: func(d time.Duration) {
-		s.Metrics.FirstToken(doorOf(c).name, s.modelLabel(c.GetString(keyModel)), d)
-	}}
-	return o, s.Metrics.StreamStarted()
-}
-
-// observedStream notes the first token a stream sends.
-type observedStream struct {
-	wrappedStream
-	start time.Time
-	first func(time.Duration)
-	seen  bool
-}
-
-var _ chat.Sink = (*observedStream)(nil)
-
-func (o *observedStream) token() {
-	if !o.seen {
-		o.seen = true
-		o.first(time.Since(o.start))
-	}
-}
-
-// wrappedStream is what a wrapper of a door's stream (metrics, usage)
-// embeds: it passes on the core's optional sink methods, which embedding
-// the answerStream interface alone would hide from the core, to a door
-// that implements them, and does nothing for one that does not.
-type wrappedStream struct{ answerStream }
-
-var (
-	_ chat.StopSequenceSink = wrappedStream{}
-	_ chat.RunSink          = wrappedStream{}
-)
-
-// StopSequence passes the stop sequence met on to a door that names it.
-func (w wrappedStream) StopSequence(seq string) {
-	if r, ok := w.answerStream.(chat.StopSequenceSink); ok {
-		r.StopSequence(seq)
-	}
-}
-
-// ToolRunStart and ToolRunEnd pass the gateway's runs on to a door that
-// shows them (chat.RunSink).
-func (w wrappedStream) ToolRunStart(run models.ToolRun) error {
-	if r, ok := w.answerStream.(chat.RunSink); ok {
-		return r.ToolRunStart(run)
-	}
-	return nil
-}
-
-func (w wrappedStream) ToolRunEnd(run models.ToolRun) error {
-	if r, ok := w.answerStream.(chat.RunSink); ok {
-		return r.ToolRunEnd(run)
-	}
-	return nil
-}
-
-func (o *observedStream) Text(text string) error {
-	if strings.TrimSpace(text) != "" {
-		o.token()
-	}
-	return o.answerStream.Text(text)
-}
-
-func (o *observedStream) Reasoning(text string) error {
-	o.token()
-	return o.answerStream.Reasoning(text)
-}
-
-func (o *observedStream) ToolCallStart(id, name string) error {
-	o.token()
-	return o.answerStream.ToolCallStart(id, name)
+	c.JSON(http.StatusOK, gin.H{"object": "list", "data": data})
 }

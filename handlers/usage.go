@@ -9,16 +9,10 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"cursor2api/handlers/door"
 	"cursor2api/models"
 	"cursor2api/services/usage"
 	"cursor2api/utils"
-)
-
-// Keys of the gin context the usage ledger reads.
-const (
-	keyAnswer = "answer" // the request asked for a model's answer
-	keyUsage  = "usage"  // its models.Usage, once finished
-	keyClient = "client" // the client key's usage.KeyID
 )
 
 // recordUsage adds every request that asked for an answer to the usage
@@ -26,33 +20,22 @@ const (
 // ledger writes in batches).
 func (s *server) recordUsage(c *gin.Context) {
 	c.Next()
-	if !c.GetBool(keyAnswer) {
+	if !c.GetBool(door.KeyAnswer) {
 		return
 	}
 	status := c.Writer.Status()
-	if v := c.GetInt(keyStatus); v != 0 {
+	if v := c.GetInt(door.KeyStatus); v != 0 {
 		status = v
 	}
 	counts := usage.Counts{Requests: 1}
-	if u, ok := c.Value(keyUsage).(models.Usage); ok {
+	if u, ok := c.Value(door.KeyUsage).(models.Usage); ok {
 		counts.InputTokens, counts.OutputTokens, counts.CachedTokens = int64(u.InputTokens), int64(u.OutputTokens), int64(u.CacheReadTokens)
 	}
-	if status >= 400 || c.GetString(keyError) != "" {
+	if status >= 400 || c.GetString(door.KeyError) != "" {
 		counts.Errors = 1
 	}
-	s.Usage.Add(usage.Record{Time: time.Now(), KeyID: c.GetString(keyClient), Door: doorOf(c).name,
-		Model: s.modelLabel(c.GetString(keyModel)), Backend: s.Backend, Usage: counts})
-}
-
-// usageSink notes the usage a stream finishes with.
-type usageSink struct {
-	wrappedStream
-	c *gin.Context
-}
-
-func (u usageSink) Finish(reason models.FinishReason, us models.Usage) error {
-	u.c.Set(keyUsage, us)
-	return u.answerStream.Finish(reason, us)
+	s.Usage.Add(usage.Record{Time: time.Now(), KeyID: c.GetString(door.KeyClient), Door: door.Of(c).Name,
+		Model: s.kit.ModelLabel(c.GetString(door.KeyModel)), Backend: s.Backend, Usage: counts})
 }
 
 // Limits of the usage endpoint's buckets, as OpenAI's Usage API has them.
@@ -68,7 +51,7 @@ var bucketLimits = map[string]struct {
 // shape of OpenAI's Usage API, for the holder of ADMIN_KEY.
 func (s *server) usageCompletions(c *gin.Context) {
 	bad := func(param, format string, args ...any) {
-		writeError(c, models.InvalidRequest(param, format, args...))
+		door.WriteError(c, models.InvalidRequest(param, format, args...))
 	}
 	start, err := strconv.ParseInt(c.Query("start_time"), 10, 64)
 	if err != nil || start < 0 {
@@ -126,7 +109,7 @@ func (s *server) usageCompletions(c *gin.Context) {
 	}
 	buckets, err := s.Usage.Query(c.Request.Context(), q)
 	if err != nil {
-		writeError(c, s.storeError(c, err))
+		door.WriteError(c, s.kit.StoreError(c, err))
 		return
 	}
 	page := usagePage{Object: "page", Data: make([]usageBucket, 0, len(buckets)), HasMore: more}
@@ -184,27 +167,20 @@ type usageResult struct {
 func adminAuth(key string) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		if key == "" {
-			abortWithError(c, &models.Error{Status: http.StatusNotFound, Kind: models.KindNotFound, Code: "not_found",
+			door.Abort(c, &models.Error{Status: http.StatusNotFound, Kind: models.KindNotFound, Code: "not_found",
 				Message: "the usage endpoint is off: set ADMIN_KEY on the gateway and send it as Authorization: Bearer <ADMIN_KEY>"})
 			return
 		}
 		given, authErr := bearerToken(c.GetHeader("Authorization"))
 		if authErr != nil {
-			abortWithError(c, authErr)
+			door.Abort(c, authErr)
 			return
 		}
 		if given == "" || subtle.ConstantTimeCompare([]byte(given), []byte(key)) != 1 {
-			abortWithError(c, &models.Error{Status: http.StatusUnauthorized, Kind: models.KindAuthentication, Code: "invalid_api_key",
+			door.Abort(c, &models.Error{Status: http.StatusUnauthorized, Kind: models.KindAuthentication, Code: "invalid_api_key",
 				Message: "the usage endpoint takes the gateway's ADMIN_KEY: send Authorization: Bearer <ADMIN_KEY>"})
 			return
 		}
 		c.Next()
 	}
-}
-
-// storeError is the answer when the state store fails; the log has why.
-func (s *server) storeError(c *gin.Context, err error) *models.Error {
-	s.Logger.Warn("state store failed", "request_id", c.GetString(keyRequestID), "error", utils.Clip(err.Error(), 300))
-	return &models.Error{Status: http.StatusServiceUnavailable, Kind: models.KindAPI, Code: "state_unavailable",
-		Message: "the gateway's state store (STATE_URL) did not answer; try again shortly (the gateway's log has the details)"}
 }

@@ -20,6 +20,11 @@ var wiring = []string{
 	"services/cloud", "services/mcp", "services/state", "services/egress", "services/epilogue",
 }
 
+// doorKit is what handlers/door builds on: the core and what it needs to
+// run an answer, the metrics it counts in, and no back door.
+var doorKit = []string{"models", "utils", "utils/jsondec", "utils/toolproto", "handlers/sse", "services/upstream", "services/chat",
+	"services/epilogue", "services/metrics", "services/readiness"}
+
 // with returns rules and more, as a new slice.
 func with(rules []string, more ...string) []string {
 	return append(append([]string(nil), rules...), more...)
@@ -82,19 +87,25 @@ var importRules = map[string][]string{
 	"services/metrics":   {"models", "utils", "services/upstream", "services/readiness"},
 	"services/readiness": {"models", "utils", "services/upstream"},
 	// The wiring is the one place that reads config and knows every part.
-	"services":           wiring,
-	"handlers/sse":       {"utils"},
-	"handlers/openai":    {"models", "utils", "handlers/sse"},
-	"handlers/anthropic": {"models", "utils", "utils/jsondec", "handlers/sse"},
-	"handlers/gemini":    {"models", "utils", "utils/jsondec", "handlers/sse"},
+	"services":     wiring,
+	"handlers/sse": {"utils"},
+	// What every door shares: the answer's lifecycle on the core.
+	"handlers/door": doorKit,
+	// A door is its wire format, its converters and its handlers.
+	"handlers/openai":    with(doorKit, "handlers/door"),
+	"handlers/anthropic": with(doorKit, "handlers/door"),
+	"handlers/gemini":    with(doorKit, "handlers/door"),
 	// The Responses door shares the OpenAI door's content decoding and
 	// error body.
-	"handlers/responses": {"models", "utils", "utils/jsondec", "handlers/sse", "handlers/openai", "services/state"},
-	// The HTTP surface reaches back doors only through the core.
-	"handlers": {"models", "utils", "utils/jsondec", "utils/toolproto", "services/upstream", "services/epilogue", "services/chat", "handlers/sse", "handlers/openai", "handlers/responses", "handlers/anthropic", "handlers/gemini", "services/metrics", "services/readiness", "services/state", "services/usage", "services/cloud"},
+	"handlers/responses": with(doorKit, "handlers/door", "handlers/openai", "services/state"),
+	// Cloud Agents behind the Responses door (not a chat back door).
+	"handlers/cloudagents": with(doorKit, "handlers/door", "handlers/openai", "handlers/responses", "services/state", "services/cloud"),
+	// The router reaches back doors only through the core.
+	"handlers": with(doorKit, "handlers/door", "handlers/openai", "handlers/responses", "handlers/anthropic", "handlers/gemini", "handlers/cloudagents",
+		"services/state", "services/usage", "services/cloud"),
 	// Runs the gateway a configuration describes, for main and bench:
 	// the one HTTP package that reads config (handlers itself never does).
-	"handlers/server": with(wiring, "services", "handlers/sse", "handlers/openai", "handlers/responses", "handlers/anthropic", "handlers/gemini", "handlers", "services/state", "services/usage"),
+	"handlers/server": with(wiring, "services", "handlers/sse", "handlers/door", "handlers/openai", "handlers/responses", "handlers/anthropic", "handlers/gemini", "handlers/cloudagents", "handlers", "services/state", "services/usage"),
 	"":                nil, // main: anything
 	// The Docker smoke test's fake upstream command.
 	"scripts/fakeupstream": {"services/cursortest"},
@@ -108,7 +119,7 @@ var importRules = map[string][]string{
 	// `cursor2api xih` runs the x-is-human check as the web chat wires it.
 	"services/human/xih": with(wiring, "services"),
 	// The benchmark program runs its gateway through server, as main does.
-	"bench": with(wiring, "services", "services/cursortest", "handlers/server", "handlers/sse", "handlers/openai", "handlers/responses", "handlers/anthropic", "handlers/gemini", "handlers",
+	"bench": with(wiring, "services", "services/cursortest", "handlers/server", "handlers/sse", "handlers/door", "handlers/openai", "handlers/cloudagents", "handlers/responses", "handlers/anthropic", "handlers/gemini", "handlers",
 		"services/state", "services/usage", "services/native/nativetest", "services/native/agentv1", "services/native/agentv1/agentv1connect", "bench/loadgen"),
 	// The out-of-process benchmark runs the gateway's binary: it only
 	// borrows the fake's frames.

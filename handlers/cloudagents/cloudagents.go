@@ -1,4 +1,12 @@
-package handlers
+// Package cloudagents serves Cursor Cloud Agents behind the Responses
+// door (it implements responses.Cloud): a request for a cloud
+// model (cloud.ModelPrefix) launches an agent, or a follow-up run on the
+// agent of previous_response_id, and the response id is the signed pair
+// of agent and run ids (cloud.IDs), so any replica answers GET, cancel and
+// previous_response_id for it with no shared storage. background: true
+// answers at once; otherwise the request follows the run to its end,
+// bounded by CLOUD_MAX_WAIT, and a client that leaves cancels the run.
+package cloudagents
 
 import (
 	"context"
@@ -16,6 +24,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"cursor2api/handlers/door"
 	"cursor2api/handlers/responses"
 	"cursor2api/handlers/sse"
 	"cursor2api/models"
@@ -23,13 +32,22 @@ import (
 	"cursor2api/utils"
 )
 
-// Cursor Cloud Agents behind the Responses API: a request for a cloud
-// model (cloud.ModelPrefix) launches an agent, or a follow-up run on the
-// agent of previous_response_id, and the response id is the signed pair
-// of agent and run ids (cloud.IDs), so any replica answers GET, cancel and
-// previous_response_id for it with no shared storage. background: true
-// answers at once; otherwise the request follows the run to its end,
-// bounded by CLOUD_MAX_WAIT, and a client that leaves cancels the run.
+// Handler serves the cloud models' requests and Cursor's webhook.
+type Handler struct {
+	Kit   *door.Kit
+	Cloud *cloud.Service
+}
+
+var _ responses.Cloud = (*Handler)(nil)
+
+// Serves reports whether model is a cloud model.
+func (h *Handler) Serves(model string) bool {
+	_, ok := cloud.UpstreamModel(model)
+	return ok
+}
+
+// Owns reports whether id is a cloud response's.
+func (h *Handler) Owns(id string) bool { return cloud.IsID(id) }
 
 // cloudResponse is a cloud response object: the Responses one with the
 // background flag the API shows.
@@ -222,67 +240,68 @@ func cloudImage(raw json.RawMessage) (cloud.Image, bool) {
 	return cloud.Image{URL: u}, true
 }
 
-// createCloudResponse is POST /v1/responses for a cloud model.
-func (s *server) createCloudResponse(c *gin.Context, wire *responses.Request, model string) {
+// Create is POST /v1/responses for a cloud model.
+func (h *Handler) Create(c *gin.Context, wire *responses.Request) {
+	model, _ := cloud.UpstreamModel(wire.Model)
 	ctx := c.Request.Context()
 	l, apiErr := parseCloudRequest(wire, model)
 	if apiErr != nil {
-		writeError(c, apiErr)
+		door.WriteError(c, apiErr)
 		return
 	}
 	var ref cloud.Ref
 	var run cloud.Run
 	var err error
 	if wire.PreviousResponseID != "" {
-		prev, ok := s.Cloud.IDs.Decode(wire.PreviousResponseID, tenantOf(c))
+		prev, ok := h.Cloud.IDs.Decode(wire.PreviousResponseID, door.Tenant(c))
 		if !ok {
-			writeError(c, models.InvalidRequest("previous_response_id", "previous_response_id %q is not a cloud response of this gateway", utils.Clip(wire.PreviousResponseID, utils.QuoteLen)))
+			door.WriteError(c, models.InvalidRequest("previous_response_id", "previous_response_id %q is not a cloud response of this gateway", utils.Clip(wire.PreviousResponseID, utils.QuoteLen)))
 			return
 		}
-		run, err = s.Cloud.CreateRun(ctx, prev.AgentID, l.prompt, l.create.Model)
+		run, err = h.Cloud.CreateRun(ctx, prev.AgentID, l.prompt, l.create.Model)
 		if err != nil {
-			e := asError(err)
+			e := door.AsError(err)
 			if e.Status == http.StatusConflict {
 				e = &models.Error{Status: http.StatusConflict, Kind: models.KindInvalidRequest, Code: "agent_busy", Param: "previous_response_id", Err: e,
 					Message: "the agent of previous_response_id is still running: wait for it (GET /v1/responses/{id}) or cancel it (POST /v1/responses/{id}/cancel) first"}
 			}
-			writeError(c, e)
+			door.WriteError(c, e)
 			return
 		}
 		ref = cloud.Ref{AgentID: prev.AgentID, RunID: run.ID, Model: wire.Model, Created: time.Now().Unix(), Owner: prev.Owner,
 			PrevRunID: prev.RunID, PrevModel: prev.Model, PrevCreated: prev.Created}
 	} else {
 		var agent cloud.Agent
-		agent, run, err = s.Cloud.CreateAgent(ctx, &l.create)
+		agent, run, err = h.Cloud.CreateAgent(ctx, &l.create)
 		if err != nil {
-			e := asError(err)
+			e := door.AsError(err)
 			if l.repo != "" && (e.Kind == models.KindPermission || e.Kind == models.KindNotFound) {
 				e = &models.Error{Status: http.StatusForbidden, Kind: models.KindPermission, Code: "repository_not_accessible", Param: "metadata.repository", Err: e,
 					Message: fmt.Sprintf("repository %s is not visible to the account of CURSOR_API_KEY (%s): connect it in Cursor's GitHub integration, or fix metadata.repository", l.repo, e.Message)}
 			}
-			writeError(c, e)
+			door.WriteError(c, e)
 			return
 		}
-		ref = cloud.Ref{AgentID: agent.ID, RunID: run.ID, Model: wire.Model, Created: time.Now().Unix(), Owner: tenantOf(c)}
+		ref = cloud.Ref{AgentID: agent.ID, RunID: run.ID, Model: wire.Model, Created: time.Now().Unix(), Owner: door.Tenant(c)}
 	}
-	id := s.Cloud.IDs.Encode(ref)
-	s.Logger.Info("cloud: run started", "request_id", c.GetString(keyRequestID), "agent_id", ref.AgentID, "run_id", ref.RunID, "background", wire.Background)
+	id := h.Cloud.IDs.Encode(ref)
+	h.Kit.Logger.Info("cloud: run started", "request_id", door.RequestID(c), "agent_id", ref.AgentID, "run_id", ref.RunID, "background", wire.Background)
 	if wire.Background && !wire.Stream {
 		// The run as created: CREATING, which reads as queued.
 		run.ID, run.AgentID = ref.RunID, ref.AgentID
-		c.PureJSON(http.StatusOK, s.cloudSnapshot(id, ref, run, nil, ""))
+		c.PureJSON(http.StatusOK, h.cloudSnapshot(id, ref, run, nil, ""))
 		return
 	}
-	f := &cloudFollower{s: s, ref: ref, id: id, after: -1, foreground: !wire.Background}
+	f := &cloudFollower{h: h, ref: ref, id: id, after: -1, foreground: !wire.Background}
 	if wire.Stream {
-		f.w = s.eventStream(c, nil)
+		f.w = door.EventStream(c, nil)
 	}
 	final := f.follow(ctx)
 	if wire.Stream {
 		return
 	}
 	if final == nil {
-		writeError(c, asError(f.err))
+		door.WriteError(c, door.AsError(f.err))
 		return
 	}
 	final.Background = wire.Background
@@ -290,23 +309,19 @@ func (s *server) createCloudResponse(c *gin.Context, wire *responses.Request, mo
 }
 
 // cloudID decodes the id of a cloud route or answers 404.
-func (s *server) cloudID(c *gin.Context, id string) (cloud.Ref, bool) {
-	if s.Cloud == nil {
-		writeError(c, responseNotFound(id))
-		return cloud.Ref{}, false
-	}
-	ref, ok := s.Cloud.IDs.Decode(id, tenantOf(c))
+func (h *Handler) cloudID(c *gin.Context, id string) (cloud.Ref, bool) {
+	ref, ok := h.Cloud.IDs.Decode(id, door.Tenant(c))
 	if !ok {
-		writeError(c, responseNotFound(id))
+		door.WriteError(c, responses.NotFound(id))
 		return cloud.Ref{}, false
 	}
 	return ref, true
 }
 
-// getCloudResponse is GET /v1/responses/{id} for a cloud id: the run now,
+// Get is GET /v1/responses/{id} for a cloud id: the run now,
 // or with stream=true its events after starting_after.
-func (s *server) getCloudResponse(c *gin.Context, id string) {
-	ref, ok := s.cloudID(c, id)
+func (h *Handler) Get(c *gin.Context, id string) {
+	ref, ok := h.cloudID(c, id)
 	if !ok {
 		return
 	}
@@ -316,18 +331,18 @@ func (s *server) getCloudResponse(c *gin.Context, id string) {
 		if v := c.Query("starting_after"); v != "" {
 			n, err := strconv.Atoi(v)
 			if err != nil || n < -1 {
-				writeError(c, models.InvalidRequest("starting_after", "starting_after %q is not a sequence number", utils.Clip(v, utils.QuoteLen)))
+				door.WriteError(c, models.InvalidRequest("starting_after", "starting_after %q is not a sequence number", utils.Clip(v, utils.QuoteLen)))
 				return
 			}
 			after = n
 		}
-		f := &cloudFollower{s: s, ref: ref, id: id, after: after, w: s.eventStream(c, nil)}
+		f := &cloudFollower{h: h, ref: ref, id: id, after: after, w: door.EventStream(c, nil)}
 		f.follow(ctx)
 		return
 	}
-	resp, err := s.cloudNow(ctx, id, ref)
+	resp, err := h.cloudNow(ctx, id, ref)
 	if err != nil {
-		writeError(c, asError(err))
+		door.WriteError(c, door.AsError(err))
 		return
 	}
 	c.PureJSON(http.StatusOK, resp)
@@ -353,64 +368,52 @@ func wantsStream(c *gin.Context) bool {
 }
 
 // cloudNow reads the run and its agent and answers the response object.
-func (s *server) cloudNow(ctx context.Context, id string, ref cloud.Ref) (cloudResponse, error) {
-	run, err := s.Cloud.GetRun(ctx, ref.AgentID, ref.RunID)
+func (h *Handler) cloudNow(ctx context.Context, id string, ref cloud.Ref) (cloudResponse, error) {
+	run, err := h.Cloud.GetRun(ctx, ref.AgentID, ref.RunID)
 	if err != nil {
 		return cloudResponse{}, cloudGone(err, id)
 	}
 	var agent *cloud.Agent
 	if !run.Active() {
-		if a, err := s.Cloud.GetAgent(ctx, ref.AgentID); err == nil {
+		if a, err := h.Cloud.GetAgent(ctx, ref.AgentID); err == nil {
 			agent = &a
 		}
 	}
-	return s.cloudSnapshot(id, ref, run, agent, ""), nil
+	return h.cloudSnapshot(id, ref, run, agent, ""), nil
 }
 
 // cloudGone turns the upstream's 404 for a run into the door's.
 func cloudGone(err error, id string) error {
 	var e *models.Error
 	if errors.As(err, &e) && e.Kind == models.KindNotFound {
-		return responseNotFound(id)
+		return responses.NotFound(id)
 	}
 	return err
 }
 
-// cancelResponse is POST /v1/responses/{id}/cancel: it cancels a cloud
-// run (a finished one is answered as it is).
-func (s *server) cancelResponse(c *gin.Context) {
-	id := c.Param("id")
-	if !cloud.IsID(id) {
-		if _, ok, err := s.Responses.Get(c.Request.Context(), id, tenantOf(c)); err != nil {
-			writeError(c, s.storeError(c, err))
-			return
-		} else if ok {
-			writeError(c, models.InvalidRequest("response_id", "only background cloud responses can be cancelled; response %q is already complete", utils.Clip(id, utils.QuoteLen)))
-			return
-		}
-		writeError(c, responseNotFound(id))
-		return
-	}
-	ref, ok := s.cloudID(c, id)
+// Cancel is POST /v1/responses/{id}/cancel for a cloud id: it cancels
+// the run (a finished one is answered as it is).
+func (h *Handler) Cancel(c *gin.Context, id string) {
+	ref, ok := h.cloudID(c, id)
 	if !ok {
 		return
 	}
 	ctx := c.Request.Context()
-	run, err := s.Cloud.GetRun(ctx, ref.AgentID, ref.RunID)
+	run, err := h.Cloud.GetRun(ctx, ref.AgentID, ref.RunID)
 	if err != nil {
-		writeError(c, asError(cloudGone(err, id)))
+		door.WriteError(c, door.AsError(cloudGone(err, id)))
 		return
 	}
 	if run.Active() {
-		if err := s.Cloud.CancelRun(ctx, ref.AgentID, ref.RunID); err != nil {
-			writeError(c, asError(err))
+		if err := h.Cloud.CancelRun(ctx, ref.AgentID, ref.RunID); err != nil {
+			door.WriteError(c, door.AsError(err))
 			return
 		}
-		s.Logger.Info("cloud: run cancelled", "request_id", c.GetString(keyRequestID), "agent_id", ref.AgentID, "run_id", ref.RunID)
+		h.Kit.Logger.Info("cloud: run cancelled", "request_id", door.RequestID(c), "agent_id", ref.AgentID, "run_id", ref.RunID)
 	}
-	resp, err := s.cloudNow(ctx, id, ref)
+	resp, err := h.cloudNow(ctx, id, ref)
 	if err != nil {
-		writeError(c, asError(err))
+		door.WriteError(c, door.AsError(err))
 		return
 	}
 	c.PureJSON(http.StatusOK, resp)
@@ -470,10 +473,10 @@ func cloudFinalText(run *cloud.Run, streamed string) string {
 
 // cloudSnapshot is cloudSnapshot with the previous response's id, which
 // the id's reference tells.
-func (s *server) cloudSnapshot(id string, ref cloud.Ref, run cloud.Run, agent *cloud.Agent, streamed string) cloudResponse {
+func (h *Handler) cloudSnapshot(id string, ref cloud.Ref, run cloud.Run, agent *cloud.Agent, streamed string) cloudResponse {
 	r := cloudSnapshot(id, ref, run, agent, streamed)
 	if prev, ok := ref.Prev(); ok {
-		p := s.Cloud.IDs.Encode(prev)
+		p := h.Cloud.IDs.Encode(prev)
 		r.PreviousResponseID = &p
 	}
 	return r
@@ -538,7 +541,7 @@ func cloudSnapshot(id string, ref cloud.Ref, run cloud.Run, agent *cloud.Agent, 
 // is set): the same events, with the same sequence numbers, for every
 // reader of the run, so that starting_after resumes any of them.
 type cloudFollower struct {
-	s     *server
+	h     *Handler
 	ref   cloud.Ref
 	id    string
 	w     *sse.Writer
@@ -563,7 +566,7 @@ func (f *cloudFollower) emit(ev responses.Event) error {
 }
 
 func (f *cloudFollower) snapshot(run cloud.Run, agent *cloud.Agent) *responses.Response {
-	r := f.s.cloudSnapshot(f.id, f.ref, run, agent, f.streamed.String())
+	r := f.h.cloudSnapshot(f.id, f.ref, run, agent, f.streamed.String())
 	return &r.Response
 }
 
@@ -593,8 +596,8 @@ func (f *cloudFollower) delta(text string) error {
 // follow streams the run to its end and returns the final response, or
 // nil with f.err set.
 func (f *cloudFollower) follow(ctx context.Context) *cloudResponse {
-	s := f.s
-	ctx, cancel := context.WithTimeout(ctx, s.Cloud.MaxWait)
+	h := f.h
+	ctx, cancel := context.WithTimeout(ctx, h.Cloud.MaxWait)
 	defer cancel()
 	start := cloud.Run{ID: f.ref.RunID, AgentID: f.ref.AgentID, Status: cloud.StatusCreating}
 	if f.emit(responses.Event{Type: "response.created", Response: f.snapshot(start, nil)}) != nil {
@@ -609,28 +612,28 @@ func (f *cloudFollower) follow(ctx context.Context) *cloudResponse {
 		if f.foreground {
 			// The request owned the run: it does not outlive it.
 			stop, cancelStop := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			if cerr := s.Cloud.CancelRun(stop, f.ref.AgentID, f.ref.RunID); cerr != nil {
-				s.Logger.Warn("cloud: cancelling the run of a request that ended failed", "agent_id", f.ref.AgentID, "run_id", f.ref.RunID, "error", cerr)
+			if cerr := h.Cloud.CancelRun(stop, f.ref.AgentID, f.ref.RunID); cerr != nil {
+				h.Kit.Logger.Warn("cloud: cancelling the run of a request that ended failed", "agent_id", f.ref.AgentID, "run_id", f.ref.RunID, "error", cerr)
 			}
 			cancelStop()
 		}
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			err = &models.Error{Status: http.StatusGatewayTimeout, Kind: models.KindAPI, Code: "cloud_max_wait",
-				Message: fmt.Sprintf("the cloud run did not end within CLOUD_MAX_WAIT (%s); use background: true and poll GET /v1/responses/{id}, or resume with ?stream=true&starting_after=%d", s.Cloud.MaxWait, f.seq-1)}
+				Message: fmt.Sprintf("the cloud run did not end within CLOUD_MAX_WAIT (%s); use background: true and poll GET /v1/responses/{id}, or resume with ?stream=true&starting_after=%d", h.Cloud.MaxWait, f.seq-1)}
 		}
 		f.err = err
 		if f.w != nil && !errors.Is(err, context.Canceled) {
-			e := asError(err)
+			e := door.AsError(err)
 			code := e.Code
 			_ = f.w.Event("error", responses.ErrorEvent{Type: "error", SequenceNumber: f.seq, Code: &code, Message: e.Message})
 		}
 		return nil
 	}
 	var agent *cloud.Agent
-	if a, err := s.Cloud.GetAgent(ctx, f.ref.AgentID); err == nil {
+	if a, err := h.Cloud.GetAgent(ctx, f.ref.AgentID); err == nil {
 		agent = &a
 	}
-	resp := s.cloudSnapshot(f.id, f.ref, *final, agent, f.streamed.String())
+	resp := h.cloudSnapshot(f.id, f.ref, *final, agent, f.streamed.String())
 	// The message: the rest of the final text, then its end.
 	text := cloudFinalText(final, f.streamed.String())
 	if rest, ok := strings.CutPrefix(text, f.streamed.String()); ok {
@@ -671,11 +674,11 @@ const streamAttempts = 3
 // watch follows the run's stream, resumed from its last event when it is
 // cut, and polls when streaming fails, until the run ends.
 func (f *cloudFollower) watch(ctx context.Context) (*cloud.Run, error) {
-	s := f.s
+	h := f.h
 	var final *cloud.Run
 	lastID := ""
 	for attempt := 0; attempt < streamAttempts && final == nil; attempt++ {
-		err := s.Cloud.StreamRun(ctx, f.ref.AgentID, f.ref.RunID, lastID, func(ev cloud.Event) error {
+		err := h.Cloud.StreamRun(ctx, f.ref.AgentID, f.ref.RunID, lastID, func(ev cloud.Event) error {
 			if ev.ID != "" {
 				lastID = ev.ID
 			}
@@ -702,8 +705,8 @@ func (f *cloudFollower) watch(ctx context.Context) (*cloud.Run, error) {
 				r.ID, r.AgentID = f.ref.RunID, f.ref.AgentID
 				final = &r.Run
 			case "heartbeat":
-				if f.w != nil && s.PingInterval > 0 {
-					_ = f.w.PingIfIdle(s.PingInterval)
+				if f.w != nil && h.Kit.PingInterval > 0 {
+					_ = f.w.PingIfIdle(h.Kit.PingInterval)
 				}
 			}
 			return nil
@@ -715,9 +718,9 @@ func (f *cloudFollower) watch(ctx context.Context) (*cloud.Run, error) {
 		var apiErr *models.Error
 		if err != nil && !errors.Is(err, cloud.ErrStreamEnded) && errors.As(err, &apiErr) {
 			if apiErr.Kind == models.KindNotFound {
-				return nil, responseNotFound(f.id)
+				return nil, responses.NotFound(f.id)
 			}
-			s.Logger.Warn("cloud: the run's stream failed; polling", "agent_id", f.ref.AgentID, "run_id", f.ref.RunID, "error", err)
+			h.Kit.Logger.Warn("cloud: the run's stream failed; polling", "agent_id", f.ref.AgentID, "run_id", f.ref.RunID, "error", err)
 			break
 		}
 		if err != nil && !errors.Is(err, cloud.ErrStreamEnded) {
@@ -733,17 +736,17 @@ func (f *cloudFollower) watch(ctx context.Context) (*cloud.Run, error) {
 	}
 	// Polling: the fallback when the stream failed or ended without a
 	// result.
-	t := time.NewTicker(s.Cloud.PollInterval)
+	t := time.NewTicker(h.Cloud.PollInterval)
 	defer t.Stop()
 	for {
 		// Waiting starts before the read, so that a delivery between the
 		// two is not missed.
 		var wake <-chan struct{}
 		stopWaiting := func() {}
-		if s.Cloud.Webhooks != nil {
-			wake, stopWaiting = s.Cloud.Webhooks.Wait(f.ref.AgentID)
+		if h.Cloud.Webhooks != nil {
+			wake, stopWaiting = h.Cloud.Webhooks.Wait(f.ref.AgentID)
 		}
-		run, err := s.Cloud.GetRun(ctx, f.ref.AgentID, f.ref.RunID)
+		run, err := h.Cloud.GetRun(ctx, f.ref.AgentID, f.ref.RunID)
 		if err != nil {
 			stopWaiting()
 			if ctx.Err() != nil {
@@ -755,8 +758,8 @@ func (f *cloudFollower) watch(ctx context.Context) (*cloud.Run, error) {
 			stopWaiting()
 			return &run, nil
 		}
-		if f.w != nil && s.PingInterval > 0 {
-			_ = f.w.PingIfIdle(s.PingInterval)
+		if f.w != nil && h.Kit.PingInterval > 0 {
+			_ = f.w.PingIfIdle(h.Kit.PingInterval)
 		}
 		select {
 		case <-t.C:
@@ -777,33 +780,33 @@ const maxWebhookBody = 64 << 10
 // with CLOUD_WEBHOOK_SECRET. A missing or bad signature is a 401, a
 // replayed delivery id a 409; a good delivery wakes the requests waiting
 // on its agent.
-func (s *server) cloudWebhook(c *gin.Context) {
+func (h *Handler) Webhook(c *gin.Context) {
 	body, err := io.ReadAll(io.LimitReader(c.Request.Body, maxWebhookBody+1))
 	if err != nil {
-		writeError(c, models.InvalidRequest("", "reading the webhook body: %v", err))
+		door.WriteError(c, models.InvalidRequest("", "reading the webhook body: %v", err))
 		return
 	}
 	if len(body) > maxWebhookBody {
-		writeError(c, &models.Error{Status: http.StatusRequestEntityTooLarge, Kind: models.KindTooLarge, Message: "a webhook body is at most 64 KiB"})
+		door.WriteError(c, &models.Error{Status: http.StatusRequestEntityTooLarge, Kind: models.KindTooLarge, Message: "a webhook body is at most 64 KiB"})
 		return
 	}
-	wh := s.Cloud.Webhooks
+	wh := h.Cloud.Webhooks
 	sig := c.GetHeader("X-Webhook-Signature")
 	if sig == "" {
-		writeError(c, &models.Error{Status: http.StatusUnauthorized, Kind: models.KindAuthentication, Code: "webhook_unsigned", Message: "the webhook has no X-Webhook-Signature"})
+		door.WriteError(c, &models.Error{Status: http.StatusUnauthorized, Kind: models.KindAuthentication, Code: "webhook_unsigned", Message: "the webhook has no X-Webhook-Signature"})
 		return
 	}
 	if !wh.Verify(body, sig) {
-		writeError(c, &models.Error{Status: http.StatusUnauthorized, Kind: models.KindAuthentication, Code: "webhook_bad_signature", Message: "the webhook's X-Webhook-Signature does not match its body and CLOUD_WEBHOOK_SECRET"})
+		door.WriteError(c, &models.Error{Status: http.StatusUnauthorized, Kind: models.KindAuthentication, Code: "webhook_bad_signature", Message: "the webhook's X-Webhook-Signature does not match its body and CLOUD_WEBHOOK_SECRET"})
 		return
 	}
 	delivery := c.GetHeader("X-Webhook-ID")
 	if delivery == "" {
-		writeError(c, models.InvalidRequest("X-Webhook-ID", "the webhook has no X-Webhook-ID: without it a replay cannot be told apart"))
+		door.WriteError(c, models.InvalidRequest("X-Webhook-ID", "the webhook has no X-Webhook-ID: without it a replay cannot be told apart"))
 		return
 	}
 	if !wh.FirstDelivery(delivery, time.Now()) {
-		writeError(c, &models.Error{Status: http.StatusConflict, Kind: models.KindInvalidRequest, Code: "webhook_replayed", Message: fmt.Sprintf("webhook delivery %q was received already", utils.Clip(delivery, utils.QuoteLen))})
+		door.WriteError(c, &models.Error{Status: http.StatusConflict, Kind: models.KindInvalidRequest, Code: "webhook_replayed", Message: fmt.Sprintf("webhook delivery %q was received already", utils.Clip(delivery, utils.QuoteLen))})
 		return
 	}
 	var ev struct {
@@ -813,7 +816,7 @@ func (s *server) cloudWebhook(c *gin.Context) {
 		Status  string `json:"status"`
 	}
 	if err := json.Unmarshal(body, &ev); err != nil {
-		writeError(c, models.InvalidRequest("", "the webhook body is not JSON: %v", err))
+		door.WriteError(c, models.InvalidRequest("", "the webhook body is not JSON: %v", err))
 		return
 	}
 	agent := ev.AgentID
@@ -824,6 +827,6 @@ func (s *server) cloudWebhook(c *gin.Context) {
 	if agent != "" {
 		woken = wh.Wake(agent)
 	}
-	s.Logger.Info("cloud: webhook", "event", utils.Clip(ev.Event, 64), "agent_id", utils.Clip(agent, 64), "status", utils.Clip(ev.Status, 64), "woken", woken)
+	h.Kit.Logger.Info("cloud: webhook", "event", utils.Clip(ev.Event, 64), "agent_id", utils.Clip(agent, 64), "status", utils.Clip(ev.Status, 64), "woken", woken)
 	c.JSON(http.StatusOK, gin.H{"ok": true, "woken": woken})
 }

@@ -1,4 +1,4 @@
-package handlers
+package door
 
 import (
 	"encoding/json"

@@ -1,0 +1,92 @@
+package anthropic
+
+import (
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"cursor2api/handlers/door"
+	"cursor2api/models"
+	"cursor2api/utils"
+)
+
+// Door is the Anthropic Messages door.
+var Door = &door.Door{Name: "anthropic", ErrorBody: func(e *models.Error) any { return ErrorBodyOf(e) }}
+
+// Prefix is where the door's routes live.
+const Prefix = "/v1/messages"
+
+// Speaks reports whether a request on a route the doors share speaks the
+// Anthropic API: every Anthropic client sends anthropic-version.
+func Speaks(r *http.Request) bool { return r.Header.Get("anthropic-version") != "" }
+
+// Handler serves the Messages API.
+type Handler struct {
+	Kit    *door.Kit
+	Tokens *TokenCounter
+}
+
+// Routes adds the door's routes to g (at Prefix).
+func (h Handler) Routes(g gin.IRoutes) {
+	g.POST("", h.Messages)
+	g.POST("/count_tokens", h.CountTokens)
+}
+
+// Messages is POST /v1/messages (the ?beta=true Claude Code adds changes
+// nothing).
+func (h Handler) Messages(c *gin.Context) {
+	var wire MessagesRequest
+	if apiErr := h.Kit.ReadJSON(c, &wire); apiErr != nil {
+		door.WriteError(c, apiErr)
+		return
+	}
+	door.SetModel(c, wire.Model)
+	req, err := ToRequest(&wire)
+	if err != nil {
+		door.WriteError(c, door.AsError(err))
+		return
+	}
+	asked := req.Model
+	if req.Model, err = h.Kit.ResolveModel(req.Model); err != nil {
+		door.WriteError(c, door.AsError(err))
+		return
+	}
+	if req.Model != asked {
+		h.Kit.Logger.Debug("model alias", "request_id", door.RequestID(c), "asked", utils.Clip(asked, utils.QuoteLen), "model", req.Model)
+	}
+	prepared, ok := h.Kit.Prepare(c, req)
+	if !ok {
+		return
+	}
+	id := NewMessageID()
+	if req.Stream {
+		h.Kit.Stream(c, prepared, NewStreamWriter(door.EventStream(c, Ping), id, asked, prepared.EstimatedInputTokens()))
+		return
+	}
+	h.Kit.Complete(c, prepared, func(ans *models.Answer) any { return FromAnswer(id, asked, ans) })
+}
+
+// CountTokens is POST /v1/messages/count_tokens: an estimate of the
+// request's input tokens that errs on the high side.
+func (h Handler) CountTokens(c *gin.Context) {
+	var wire MessagesRequest
+	if apiErr := h.Kit.ReadJSON(c, &wire); apiErr != nil {
+		door.WriteError(c, apiErr)
+		return
+	}
+	door.SetModel(c, wire.Model)
+	if _, err := ToRequest(&wire); err != nil {
+		door.WriteError(c, door.AsError(err))
+		return
+	}
+	if _, err := h.Kit.ResolveModel(wire.Model); err != nil {
+		door.WriteError(c, door.AsError(err))
+		return
+	}
+	n, err := h.Tokens.Count(c.Request.Context(), &wire)
+	if err != nil {
+		h.Kit.Fail(c, err, nil)
+		return
+	}
+	c.JSON(http.StatusOK, TokenCount{InputTokens: n})
+}
