@@ -1,7 +1,9 @@
 package tests
 
 import (
+	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -158,3 +160,49 @@ func TestImportRules(t *testing.T) {
 	}
 	assert.Equal(t, len(importRules), seen, "every rule names a package that exists")
 }
+
+// TestArchitectureNamesEveryPackage keeps ARCHITECTURE.md's package
+// table and its opening picture true to importRules: every package has a
+// row, every row and every package the picture names exists.
+func TestArchitectureNamesEveryPackage(t *testing.T) {
+	doc, err := os.ReadFile("../ARCHITECTURE.md")
+	require.NoError(t, err)
+	text := string(doc)
+	rows := map[string]bool{}
+	for _, line := range strings.Split(text, "\n") {
+		if !strings.HasPrefix(line, "| `") {
+			continue
+		}
+		first, _, _ := strings.Cut(strings.TrimPrefix(line, "| "), " |")
+		for _, m := range backticked.FindAllStringSubmatch(first, -1) {
+			rows[m[1]] = true
+		}
+	}
+	for pkg := range importRules {
+		name := pkg
+		switch {
+		case pkg == "":
+			name = "main"
+		case strings.HasSuffix(pkg, "connect"):
+			continue // the generated Connect packages share their messages' row
+		}
+		assert.True(t, rows[name], "ARCHITECTURE.md has no row for package %q", name)
+	}
+	for name := range rows {
+		_, ok := importRules[name]
+		assert.True(t, ok || name == "main", "ARCHITECTURE.md has a row for %q, which importRules does not know", name)
+	}
+	_, picture, ok := strings.Cut(text, "```\n")
+	require.True(t, ok, "ARCHITECTURE.md opens with a picture")
+	picture, _, _ = strings.Cut(picture, "```")
+	assert.Less(t, strings.Count(picture, "\n"), 30, "the opening picture is under 30 lines")
+	for _, name := range pictured.FindAllString(picture, -1) {
+		_, ok := importRules[name]
+		assert.True(t, ok, "the picture names %q, which importRules does not know", name)
+	}
+}
+
+var (
+	backticked = regexp.MustCompile("`([a-z0-9/]+)`")
+	pictured   = regexp.MustCompile(`\b(?:handlers|services|utils)/[a-z0-9/]+[a-z0-9]`)
+)
