@@ -1,17 +1,9 @@
 // Package keys is the native back door's pool of Cursor API keys
-// (CURSOR_API_KEY, one key or several). It exchanges each key for a
-// short-lived access token and keeps the token fresh; it sends every
-// conversation to the same key, so that the upstream's prompt cache keeps
-// hitting, and spreads conversations over the keys by rendezvous hashing;
-// and it rests a key that hit its quota or a rate limit until one live
-// request shows that the key works again. With a state store, the rests
-// and refusals are shared: another replica, or this one after a restart,
-// leaves a resting key alone too (shared.go).
-//
-// It knows nothing of protobuf or turns: the back door takes a Lease for a
-// conversation, makes its calls with the lease's token, and tells the pool
-// how they went (Lease.Done). Keys appear in its states, logs and errors
-// only by their fingerprint (Fingerprint), never in full.
+// (CURSOR_API_KEY). It keeps each key's access token fresh, sends a
+// conversation to the same key (rendezvous hashing) so the upstream's prompt
+// cache keeps hitting, and rests a key that hit a quota or rate limit; with
+// a state store, replicas share the rests (shared.go). Keys appear in logs
+// and errors only by their Fingerprint.
 package keys
 
 import (
