@@ -169,13 +169,9 @@ func frameKind(typ string) string {
 // dataPrefix starts an upstream frame's line, as the upstream writes it.
 var dataPrefix = []byte("data: ")
 
-// deltaRun takes, in one pass over what is buffered, the whole lines that
-// need nothing but fastDelta: the upstream's text and reasoning deltas
-// and the blank lines between them, nearly all of a reply, each frame
-// read from its line's start to its end in one scan (readDelta). It stops
-// at the first line that is not whole yet or that fastDelta does not take,
-// which it leaves in the buffer for the general loop, so the result is
-// the loop's own, without its per-line bookkeeping.
+// deltaRun takes, in one pass over the buffer, the whole lines fastDelta
+// accepts (nearly all of a reply). It stops at the first line that is not
+// whole or not taken, leaving it for the general loop, whose result it equals.
 func (f *frameReader) deltaRun() {
 	n := f.r.Buffered()
 	if n == 0 {
