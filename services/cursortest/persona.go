@@ -7,12 +7,10 @@ import (
 	"unicode/utf8"
 )
 
-// The 2026 "docs" persona of the web chat: it has tools of its own
-// (read_file, read_dir), calls tools natively (the stream then carries the
-// Vercel AI SDK's tool frames and finishes "tool-calls"), refuses work
-// that is not about Cursor, and cuts answers at its output cap (finish
-// "length"). The helpers here build those replies; Text and Frames stay
-// the plain answers of earlier years.
+// The web chat's 2026 "docs" persona: own tools (read_file, read_dir),
+// native tool frames, refusals of work not about Cursor, and answers cut at
+// its output cap. The helpers here build those replies; Text and Frames
+// stay the plain answers of earlier years.
 
 // ToolInput says how a native call's input travels in the stream.
 type ToolInput uint8

@@ -91,12 +91,10 @@ const (
 type Delta struct {
 	Kind DeltaKind
 	Text string
-	// Call is the call of a DeltaToolCall. A back door that must know
-	// its calls again when their results come back (a native turn parked
-	// at its calls) gives each an ID of the core's form, "call_" and
-	// alphanumerics: the doors re-prefix that form (Anthropic's toolu_),
-	// so it comes back as the part after the first '_'. The core replaces
-	// an id of any other form with one of its own.
+	// Call is the call of a DeltaToolCall. A back door that must recognise
+	// its calls' results gives IDs of the core's form, "call_" and
+	// alphanumerics, which survive the doors' re-prefixing (toolu_); the
+	// core replaces an id of any other form with its own.
 	Call models.ToolCall
 }
 

@@ -658,12 +658,10 @@ func (p *Parser) refuseOversized(next state) {
 	p.st = next
 }
 
-// streamArgs passes the piece of the body found at offset at through the
-// argument scanner, which tells where its strings are, and with StreamArgs
-// emits what it makes of it. The scanner sees only the body's first
-// MaxBuffered bytes, so that whether a call streams does not depend on how
-// its body was cut into chunks. When the JSON object closes inside the
-// piece, it returns the length up to the closing brace and true.
+// streamArgs runs the body's piece at offset at through the argument
+// scanner, emitting its output with StreamArgs, and returns the length up
+// to the closing brace and true if the object closes in it. Only the first
+// MaxBuffered bytes are scanned, so streaming does not depend on chunking.
 func (p *Parser) streamArgs(piece string, at int) (int, bool) {
 	if room := p.opts.MaxBuffered - at; len(piece) > room {
 		piece = piece[:max(room, 0)]

@@ -73,12 +73,9 @@ type Options struct {
 	// exchanged again (its account may have been put right).
 	BadRecheck time.Duration
 
-	// State, when set, is where the pool shares its keys' rests and
-	// refusals (table RestsTable, by fingerprint) with the other
-	// replicas and with its own next start; nil keeps them in this
-	// process alone. Writes go through the queue, so a store that is
-	// lost for a while gets them when it is back; reads are bounded by
-	// the queue's timeout and never on a request's way.
+	// State, when set, shares the keys' rests with other replicas and the
+	// next start (nil: this process only). The queue keeps writes while the
+	// store is away; reads are bounded and never on a request's path.
 	State *state.Queue
 	// SyncEvery is how often the pool reads the shared rests again, at
 	// most: a rest another replica began is honoured here within about

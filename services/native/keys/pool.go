@@ -386,12 +386,9 @@ func (p *Pool) Snapshot() []KeyState {
 	return out
 }
 
-// Check exchanges, at once and each within ExchangeTimeout, every key
-// that has no fresh access token (a refused key only once BadRecheck has
-// passed), for /ready. It returns nil when some key can serve now; else
-// the error Acquire would return: 502/503 when Cursor's key exchange
-// cannot be reached, 401 when Cursor refuses every key, 429 when every
-// key it accepts is resting.
+// Check, for /ready, exchanges every key without a fresh token (a refused
+// one only after BadRecheck), each within ExchangeTimeout. It returns nil
+// when some key can serve now, else the error Acquire would return.
 func (p *Pool) Check(ctx context.Context) error {
 	errs := make([]error, len(p.keys))
 	var wg sync.WaitGroup
