@@ -26,11 +26,9 @@ type Settings struct {
 	Catalog          *models.Catalog
 	MaxInputLength   int
 	MaxToolCallBytes int
-	// MaxAnswerBytes bounds one upstream reply: its text, reasoning and
-	// calls, in bytes (0: none). A reply past it ends there, as one the
-	// upstream cut at its own cap does (FinishLength), so that an upstream
-	// that never ends cannot grow a whole answer, or a held turn, without
-	// bound.
+	// MaxAnswerBytes bounds one upstream reply in bytes (0: none); past it
+	// the reply ends with FinishLength, so an endless upstream cannot grow
+	// an answer or a held turn without bound.
 	MaxAnswerBytes int
 	// Strict says when a turn with tools must contain a tool call even
 	// though the tool choice leaves it to the model.

@@ -1,8 +1,6 @@
-// Package egress spreads a gateway's upstream traffic over its outbound
-// proxies (PROXY_URL): one proxy at a time, the next when it fails, each
-// failed one cooling down for a while. Every back door that leaves
-// through PROXY_URL uses it, so that a list of proxies means the same to
-// all of them.
+// Package egress spreads upstream traffic over the outbound proxies of
+// PROXY_URL, one at a time, so that a proxy list means the same to every
+// back door.
 package egress
 
 import (
@@ -16,11 +14,9 @@ import (
 	"time"
 )
 
-// Pool spreads upstream traffic over outbound proxies one at a time:
-// requests stick to the active proxy until it fails (a 403, 407 or 429
-// answer, or a connection error), which then cools down for the pool's
-// cooldown while the next available proxy takes over. It is safe for concurrent
-// use.
+// Pool sends upstream traffic through one proxy until it fails (a 403, 407
+// or 429, or a connection error); it then cools down while the next takes
+// over. It is safe for concurrent use.
 type Pool struct {
 	proxies  []*proxy
 	cooldown time.Duration

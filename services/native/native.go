@@ -275,11 +275,9 @@ func uuid() string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }
 
-// Stream implements upstream.Upstream. A conversation that ends with the
-// results of a parked turn's calls, sent by the tenant that parked it,
-// resumes that turn; any other starts a fresh run (another tenant's
-// results for those calls too: the turn stays parked for its own). A turn that stops at tool calls returns with the calls sent
-// and its run parked.
+// Stream implements upstream.Upstream. Results of a parked turn's calls,
+// from the tenant that parked it, resume that turn; anything else starts a
+// fresh run. A turn that stops at tool calls returns with its run parked.
 func (c *Client) Stream(ctx context.Context, req upstream.Request, fn func(upstream.Delta) error) (*models.Usage, error) {
 	sent := false
 	if ids, results := trailingResults(req.Conversation); len(ids) > 0 {

@@ -56,11 +56,9 @@ type pendingCall struct {
 	name, args string                     // the client's tool name and the arguments (JSON)
 }
 
-// run is one upstream run: one turn of the model, which may stop at tool
-// calls, be parked, and resume when their results come back. Its pump
-// answers what the server asks of the client (request context, blobs,
-// built-in tools) by itself and passes the rest to whoever consumes the
-// run: the Stream call of the moment.
+// run is one upstream run: a turn that may park at tool calls and resume
+// with their results. Its pump answers the server's requests to the client
+// itself and passes the rest to the Stream call of the moment.
 type run struct {
 	c      *Client
 	id     string // run_id, the x-request-id

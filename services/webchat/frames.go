@@ -114,11 +114,9 @@ func trimEOL(line []byte) []byte {
 	return line
 }
 
-// buffered returns the next line, without its end, when it is whole in
-// the buffer already, so that reading it needs no wait on the network;
-// ok is false when it is not (the caller then delivers what is merged
-// before line waits). The line is valid until the next read. The line is
-// found by one scan, which ReadSlice would otherwise make again.
+// buffered returns the next line, without its end, if it is already whole
+// in the buffer (valid until the next read); ok is false otherwise, so the
+// caller can deliver what is merged before waiting on the network.
 func (f *frameReader) buffered() (line []byte, ok bool) {
 	n := f.r.Buffered()
 	if n == 0 {
