@@ -25,10 +25,9 @@ import (
 // memory agree. A write checks ctx once, before it is logged: once logged,
 // a SyncAlways write waits for its sync whatever ctx does.
 //
-// Replay applies each write at its recorded moment, so eviction and expiry
-// come out as they were; a torn tail is cut off, mid-log damage is salvaged.
-// Past twice the live state plus compactSlack the log is compacted. A bbolt
-// cursor2api.db of an earlier gateway is imported at the first open.
+// Past twice the live state plus compactSlack the log is compacted (see
+// replay and salvage for damage). An earlier gateway's bbolt cursor2api.db
+// is imported at the first open.
 type File struct {
 	path, dir string
 	now       func() time.Time
