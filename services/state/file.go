@@ -21,9 +21,10 @@ import (
 //
 // A write is one record, appended by one write(2) and then applied to
 // memory, so a killed process loses no returned write; what a power cut can
-// lose is STATE_SYNC's choice. A failed append is not applied, so log and
-// memory agree. A write checks ctx once, before it is logged: once logged,
-// a SyncAlways write waits for its sync whatever ctx does.
+// lose is STATE_SYNC's choice. A failed append is not applied and its
+// partial record is cut off before the next write, so log and memory agree.
+// A write checks ctx once, before it is logged; a logged SyncAlways write
+// waits for its sync whatever ctx does.
 //
 // Past twice the live state plus compactSlack the log is compacted (see
 // replay and salvage for damage). An earlier gateway's bbolt cursor2api.db
