@@ -56,12 +56,9 @@ type Config struct {
 	// the web chat accepts, learned from it at start and refreshed.
 	Models   []string          `env:"MODELS" envDefault:"auto" envSeparator:","`
 	ModelMap map[string]string `env:"MODEL_MAP" envSeparator:"," envKeyValSeparator:"="`
-	// ModelAliases are pattern=model entries, tried in order, that map
-	// the names clients such as Claude Code send (dated ids, opus, haiku)
-	// to published models. An entry whose model is not published is
-	// skipped; the model "default" is the first published model, so that
-	// the families clients send still reach a model when the upstream
-	// serves none of theirs.
+	// ModelAliases are pattern=model entries, tried in order, mapping the
+	// names clients send (dated ids, opus, haiku) to published models;
+	// unpublished targets are skipped, and "default" is the first model.
 	ModelAliases []string `env:"MODEL_ALIASES" envSeparator:"," envDefault:"claude-opus-*=claude-opus-4.6,claude-*-opus-*=claude-opus-4.6,claude-haiku-*=claude-haiku-4.5,claude-*-haiku-*=claude-haiku-4.5,claude-sonnet-4-5*=claude-sonnet-4.5,claude-*=claude-sonnet-4.6,claude-*=default,gpt-*=default,o[0-9]*=default,gemini-*=default,grok-*=default"`
 
 	CursorAPIURL string `env:"CURSOR_API_URL" envDefault:"https://cursor.com/api/chat"`
@@ -173,14 +170,10 @@ type Config struct {
 	// several separated by commas (CursorAPIKeys).
 	CursorAPIKey string `env:"CURSOR_API_KEY"`
 
-	// The cursor backend (Cursor's native agent API).
-	//
-	// CursorBackendURL replaces both of Cursor's hosts (the official
-	// SDK's variable); empty: Connect calls go to api2.cursor.sh and REST
-	// calls to api.cursor.com. CursorClientVersion and CursorClientType
-	// are the client the gateway says it is (Cursor gates old versions).
-	// CursorTransport is auto (as the server's config says), http2 (the
-	// bidi Run) or sse (RunSSE plus BidiAppend over HTTP/1.1).
+	// The cursor backend. CursorBackendURL replaces both Cursor hosts
+	// (api2.cursor.sh, api.cursor.com), as the SDK's variable does. The
+	// client version and type are what the gateway claims (Cursor gates old
+	// versions). CursorTransport is auto (server's choice), http2 or sse.
 	CursorBackendURL    string `env:"CURSOR_BACKEND_URL"`
 	CursorClientVersion string `env:"CURSOR_CLIENT_VERSION" envDefault:"sdk-1.0.32"`
 	CursorClientType    string `env:"CURSOR_CLIENT_TYPE" envDefault:"sdk"`
@@ -194,12 +187,10 @@ type Config struct {
 	CursorParkMax   int     `env:"CURSOR_PARK_MAX" envDefault:"256"`
 	CursorParkTTL   Seconds `env:"CURSOR_PARK_TTL" envDefault:"300"`
 	CursorParkBytes int64   `env:"CURSOR_PARK_BYTES" envDefault:"268435456"`
-	// Cursor Cloud Agents behind the Responses API (CLOUD_AGENTS=on, with
-	// CURSOR_API_KEY's first key): CloudAPIURL is the API, CloudMaxWait
-	// bounds a request that waits for its run, CloudPollInterval paces
-	// polling when a run's stream fails, and CloudIDSecret, when set,
-	// signs the response ids instead of API_KEY and CURSOR_API_KEY (set
-	// it alike on every replica).
+	// Cursor Cloud Agents behind the Responses API (CLOUD_AGENTS=on, first
+	// CURSOR_API_KEY). CloudPollInterval paces polling when a run's stream
+	// fails. CloudIDSecret, if set, signs response ids instead of the keys;
+	// it must match on every replica.
 	CloudAgents       string  `env:"CLOUD_AGENTS" envDefault:"off"`
 	CloudAPIURL       string  `env:"CLOUD_API_URL" envDefault:"https://api.cursor.com"`
 	CloudMaxWait      Seconds `env:"CLOUD_MAX_WAIT" envDefault:"1800"`
@@ -222,14 +213,10 @@ type Config struct {
 	ShutdownTimeout Seconds `env:"SHUTDOWN_TIMEOUT" envDefault:"30"`
 	LogLevel        string  `env:"LOG_LEVEL" envDefault:"info"`
 
-	// Limits against slow or hostile clients and cross-site requests.
-	//
-	// MaxConnections caps the connections served at once; more wait in
-	// the kernel's backlog. BodyReadTimeout bounds reading one request
-	// body. AllowedHosts are the Host names accepted (empty: any; by
-	// default the loopback names when HOST is loopback, against DNS
-	// rebinding). AllowedOrigins are the browser origins allowed to call
-	// the gateway, preflight included ("*": any).
+	// Limits against slow or hostile clients and cross-site requests. More
+	// than MaxConnections wait in the kernel's backlog. AllowedHosts (empty:
+	// any; the loopback names when HOST is loopback) guards against DNS
+	// rebinding; AllowedOrigins are the browser origins allowed ("*": any).
 	MaxConnections  int      `env:"MAX_CONNECTIONS" envDefault:"4096"`
 	BodyReadTimeout Seconds  `env:"BODY_READ_TIMEOUT" envDefault:"30"`
 	AllowedHosts    []string `env:"ALLOWED_HOSTS" envSeparator:","`

@@ -44,12 +44,9 @@ func ParseAliases(entries []string) (Aliases, error) {
 	return out, nil
 }
 
-// Resolve returns the public model a name stands for: the name itself
-// when the catalog publishes it, else the target of the first alias that
-// matches and is published. A DefaultTarget alias is always published
-// while the catalog is not empty: it resolves to the catalog's default
-// model, its -thinking twin when the name asks for thinking. ok is false
-// when nothing applies.
+// Resolve returns the public model name stands for: itself when published,
+// else the first matching alias with a published target. DefaultTarget is
+// the catalog's default model (its -thinking twin if name asks for one).
 func (a Aliases) Resolve(name string, c *Catalog) (public string, ok bool) {
 	if _, ok := c.Resolve(name); ok {
 		return name, true

@@ -178,12 +178,9 @@ type NamedModel struct {
 	ID, Display string
 }
 
-// NewNamedCatalog publishes the models an upstream offers exactly as it
-// names them, with their display names, and invents no -thinking twin: an
-// id ending in -thinking is the upstream's own thinking variant of its
-// base, and a model without one has none. For back doors that call the
-// upstream's models natively, where a twin could not think any more than
-// its base.
+// NewNamedCatalog publishes an upstream's models as it names them and
+// invents no -thinking twin: for a native back door, a twin could think no
+// more than its base, and a -thinking id is the upstream's own variant.
 func NewNamedCatalog(list []NamedModel) (*Catalog, error) {
 	c := &Catalog{resolved: make(map[string]ResolvedModel), display: map[string]string{}}
 	for _, m := range list {

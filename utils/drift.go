@@ -6,15 +6,11 @@ import (
 	"sync"
 )
 
-// Drift notes what an upstream sent that its reader did not know (an
-// unknown frame or event type, an extra token field, an unknown status)
-// and went on without. Each kind is logged once per component, as a
-// warning, and listed by Notices (for doctor), so that a change of the
-// upstream's format is seen before it becomes an outage. A kind names the
-// shape, never the content: no token, cookie or text goes into it.
-//
-// One Drift is made per gateway (or per component in tests) and handed
-// to the readers; nil is usable and notes nothing.
+// Drift notes what an upstream sent that its reader did not know and went
+// on without, logging each kind once and listing it in Notices (for
+// doctor), so a format change is seen before it is an outage. A kind names
+// the shape, never content (no token, cookie or text). A nil Drift notes
+// nothing.
 type Drift struct {
 	logger *slog.Logger
 

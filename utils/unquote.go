@@ -11,15 +11,10 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// UnquoteJSON decodes the JSON string literal s (its quotes included) as
-// encoding/json decodes it into a string: the escapes, a surrogate pair
-// as its character, a lone surrogate and every byte of invalid UTF-8 as
-// U+FFFD. ok is false for anything that is not one whole string literal
-// (then encoding/json would have failed too, or read something else).
-// It is for the doors' decoders, which meet the prompt as a string the
-// outer decoder has checked already: encoding/json would scan it twice
-// more, byte by byte, to check and decode it again. Plain text is copied
-// eight bytes at a time.
+// UnquoteJSON decodes the JSON string literal s (quotes included) exactly
+// as encoding/json does, lone surrogates and invalid UTF-8 becoming U+FFFD;
+// ok is false unless s is one whole literal. It spares the doors' decoders
+// encoding/json's two more byte-by-byte scans of an already checked prompt.
 func UnquoteJSON(s []byte) (string, bool) {
 	if len(s) < 2 || s[0] != '"' || s[len(s)-1] != '"' {
 		return "", false
@@ -58,13 +53,9 @@ func DecodeJSONString(data []byte) (string, error) {
 	return s, err
 }
 
-// StringOf is the text of v, a string value gjson found in JSON checked
-// already, as encoding/json reads it; ok is false when v is not a string.
-// gjson has decoded it (its Str), and its reading differs from
-// encoding/json's only for invalid UTF-8, which it keeps where
-// encoding/json puts U+FFFD: valid UTF-8 is taken as it is (an escape
-// always decodes to whole characters, so Str is valid exactly when the
-// literal's own bytes are), anything else is read again by UnquoteJSON.
+// StringOf is the string v (from checked JSON) as encoding/json reads it;
+// ok is false when v is no string. gjson's Str differs only for invalid
+// UTF-8, where encoding/json puts U+FFFD, so only then is it decoded again.
 func StringOf(v gjson.Result) (string, bool) {
 	if v.Type != gjson.String {
 		return "", false
@@ -75,16 +66,10 @@ func StringOf(v gjson.Result) (string, bool) {
 	return UnquoteJSON([]byte(v.Raw))
 }
 
-// PlainField finds which of fields (JSON names as the struct's tags have
-// them) key, an object's key gjson found in checked JSON, names, for the
-// one-pass readings that stand in for encoding/json on plain objects: i
-// is its index, -1 for a key no field takes (one encoding/json skips
-// too). seen holds the fields met so far in the object. ok is false where
-// encoding/json's rules would make the two readings differ, and the
-// caller gives way to encoding/json: a key in another case than its
-// field's (encoding/json matches keys case-insensitively), one met twice
-// (encoding/json keeps the last), and one with an escape (which may
-// decode to a field's name).
+// PlainField returns the index in fields (tag names) of the object key key,
+// or -1 when no field takes it; seen holds the fields met so far. ok is false
+// where encoding/json could read the object differently (a key in another
+// case, met twice, or with an escape): the caller then defers to it.
 func PlainField(key gjson.Result, fields []string, seen *uint64) (i int, ok bool) {
 	name := key.Raw[1 : len(key.Raw)-1]
 	for i, f := range fields {
@@ -100,15 +85,11 @@ func PlainField(key gjson.Result, fields []string, seen *uint64) (i int, ok bool
 	return -1, strings.IndexByte(name, '\\') < 0
 }
 
-// AppendJSONUnescaped appends the text of the body of a JSON string (what
-// is between its quotes) to dst, its escapes decoded: \" \\ \/ \b \f \n
-// \r \t and \uXXXX, a surrogate pair as its character and a lone
-// surrogate as U+FFFD. Invalid UTF-8 is kept as it is with keepInvalid
-// (as gjson reads it), else each of its bytes becomes U+FFFD (as
-// encoding/json reads it). ok is false, dst then holding a part of it,
-// for what is not the body of one string: a quote or a raw control
-// character inside, an unknown or cut escape, a \u without four hex
-// digits. Plain text is skipped eight bytes at a time.
+// AppendJSONUnescaped appends the body of a JSON string (between its
+// quotes) to dst with its escapes decoded, a lone surrogate as U+FFFD.
+// Invalid UTF-8 is kept with keepInvalid (as gjson), else each byte becomes
+// U+FFFD (as encoding/json). ok is false, dst partly written, when s is not
+// one string's body.
 func AppendJSONUnescaped(dst, s []byte, keepInvalid bool) (out []byte, ok bool) {
 	out, _, ok = unescape(dst, s, keepInvalid, false)
 	return out, ok

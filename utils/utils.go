@@ -112,15 +112,11 @@ const (
 	highs = 0x8080808080808080
 )
 
-// JSONSpecial8 finds, among the eight bytes of w (read little-endian),
-// those a JSON string cannot hold as they are: control characters, '"'
-// and '\\'. It returns their high bits: zero when there is none, and the
-// lowest set bit is that of the first (bits.TrailingZeros64 / 8 is its
-// index). A byte below n gives its high bit in (w - n·ones) &^ w, and a
-// byte equal to c is a zero byte of w ^ c·ones (the classic "has less"
-// and "has zero" words); a borrow can mark a byte above a special one,
-// never one below. Bytes from 0x80 are not marked. Text scanners use it
-// to skip plain text eight bytes at a time.
+// JSONSpecial8 returns the high bits of the bytes of w (little-endian) that
+// a JSON string cannot hold raw: control characters, '"' and '\\' (never
+// bytes from 0x80). The lowest set bit marks the first; a borrow may mark a
+// byte above it, never below. With these "has less"/"has zero" word tricks,
+// scanners skip plain text eight bytes at a time.
 func JSONSpecial8(w uint64) uint64 {
 	quote, backslash := w^(ones*'"'), w^(ones*'\\')
 	return ((w-ones*0x20)&^w | (quote-ones)&^quote | (backslash-ones)&^backslash) & highs

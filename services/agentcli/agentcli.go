@@ -1,11 +1,7 @@
-// Package agentcli is the back door to the Cursor Agent CLI (`agent`), for
-// users with a Cursor subscription. Each request runs one CLI process in
-// print mode with stream-json output, in a fresh empty workspace whose
-// permissions deny the CLI's own tools, so that the CLI behaves as a text
-// model: the client's tools are called through the gateway's text
-// protocol and never run by the CLI. The package bounds how many processes
-// run at once, kills a process's whole group when its request ends early,
-// and maps the CLI's failures to errors a client can act on.
+// Package agentcli is the back door to the Cursor Agent CLI (`agent`). Each
+// request runs one CLI process in a fresh empty workspace that denies the
+// CLI's own tools, so it acts as a text model. It bounds the processes at
+// once and kills a process's whole group when its request ends early.
 package agentcli
 
 import (

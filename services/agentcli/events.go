@@ -77,18 +77,10 @@ func (e *event) toolName() string {
 	return "unknown"
 }
 
-// reader turns the CLI's events into deltas.
-//
-// With --stream-partial-output the CLI sends each segment of its answer
-// (the text between two of its tool calls) as deltas, then once more
-// whole as a summary event. The summary is recognised by its text, not
-// by its position: it equals what the segment's deltas added up to (or
-// the whole answer so far). When that took two deltas or more, no
-// genuine delta would repeat it, and it is dropped at once. After a
-// single delta it is ambiguous ("ha" then "ha"), so it is held: when the
-// next event is more assistant text, the held one was a genuine delta
-// and is sent after all; when anything else follows (a tool call, the
-// result, the end) it was the summary, and is dropped.
+// reader turns the CLI's events into deltas. With --stream-partial-output
+// the CLI repeats each segment whole after its deltas; the repeat is known
+// by its text and dropped. After a single delta it is ambiguous ("ha" then
+// "ha"), so it is held: more text next means it was a real delta.
 type reader struct {
 	log       *slog.Logger
 	segment   strings.Builder // the current segment's text

@@ -6,12 +6,10 @@ import (
 	"cursor2api/models"
 )
 
-// RenderPrompt writes the conversation as the one prompt the CLI takes.
-// A lone user message is sent as it is; otherwise every turn is wrapped
-// in a tag naming its role, so that the model tells the gateway's
-// instructions and the earlier turns from the message to answer, which
-// comes last. The prompt goes to the CLI's stdin, so its only limit is
-// MAX_INPUT_LENGTH, applied by the core before.
+// RenderPrompt writes the conversation as the CLI's one prompt: a lone user
+// message as it is, else each turn in a tag naming its role, so the model
+// tells instructions and history from the message to answer. It goes to
+// stdin, so only MAX_INPUT_LENGTH bounds it.
 func RenderPrompt(turns []models.Turn) string {
 	if len(turns) == 1 && turns[0].Role == models.RoleUser {
 		return turns[0].Text

@@ -1,10 +1,7 @@
-// Package chat is the gateway's protocol-neutral core. It takes a
-// models.Request from any front door, builds the upstream conversation with
-// the text tool protocol (package toolproto), asks a back door
-// (upstream.Upstream), and turns the reply back into text, reasoning and
-// tool calls for the door's Sink. Strict mode, argument validation and
-// coercion, the corrective and refusal retries and the loop guard all live
-// here, once for every door. It knows no wire format.
+// Package chat is the gateway's protocol-neutral core: it turns a
+// models.Request from any door into an upstream turn and the reply into text,
+// reasoning and tool calls for the door's Sink. Tool validation, retries and
+// the loop guard live here, once for every door; it knows no wire format.
 package chat
 
 import (
@@ -29,11 +26,9 @@ type Settings struct {
 	Catalog          *models.Catalog
 	MaxInputLength   int
 	MaxToolCallBytes int
-	// MaxAnswerBytes bounds one upstream reply: its text, reasoning and
-	// calls, in bytes (0: none). A reply past it ends there, as one the
-	// upstream cut at its own cap does (FinishLength), so that an upstream
-	// that never ends cannot grow a whole answer, or a held turn, without
-	// bound.
+	// MaxAnswerBytes bounds one upstream reply in bytes (0: none); past it
+	// the reply ends with FinishLength, so an endless upstream cannot grow
+	// an answer or a held turn without bound.
 	MaxAnswerBytes int
 	// Strict says when a turn with tools must contain a tool call even
 	// though the tool choice leaves it to the model.
@@ -291,20 +286,10 @@ type Sink interface {
 }
 
 // Stream sends the answer to sink as it arrives, ending it with Finish.
-//
-// When a tool call is required, visible text is held back until the turn's
-// outcome is known: the first valid tool call releases it and the rest
-// streams live. A turn that ends with nothing released, because it has no
-// call or an invalid one, is discarded and asked once more with a note
-// saying what was wrong; that second turn is sent whatever it holds. The
-// client sees one clean turn either way.
-//
-// Once the turn is released (at once when no call is required), text
-// streams as it arrives and so do the arguments of tool calls written as
-// JSON. Such a call can no longer be asked again or coerced: when it turns
-// out invalid (cut off, not JSON, against its schema), its arguments are
-// left incomplete, so that no client runs it, and a note in the text says
-// why.
+// When a tool call is required, text is held until the first valid call;
+// a turn without one is asked once more, so the client sees one clean turn.
+// A streamed call that turns out invalid is left as incomplete JSON, so no
+// client runs it, and a note in the text says why.
 func (s *Service) Stream(ctx context.Context, p *Prepared, sink Sink) error {
 	out := &countingSink{Sink: sink}
 	if p.LoopStop != "" {

@@ -10,15 +10,9 @@ import (
 	"cursor2api/utils/toolproto"
 )
 
-// A dialect is how the core speaks to its back door. A text back door is
-// taught tools through the text protocol: the tools go out as prompt text,
-// the history is replayed as text, and the calls come back inside the
-// text, where toolproto's parser finds them. A native back door takes the
-// conversation and its tools as they are and returns its calls whole.
-//
-// The dialect holds all that differs between the two (New chooses it
-// once), so the core has one path and never asks which it has: an
-// upstream turn becomes the same stream of toolproto events either way.
+// A dialect is how the core speaks to its back door: through the text tool
+// protocol, or natively with whole calls. It holds all that differs between
+// the two, so either way a turn becomes the same stream of toolproto events.
 type dialect interface {
 	// prepare writes p.req, the upstream request of conv (the conversation
 	// so far) with p's tools and choice. Prepare calls it once, and each

@@ -18,13 +18,9 @@ func (s *Service) isRefusal(text string) bool {
 	return false
 }
 
-// DefaultRefusals are the upstream persona's refusals seen in the wild:
-// the support persona's, and since April 2026 the docs persona's ("I can
-// only help with questions about Cursor", "I'm a documentation
-// assistant", "I'm only able to answer questions related to Cursor",
-// "scoped to answering questions about Cursor", its two tools), as public
-// gateways' issue trackers quote them. Each names the persona or its
-// scope, so that an ordinary answer that mentions Cursor does not match.
+// DefaultRefusals are the upstream personas' refusals (support, and since
+// April 2026 docs) as public gateways' issue trackers quote them. Each names
+// the persona or its scope, so an ordinary answer about Cursor does not match.
 var DefaultRefusals = []string{
 	`(?i)I(?:'m| am) (?:an? )?(?:AI )?(?:support|customer support) (?:assistant|agent) for Cursor`,
 	`(?i)(?:outside|beyond) (?:the )?scope of (?:what I can (?:help|assist) with|my (?:role|purpose))`,

@@ -11,10 +11,8 @@ import (
 )
 
 // ToolRunner runs tools on the gateway's side (the MCP bridge). The core
-// offers its tools to the model with the client's own; when the model
-// calls one, the core runs it, adds the call and its result to the
-// conversation and asks the upstream again, in the same answer, until
-// the model answers or calls a tool of the client.
+// offers them beside the client's and, within one answer, runs each call
+// and asks again until the model answers or calls a client tool.
 type ToolRunner interface {
 	// Tools are the tools to offer now.
 	Tools() []models.Tool

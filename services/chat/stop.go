@@ -94,14 +94,10 @@ func (s *stopScanner) partialSuffix(buf string) int {
 	return 0
 }
 
-// stopSink applies the request's stop sequences to the answer on its way
-// to the door: the visible text is cut before the first sequence met, and
-// nothing of the answer after it passes (reasoning, calls). Text that may
-// begin a sequence is held until the next piece shows it does not, or
-// until something else follows. Finish reports FinishStopSequence and, to
-// a StopSequenceSink, the sequence. The upstream is read to its end all
-// the same, so that its usage is the one reported (what the model wrote
-// past the sequence was written, and counts).
+// stopSink cuts the answer before the first stop sequence; nothing after it
+// passes. Text that may begin a sequence is held until the next piece
+// decides. The upstream is still read to its end, so the usage reported
+// counts what the model wrote past the sequence.
 type stopSink struct {
 	next   Sink
 	report Sink // the door's own sink, which may be a StopSequenceSink

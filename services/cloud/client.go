@@ -1,14 +1,9 @@
-// Package cloud is a client of Cursor's Cloud Agents API, the /v1/agents
-// surface the official @cursor/sdk speaks: agents that run a coding task
-// in a VM for minutes and end in a branch or a pull request. It creates
-// agents and follow-up runs, reads and cancels runs, follows a run's event
-// stream (server-sent events resumed by Last-Event-ID) and lists the
-// account's models. Failures are *models.Error with the status the gateway
-// answers (a rate limit keeps its Retry-After).
+// Package cloud is a client of Cursor's Cloud Agents API (/v1/agents):
+// agents that run a coding task in a VM for minutes and end in a branch or
+// pull request. Failures are *models.Error with the gateway's status.
 //
-// It is not a chat back door: a cloud run is not a turn of a conversation
-// the core could check, so the Responses door serves runs directly
-// (handlers/cloud.go), and this package keeps no state: ids say it all.
+// It is not a chat back door: a run is no turn the core could check, so the
+// Responses door serves runs directly. It keeps no state: ids say it all.
 package cloud
 
 import (

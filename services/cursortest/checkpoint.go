@@ -15,14 +15,11 @@ import (
 	"time"
 )
 
-// The fake's Vercel security checkpoint, opt-in with EnableCheckpoint. It
-// plays the checkpoint as public solvers describe it: a chat request
-// without a valid _vcrcs cookie is refused with a challenge token
-// "2.<issued>.<window>.<base64 of id;salt;seed;steps>.<mac>" (signed with
-// the fake's own HMAC key); POST SolvePath with the token and a solution
-// answers 204 and sets a cookie "1.<issued>.<ttl>.<id>.<mac>" bound to the
-// User-Agent and the address (clientAddr) that solved it. The fake verifies solutions itself, without
-// the gateway's solver.
+// The fake's Vercel checkpoint (EnableCheckpoint), as public solvers
+// describe it: a request without a valid _vcrcs cookie gets a challenge
+// "2.<issued>.<window>.<base64 of id;salt;seed;steps>.<mac>"; a solution
+// POSTed to SolvePath sets "1.<issued>.<ttl>.<id>.<mac>", bound to the
+// solver's User-Agent and address. It checks solutions with its own code.
 
 // SolvePath is where a browser sends the checkpoint's solution.
 const SolvePath = "/.well-known/vercel/security/request-challenge"

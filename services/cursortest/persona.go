@@ -7,12 +7,10 @@ import (
 	"unicode/utf8"
 )
 
-// The 2026 "docs" persona of the web chat: it has tools of its own
-// (read_file, read_dir), calls tools natively (the stream then carries the
-// Vercel AI SDK's tool frames and finishes "tool-calls"), refuses work
-// that is not about Cursor, and cuts answers at its output cap (finish
-// "length"). The helpers here build those replies; Text and Frames stay
-// the plain answers of earlier years.
+// The web chat's 2026 "docs" persona: own tools (read_file, read_dir),
+// native tool frames, refusals of work not about Cursor, and answers cut at
+// its output cap. The helpers here build those replies; Text and Frames
+// stay the plain answers of earlier years.
 
 // ToolInput says how a native call's input travels in the stream.
 type ToolInput uint8
@@ -149,15 +147,10 @@ func ToolFrames(c NativeCall) []string {
 // at the beginning of the word the cut fell in.
 const RestartWord = -1
 
-// LengthCapped answers with full, cut at the persona's output cap: every
-// reply holds at most capBytes of new text and finishes "length" while
-// more remains. A request whose last assistant turn holds the text so far
-// (a continuation) gets the rest, starting overlap bytes before the end of
-// that text (the model repeating the tail; or RestartWord), so that
-// stitching is tested.
-// An assistant turn that is not the start of full gets a 400 naming the
-// mismatch: the gateway stitched the answer wrong. Each reply reports
-// usage (nil: none).
+// LengthCapped answers with full in replies of at most capBytes that finish
+// "length" while more remains. A continuation gets the rest, starting
+// overlap bytes early (or RestartWord) to test stitching; an assistant turn
+// that is not a prefix of full gets a 400: the gateway stitched wrong.
 func LengthCapped(full string, capBytes, overlap int, usage *Usage) func(int, Request) Response {
 	return func(_ int, req Request) Response {
 		sofar := ""

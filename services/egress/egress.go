@@ -1,8 +1,6 @@
-// Package egress spreads a gateway's upstream traffic over its outbound
-// proxies (PROXY_URL): one proxy at a time, the next when it fails, each
-// failed one cooling down for a while. Every back door that leaves
-// through PROXY_URL uses it, so that a list of proxies means the same to
-// all of them.
+// Package egress spreads upstream traffic over the outbound proxies of
+// PROXY_URL, one at a time, so that a proxy list means the same to every
+// back door.
 package egress
 
 import (
@@ -16,11 +14,9 @@ import (
 	"time"
 )
 
-// Pool spreads upstream traffic over outbound proxies one at a time:
-// requests stick to the active proxy until it fails (a 403, 407 or 429
-// answer, or a connection error), which then cools down for the pool's
-// cooldown while the next available proxy takes over. It is safe for concurrent
-// use.
+// Pool sends upstream traffic through one proxy until it fails (a 403, 407
+// or 429, or a connection error); it then cools down while the next takes
+// over. It is safe for concurrent use.
 type Pool struct {
 	proxies  []*proxy
 	cooldown time.Duration
@@ -140,18 +136,12 @@ func (p *Pool) Proxy(req *http.Request) (*url.URL, error) {
 	return p.pick().url, nil
 }
 
-// Transport wraps next, a transport whose proxy function is p.Proxy, so
-// that every request goes through the pool's pick and its outcome is
-// reported to the pool. exempt, when not nil, spares the proxy the
-// cooldown for an answer that is not its fault: the Vercel checkpoint,
-// which the gateway passes through the same proxy, or an API's own 429
-// (a key's quota). Each upstream has its own, on the same pool.
-//
-// A request that could not reach its proxy at all (unreached) is sent
-// again through the next available one, when its body can be sent again:
-// nothing of it left the gateway, so the caller, which may have no retry
-// of its own (a key exchange, a model list), never sees a dead proxy
-// while a live one is listed. A pinned request stays on its proxy.
+// Transport wraps next (whose proxy function is p.Proxy) so each request's
+// outcome is reported to the pool. exempt spares the proxy the cooldown for
+// answers that are not its fault (a Vercel checkpoint, an API's 429). A
+// request that never reached its proxy is resent through the next one, if
+// its body allows: callers without retries never see a dead proxy while a
+// live one is listed. A pinned request stays on its proxy.
 func (p *Pool) Transport(next http.RoundTripper, exempt func(*http.Response) bool) http.RoundTripper {
 	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
 		ctx := req.Context()

@@ -8,12 +8,10 @@ import (
 	"sync"
 )
 
-// An Epilogue holds what back doors leave for after the answer: the
-// door's handler runs it once the client has every event of the answer,
-// before the response ends. A web reply's tail (its [DONE] and the end of
-// its body) is read there, so that its connection is back in the pool
-// before the client can send its next request, and yet the answer's last
-// event never waits for it.
+// An Epilogue holds what back doors leave for after the answer; the door
+// runs it once the client has every event, before the response ends. So a
+// reply's tail is drained without delaying the last event, and its
+// connection is pooled before the client's next request.
 type Epilogue struct {
 	mu   sync.Mutex
 	fns  []func()

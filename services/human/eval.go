@@ -1,8 +1,7 @@
-// Package human obtains the x-is-human header value that Cursor's web chat
-// demands: it runs the upstream's challenge script in an embedded pure-Go
-// JavaScript engine (goja) inside a small browser-like environment, caches
-// the answer, refreshes it before it expires, and falls back to a
-// configured value when the script cannot be run.
+// Package human obtains the x-is-human header Cursor's web chat demands by
+// running its challenge script in goja inside a small browser-like
+// environment; it caches and refreshes the answer, falling back to a
+// configured value when the script cannot run.
 package human
 
 import (

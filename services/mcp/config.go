@@ -1,10 +1,7 @@
-// Package mcp is the gateway's bridge to MCP servers: it reads their
-// configuration (MCP_SERVERS, in the {"mcpServers": {...}} shape of Claude
-// Code, Cursor and opencode), keeps a client session to each (a child
-// process over stdio, or streamable HTTP with an SSE fallback) connected
-// in the background with backoff, lists their tools as
-// mcp__<server>__<tool>, and runs calls with a timeout and a cap on the
-// result. It implements chat.ToolRunner; the core knows no MCP.
+// Package mcp is the gateway's bridge to MCP servers (MCP_SERVERS, in the
+// {"mcpServers": {...}} shape of Claude Code and Cursor). It keeps a session
+// to each, lists their tools as mcp__<server>__<tool> and runs calls with a
+// timeout and a cap; it implements chat.ToolRunner, so the core knows no MCP.
 package mcp
 
 import (

@@ -18,14 +18,10 @@ import (
 	"cursor2api/utils"
 )
 
-// Remote connects to the MCP servers a request names for itself, on the
-// hosts MCP_REMOTE_HOSTS allows. A request could otherwise make the
-// gateway fetch any URL, so every host is checked by name and port, and
-// its addresses after DNS resolution: an address that is not the public
-// internet's (loopback, private, CGNAT, link-local, ULA, NAT64, 6to4,
-// Teredo, multicast, documentation...) is refused unless an entry lists
-// that address or a prefix holding it. The connection is pinned to the
-// address checked, so that a second lookup cannot lead elsewhere.
+// Remote connects to the MCP servers a request names, on the hosts
+// MCP_REMOTE_HOSTS allows, so a request cannot make the gateway fetch any
+// URL. Resolved addresses outside the public internet are refused unless an
+// entry lists them, and the connection is pinned to the address checked.
 type Remote struct {
 	// Hosts are MCP_REMOTE_HOSTS' entries (ParseHosts).
 	Hosts []string

@@ -1,8 +1,6 @@
 // Package metrics keeps the gateway's Prometheus metrics on a registry of
-// its own (no global state): requests by door, model and status, time to
-// first token, active streams, upstream attempts with their latency,
-// status and retries, the core's tool calls, held turns, retries and bad
-// calls (it implements chat.Observer), x-is-human and egress proxy state.
+// its own (no global state): requests, upstream attempts, the core's tool
+// calls and retries (it implements chat.Observer), x-is-human and proxies.
 package metrics
 
 import (

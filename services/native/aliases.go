@@ -25,12 +25,10 @@ var families = []family{
 	{[]string{"grok-*"}, []string{"grok"}, nil},
 }
 
-// DefaultAliases maps the model names Claude Code and Codex send (dated
-// Claude ids, opus, haiku, gpt-*, codex) to models the account has, as
-// Cursor names them (its ids differ from the vendors': claude-4.5-sonnet
-// rather than claude-sonnet-4-5). ids is the account's list; a family the
-// account has no model for gets no alias. A non-thinking model is
-// preferred: the client asks for thinking by its own name.
+// DefaultAliases maps the names Claude Code and Codex send to the account's
+// models (ids), as Cursor names them (claude-4.5-sonnet, not
+// claude-sonnet-4-5), preferring non-thinking models: a client asks for
+// thinking by name. A family the account lacks gets no alias.
 func DefaultAliases(ids []string) models.Aliases {
 	var out models.Aliases
 	for _, f := range families {

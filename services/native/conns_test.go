@@ -18,14 +18,10 @@ import (
 	"cursor2api/services/upstream"
 )
 
-// TestRunsKeepTheirConnections counts the client's dials: once warm, a
-// run (the bidi Run over h2c, or RunSSE with its unary BidiAppends over
-// HTTP/1.1) reuses the pooled connections, because every response is
-// read to its end (issue 30).
-//
-// A heartbeat every millisecond is one on its way at most runs' end:
-// the run lets it be answered before it is cancelled, since over HTTP/1.1
-// a BidiAppend cut short closes its connection.
+// TestRunsKeepTheirConnections counts dials: once warm, runs over h2c and
+// SSE reuse pooled connections, since every response is read to its end
+// (issue 30). A heartbeat every millisecond tests that an in-flight
+// BidiAppend is answered before the run ends, not cut (which would close it).
 func TestRunsKeepTheirConnections(t *testing.T) {
 	const runs = 50
 	for _, tc := range []struct {

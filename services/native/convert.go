@@ -97,12 +97,10 @@ type runPlan struct {
 	history int // messages in conversation_history, for logs and tests
 }
 
-// buildRun writes the run request of a conversation: the last user
-// message as the action, everything before it as conversation_history
-// (tool calls and results with their ids, never flattened into text), the
-// system messages as the custom system prompt, and the client's tools as
-// MCP tools. systemInHistory puts the system text at the head of the
-// history instead, for accounts that may not replace the system prompt.
+// buildRun writes a conversation's run request: the last user message as
+// the action, the rest as conversation_history with calls kept structured,
+// the tools as MCP tools. The system text is the custom system prompt, or
+// with systemInHistory (accounts that may not replace it) the history's head.
 func buildRun(req upstream.Request, runID, convID, messageID string, systemInHistory bool) (*runPlan, error) {
 	conv := req.Conversation
 	if len(conv) == 0 {

@@ -13,13 +13,10 @@ import (
 	"cursor2api/services/upstream"
 )
 
-// TestHeartbeatFollowsTheRunRequest: the server takes nothing before a
-// run's run_request, so the heartbeat starts only once it is sent; with
-// a beat due every microsecond, one started with the run would get ahead
-// of it while the request (a long conversation) is encoded. Over SSE the
-// request is encoded before the send's lock is taken, the widest window
-// (a beat every microsecond keeps a bidi stream busy for seconds under
-// -race).
+// TestHeartbeatFollowsTheRunRequest: the server takes nothing before
+// run_request, so the heartbeat must start after it is sent. A beat every
+// microsecond would overtake a long request being encoded, most easily
+// over SSE, which encodes before taking the send lock.
 func TestHeartbeatFollowsTheRunRequest(t *testing.T) {
 	srv := nativetest.NewServer(t, nativetest.Options{Script: func(*agentv1.AgentRunRequest) nativetest.Script {
 		return nativetest.Script{Steps: []nativetest.Step{nativetest.Text("Hello")}, Usage: nativetest.Usage{Input: 1, Output: 1}}

@@ -1,22 +1,12 @@
 // Package native is the back door to Cursor's own agent API (BACKEND=cursor),
-// the API Cursor's IDE, CLI and SDK speak, with the user's API key: every
-// model of the account, and the client's tools called natively.
+// the one its IDE, CLI and SDK speak with the user's API key: every model of
+// the account, and the client's tools called natively as MCP tools.
 //
-// A turn is one upstream run (agent.v1.AgentService/Run over HTTP/2, or
-// RunSSE plus BidiAppend over HTTP/1.1). The client's conversation goes out
-// as the run's user message and its conversation_history (tool calls and
-// results with their ids), its system messages as the custom system
-// prompt, its tools as MCP tools. The server's text and reasoning come
-// back as deltas, and its calls of the client's tools as whole tool calls.
-// The model's built-in tools (shell, files, search, fetch) are taken away
-// by header and, should the server still ask, refused: the gateway never
-// acts on its own machine for the model.
-//
-// A turn that stops at tool calls is parked: its run stays open, keyed by
-// the calls' ids, until the client's next request brings the results, and
-// then continues where it stopped. A result that finds no parked run
-// (expired, evicted, another replica) is replayed in a fresh run with the
-// whole history; the answer is right either way.
+// A turn is one upstream run (Run over HTTP/2, or RunSSE plus BidiAppend
+// over HTTP/1.1). The model's built-in tools are refused: the gateway never
+// acts on its own machine for the model. A turn that stops at tool calls is
+// parked, keyed by the calls' ids, until the results arrive; results that
+// find no parked run are replayed in a fresh run with the whole history.
 package native
 
 import (
@@ -198,13 +188,9 @@ func New(o Options) *Client {
 	return c
 }
 
-// HTTPTransport is the transport of the HTTP/1.1 calls (REST, unary,
-// RunSSE and its BidiAppends): base (the default transport when nil) with
-// an idle pool as large as the calls in flight at once. Every call goes
-// to one host, and a RunSSE run holds a connection for its stream and
-// another for its appends; with the default two idle connections per
-// host, concurrent runs closed what they returned and dialled anew for
-// nearly every append.
+// HTTPTransport is base (the default when nil) for the HTTP/1.1 calls, with
+// an idle pool as large as the calls in flight. All go to one host, and with
+// the default two idle connections per host nearly every append redialled.
 func HTTPTransport(base *http.Transport) *http.Transport {
 	t := base
 	if t == nil {
@@ -289,11 +275,9 @@ func uuid() string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }
 
-// Stream implements upstream.Upstream. A conversation that ends with the
-// results of a parked turn's calls, sent by the tenant that parked it,
-// resumes that turn; any other starts a fresh run (another tenant's
-// results for those calls too: the turn stays parked for its own). A turn that stops at tool calls returns with the calls sent
-// and its run parked.
+// Stream implements upstream.Upstream. Results of a parked turn's calls,
+// from the tenant that parked it, resume that turn; anything else starts a
+// fresh run. A turn that stops at tool calls returns with its run parked.
 func (c *Client) Stream(ctx context.Context, req upstream.Request, fn func(upstream.Delta) error) (*models.Usage, error) {
 	sent := false
 	if ids, results := trailingResults(req.Conversation); len(ids) > 0 {

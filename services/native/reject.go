@@ -12,13 +12,9 @@ import (
 // refusal is what the model reads when it asks for a built-in tool.
 const refusal = "This client runs no built-in tools (shell, files, search, fetch); use only the tools it declares."
 
-// rejection answers a built-in exec (shell, read, write, grep, ls,
-// fetch, …) without running anything: the gateway never acts on its own
-// machine for the model. It fills the result arm matching the exec's
-// arguments (shell_args → shell_result, shell_stream_args → shell_stream,
-// git_diff_request → git_diff_response) with its "rejected" arm, else
-// "permission_denied", else "error", with the refusal as reason. ok is
-// false when the exec has no such result (the caller then throws).
+// rejection answers a built-in exec without running it, in the result arm
+// matching its arguments (shell_args → shell_result, …): "rejected", else
+// "permission_denied", else "error". ok is false when there is no such arm.
 func rejection(m *agentv1.ExecServerMessage) (*agentv1.ExecClientMessage, string, bool) {
 	sm := m.ProtoReflect()
 	od := sm.Descriptor().Oneofs().ByName("message")

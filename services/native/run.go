@@ -56,11 +56,9 @@ type pendingCall struct {
 	name, args string                     // the client's tool name and the arguments (JSON)
 }
 
-// run is one upstream run: one turn of the model, which may stop at tool
-// calls, be parked, and resume when their results come back. Its pump
-// answers what the server asks of the client (request context, blobs,
-// built-in tools) by itself and passes the rest to whoever consumes the
-// run: the Stream call of the moment.
+// run is one upstream run: a turn that may park at tool calls and resume
+// with their results. Its pump answers the server's requests to the client
+// itself and passes the rest to the Stream call of the moment.
 type run struct {
 	c      *Client
 	id     string // run_id, the x-request-id
@@ -538,14 +536,10 @@ const turnTail = 5 * time.Second
 // turn_ended.
 var errTailTimeout = errors.New("the stream lingered after turn_ended")
 
-// afterTurn settles a run whose turn ended. The key's outcome is known
-// at once. The rest of the stream (the conversation checkpoint, the
-// stream's end) is read to its end, so that the server sees the run
-// finish rather than cancelled, but once the client has the whole
-// answer: in the request's epilogue (epilogue.AfterAnswer), or here, before
-// returning, when ctx carries none. Either way the read is bounded by
-// turnTail (or the idle timeout) from turn_ended, cut short when ctx
-// ends, and the run is ended after it.
+// afterTurn settles a run whose turn ended. The stream's tail is read to its
+// end, so the server sees the run finish rather than cancelled, but only once
+// the client has the answer (in the request's epilogue when ctx has one).
+// The read is bounded by turnTail from turn_ended and by ctx.
 func (r *run) afterTurn(ctx context.Context) {
 	r.lease.Done(keys.Outcome{Kind: keys.OK})
 	deadline := time.Now().Add(min(turnTail, r.c.opts.IdleTimeout))

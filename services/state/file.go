@@ -15,50 +15,20 @@ import (
 	"time"
 )
 
-// File is the default engine: the state in the process's memory, as the
-// memory engine keeps it, and an append-only log of every write,
-// cursor2api.log in STATE_DIR, replayed at the next start (the model of
-// Redis's AOF). One process holds the log at a time.
+// File is the default engine: the memory engine's state plus an append-only
+// log of every write (cursor2api.log in STATE_DIR, like Redis's AOF),
+// replayed at the next start. One process holds the log at a time.
 //
-// A write is encoded as one record carrying the moment of the call and
-// all its arguments, appended to the log by one write(2), then applied
-// to memory; it returns after both. A write that returned is therefore
-// in the operating system's page cache, and a process killed at any
-// moment loses none of them: only a power cut or a kernel crash can lose
-// what was not yet synced to disk, and how much is STATE_SYNC's choice:
+// A write is one record, appended by one write(2) and then applied to
+// memory, so a killed process loses no returned write; what a power cut can
+// lose is STATE_SYNC's choice. A failed append is not applied and its
+// partial record is cut off before the next write, so log and memory agree.
+// A write checks ctx once, before it is logged; a logged SyncAlways write
+// waits for its sync whatever ctx does.
 //
-//   - SyncSecond (the default): a goroutine of File's own syncs the log
-//     (fdatasync) at most a second after a write, and never while idle;
-//     a power cut loses about the last second of writes, as Redis's
-//     appendfsync everysec.
-//   - SyncAlways: a write returns once a sync covers it. Writes that wait
-//     together share one sync: the first to wait syncs all that was
-//     written so far, those that come meanwhile wait for the next.
-//
-// A write checks its context once, before it is logged; a SyncAlways
-// write then waits for its sync whatever becomes of the context, since
-// it is in the log (the wait is one fdatasync or two).
-//
-// A write whose append fails returns the error and is not applied, so
-// the log and memory always agree; a partly written record is cut off
-// the log before the next write. Reads come from memory.
-//
-// At open the log is replayed, each write at its recorded moment, so
-// eviction and expiry come out as they were. A torn tail (a record cut
-// short or failing its CRC with no sound record after it, what a crash
-// mid-append leaves) ends the log and is cut off with a warning. Damage
-// with sound records after it (a flipped bit, a lost block) is skipped,
-// and only it: the log as it was is copied aside and the log rewritten
-// from what was read, with an error in the log (see salvage).
-//
-// The log grows with every write; once it is larger than twice the live
-// state plus compactSlack, it is rewritten as a snapshot of the live
-// state (see compact). The whole live state is in memory, as Redis's:
-// the Responses store's limits (RESPONSES_STORE_MAX, RESPONSES_STORE_BYTES)
-// bound most of it.
-//
-// A bbolt file cursor2api.db of an earlier gateway is imported into a
-// new log at the first open, then renamed cursor2api.db.migrated.
+// Past twice the live state plus compactSlack the log is compacted (see
+// replay and salvage for damage). An earlier gateway's bbolt cursor2api.db
+// is imported at the first open.
 type File struct {
 	path, dir string
 	now       func() time.Time
@@ -95,7 +65,9 @@ type File struct {
 	compactions atomic.Int64
 }
 
-// STATE_SYNC's values.
+// STATE_SYNC's values. SyncSecond (the default) fdatasyncs at most a second
+// after a write, as Redis's appendfsync everysec. SyncAlways returns once a
+// sync covers the write; writes waiting together share one sync.
 const (
 	SyncSecond = "second"
 	SyncAlways = "always"
@@ -274,14 +246,10 @@ func (f *File) load() error {
 	return nil
 }
 
-// salvage ends the load of a log of size bytes damaged in the middle
-// (a flipped bit, a lost block), whose sound records replay has read
-// around the damage: it copies the log aside as it is, to
-// cursor2api.log.damaged-<time>, then rewrites the log as a snapshot of
-// what was read, and reports the damage as an error. Nothing that could
-// be read is lost, and the damaged bytes are kept for whoever wants to
-// look at them. When the copy cannot be made the start stops, the log
-// untouched.
+// salvage ends the load of a log damaged in the middle: it copies the log
+// aside (cursor2api.log.damaged-<time>), rewrites it from what replay read,
+// and reports the damage as an error. If the copy fails, the start stops
+// with the log untouched.
 func (f *File) salvage(size int64, res replayed) error {
 	now := f.now().Round(0)
 	aside := f.path + ".damaged-" + now.UTC().Format("20060102T150405Z")
@@ -642,13 +610,9 @@ func (f *File) maybeCompact(now time.Time) {
 	}
 }
 
-// compact rewrites the log, under mu, as a snapshot of the live state at
-// now (expired entries dropped, from memory too): written to
-// cursor2api.log.tmp, synced, renamed over the log, and the directory
-// synced. Writes wait meanwhile: the time of writing the live state and
-// one sync; with the default limits (1000 responses, 256 MB) a typical
-// state of a few MB takes milliseconds, the worst of 256 MB about a
-// second on an SSD.
+// compact rewrites the log under mu as a snapshot of the live state at now
+// (tmp file, sync, rename, directory sync). Writes wait meanwhile:
+// milliseconds for a typical state, about a second for 256 MB on an SSD.
 func (f *File) compact(now time.Time) error {
 	tmp := f.path + ".tmp"
 	out, size, err := f.writeSnapshot(tmp, now)

@@ -9,22 +9,17 @@ import (
 	"time"
 )
 
-// The log's format. A header, logMagic then the version as 4 bytes
-// little-endian, then records: the payload's length and its CRC-32C
-// (Castagnoli), 4 bytes each, little-endian, then the payload: a kind
-// byte and the kind's fields, integers as varints, strings and values as
-// a uvarint length and their bytes.
-//
-// Writes are logged as they were called, with the moment of the call, so
-// that replaying them at those moments evicts and expires exactly as the
-// live store did:
+// The log's format: logMagic and a 4-byte little-endian version, then
+// records of payload length and CRC-32C (Castagnoli), 4 bytes LE each, and
+// the payload: a kind byte and its fields (varints; strings and values as a
+// uvarint length and bytes). Writes carry the moment of the call, so replay
+// evicts and expires as the live store did:
 //
 //	recPut:      now, table, key, TTL, Max, MaxBytes, value
 //	recDelete:   now, table, key
 //	recAdd:      now, table, key, ttl, n, n × (name, delta)
 //
-// A compaction writes the live state as it is, values in each table's
-// order (the eviction order) and counters, each with its expiry:
+// A compaction writes the live state, values in eviction order:
 //
 //	recValue:    table, key, expires, value
 //	recCounters: table, key, expires, n, n × (name, value)
@@ -270,13 +265,10 @@ type replayed struct {
 	after int
 }
 
-// replay applies the records of the log r, size bytes after its header,
-// to s. A damaged record (failing its CRC, or its frame garbled) ends
-// the log when no sound record follows it: that is a torn tail, which
-// the caller cuts off. When one does follow, the damaged bytes are
-// skipped and replay goes on from that record: a flipped bit loses the
-// one record it is in, never the records after it. A sound record that
-// cannot be applied is an error.
+// replay applies the log's records (size bytes after the header) to s. A
+// damaged record with no sound one after it is a torn tail, for the caller
+// to cut; otherwise it is skipped, so a flipped bit loses only its record.
+// A sound record that cannot be applied is an error.
 func replay(r io.ReaderAt, size int64, s *memState) (replayed, error) {
 	var res replayed
 	w := &window{r: r, size: size, chunk: 1 << 20}
@@ -366,15 +358,10 @@ func (w *window) record(off int64) (int64, []byte, error) {
 	return n, payload, nil
 }
 
-// resync finds the first sound record after the damaged one at off,
-// whose frame gives its length as n: where that length says the next
-// record begins (a bit flipped in the payload or the CRC), else the
-// first offset past off where one does. It returns -1 when there is
-// none: the damage is a torn tail.
-//
-// The bytes scanned are a damaged record's: its keys and value. The
-// gateway's values are JSON, which holds no raw byte 0, while a frame's
-// length (under 16 MB) has one: a value cannot pass for a record.
+// resync finds the first sound record after the damaged one at off (frame
+// length n): at off+n when sound, else the first offset past off; -1 for a
+// torn tail. Values are JSON, with no raw 0 byte, while a frame's length
+// (under 16 MB) has one, so a value cannot pass for a record.
 func (w *window) resync(off, n int64) (int64, error) {
 	if next := off + frameLen + n; n > 0 && next < w.size {
 		_, payload, err := w.record(next)

@@ -1,21 +1,13 @@
-// Package state keeps what the gateway must remember across requests,
-// restarts and replicas: kept responses, the usage ledger, and whatever
-// else needs the same. One small interface, Store, has three engines
-// chosen by one setting, STATE_URL: the process's memory backed by an
-// append-only log under STATE_DIR (the default, File), a Redis or Valkey
-// server shared by every replica (redis:// or rediss://), or process
-// memory alone (memory:). The packages that keep state see only the
-// interface.
+// Package state keeps what the gateway remembers across requests, restarts
+// and replicas (kept responses, the usage ledger, key rests) behind one
+// interface, Store. STATE_URL chooses the engine: memory with a log under
+// STATE_DIR (File, the default), Redis or Valkey (redis://, rediss://), or
+// memory alone (memory:). Like Redis, the whole live state is in memory,
+// bounded by what its users keep (RESPONSES_STORE_MAX, _BYTES, retention).
 //
-// The memory and file engines hold the whole live state in memory, as
-// Redis does; the bounds of what is kept (the Responses store's
-// RESPONSES_STORE_MAX and RESPONSES_STORE_BYTES, the usage ledger's
-// retention) bound it.
-//
-// A Store holds tables. A table holds values by key, which expire and
-// are evicted oldest first within the table's Limits, and counters by
-// key, which add up across writers and expire a while after their last
-// addition.
+// A table holds values by key, which expire and are evicted oldest first
+// within its Limits, and counters, which add up across writers and expire
+// a while after their last addition.
 package state
 
 import (

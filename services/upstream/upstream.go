@@ -1,21 +1,10 @@
-// Package upstream is the contract between the core and its back doors.
+// Package upstream is the contract between the core and its back doors,
+// which stream a reply as deltas and know nothing of any client protocol.
 //
-// A back door streams the model's reply to one conversation as deltas:
-// text, reasoning, and, when the back door takes tools natively, whole
-// tool calls. There are two kinds of back door:
-//
-//   - A text back door (the web chat, the Agent CLI) reads Messages, the
-//     conversation as plain text turns. The core teaches it tools through
-//     the text protocol (package toolproto), which is the adapter between
-//     the two: tools go out as prompt text, and calls come back inside the
-//     text, where the core's parser finds them.
-//   - A native back door (Cursor's agent API) implements Native. It reads
-//     Conversation, Tools and Choice, the request as the client sent it,
-//     and returns the model's own tool calls as DeltaToolCall.
-//
-// Either way the core checks every call against its tool's schema, holds
-// turns in strict mode, and asks again when a call is missing or broken. A
-// back door knows nothing of any client protocol.
+// A text back door (web chat, Agent CLI) reads Messages as plain text turns;
+// the core teaches it tools through package toolproto. A native back door
+// (Cursor's agent API) implements Native: it reads Conversation, Tools and
+// Choice as the client sent them and returns whole DeltaToolCalls.
 package upstream
 
 import (
@@ -102,23 +91,17 @@ const (
 type Delta struct {
 	Kind DeltaKind
 	Text string
-	// Call is the call of a DeltaToolCall. A back door that must know
-	// its calls again when their results come back (a native turn parked
-	// at its calls) gives each an ID of the core's form, "call_" and
-	// alphanumerics: the doors re-prefix that form (Anthropic's toolu_),
-	// so it comes back as the part after the first '_'. The core replaces
-	// an id of any other form with one of its own.
+	// Call is the call of a DeltaToolCall. A back door that must recognise
+	// its calls' results gives IDs of the core's form, "call_" and
+	// alphanumerics, which survive the doors' re-prefixing (toolu_); the
+	// core replaces an id of any other form with its own.
 	Call models.ToolCall
 }
 
-// Upstream streams a reply to a conversation. Stream calls fn for each
-// delta in order and returns the usage the upstream reported (nil when it
-// reported none). Its errors are *models.Error, or the context's error when
-// the caller went away. When fn returns an error the stream stops, the
-// upstream request is cancelled, and that error is returned. Stream
-// returns only once nothing of the request is left running, but what the
-// back door itself keeps for the next request (a native turn parked at
-// its tool calls).
+// Upstream streams a reply: Stream calls fn for each delta in order and
+// returns the reported usage (or nil). Errors are *models.Error or ctx's; an
+// error from fn cancels the request and is returned. Stream returns only once
+// nothing of the request runs, save what it parks for the next (a native turn).
 type Upstream interface {
 	Stream(ctx context.Context, req Request, fn func(Delta) error) (*models.Usage, error)
 }

@@ -1,10 +1,7 @@
-// Package usage is the gateway's ledger of who used what: one record per
-// hour, client key, door, model and back door, with requests, tokens and
-// errors, kept in the gateway's state store so that it survives a
-// restart and adds up across replicas. Recording a request costs a map
-// update; the ledger writes its counters to the store in batches, off
-// the path of any answer. Client keys are kept as a short hash, never in
-// full.
+// Package usage is the ledger of who used what, per hour, client key, door,
+// model and back door, kept in the state store to survive restarts and add
+// up across replicas. Counters are written in batches, off any answer's
+// path; client keys are kept only as a short hash.
 package usage
 
 import (

@@ -197,12 +197,10 @@ func (k *Keeper) Cookie(ctx context.Context, egress string) string {
 	return e.cookie
 }
 
-// Solve passes the checkpoint for egress and keeps the cookie it sets.
-// sent is the cookie the refused request carried ("" for none): when the
-// keeper already holds another valid one (a concurrent solve got it),
-// Solve returns at once. token is the challenge the refusal carried; ""
-// fetches one from PageURL, and then ErrNoCheckpoint means the page asked
-// for none. Concurrent calls for one egress share one solve.
+// Solve passes the checkpoint for egress and keeps the cookie it sets; calls
+// for one egress share a solve. It returns at once when the keeper holds a
+// valid cookie other than sent. An empty token is fetched from PageURL
+// (ErrNoCheckpoint: the page asked for none).
 func (k *Keeper) Solve(ctx context.Context, egress, sent, token string) error {
 	if egress == "" {
 		egress = Direct

@@ -1,11 +1,7 @@
-// Package vercel passes Vercel's security checkpoint in-process: it
-// recognises a checkpoint answer, parses its challenge token, solves the
-// proof of work the token asks for, trades the solution for the _vcrcs
-// cookie, and keeps one cookie per egress (the cookie is bound to the IP
-// and User-Agent that solved it), refreshing it before it expires.
-//
-// The token format and the proof of work are as public solvers describe
-// them; Vercel's own page runs the same work in a WASM worker.
+// Package vercel passes Vercel's security checkpoint in-process: it solves
+// the challenge's proof of work for the _vcrcs cookie and keeps one cookie
+// per egress, since the cookie is bound to the IP and User-Agent that solved
+// it. The token format and the work are as public solvers describe them.
 package vercel
 
 import (
@@ -53,12 +49,9 @@ const maxTries = 256 << (4 * prefixLen)
 // is read, as the challenge's own solver does.
 var offsetMultipliers = [5]uint64{498787, 533737, 619763, 708403, 828071}
 
-// Challenge is a parsed challenge token:
-// "2.<issued>.<window>.<base64 of id;salt;seed;steps>.<mac>". Public
-// solvers read the payload's first four fields by position and ignore
-// any after them, so a payload with more fields, or a token with more
-// dot-separated parts after the MAC, is read the same way; Drift names
-// what was beyond the known layout.
+// Challenge is a parsed challenge token,
+// "2.<issued>.<window>.<base64 of id;salt;seed;steps>.<mac>". Like public
+// solvers it reads fields by position and ignores extra ones; Drift names them.
 type Challenge struct {
 	// Token is the token as received, sent back with the solution.
 	Token string

@@ -64,13 +64,10 @@ func (c *Client) setCookie(ctx context.Context, h http.Header, egress string) st
 	return kept
 }
 
-// refused maps a non-200 answer. With the checkpoint keeper set, a
-// checkpoint answer (a challenge, or a bare 403 behind which the site's
-// page holds one) is passed and comes back as *checkpointPassed; when it
-// cannot be passed the turn fails with a 503 naming the checkpoint and
-// CURSOR_COOKIE, as when it is met again though the turn passed it
-// maxCheckpointPasses times (mayPass is false). Everything else goes to
-// statusError.
+// refused maps a non-200 answer. A checkpoint (a challenge, or a bare 403
+// whose page holds one) is passed when the keeper is set and mayPass, giving
+// *checkpointPassed; else it is a 503 naming CURSOR_COOKIE. Everything else
+// goes to statusError.
 func (c *Client) refused(ctx context.Context, req upstream.Request, egress, sent string, resp *http.Response, mayPass bool) error {
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxRefusal))
 	resp.Body = io.NopCloser(bytes.NewReader(raw))

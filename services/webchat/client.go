@@ -1,9 +1,7 @@
-// Package webchat is the back door to Cursor's web chat: the HTTP client
-// that sends a text conversation to /api/chat and reads its Vercel AI SDK
-// event stream back as text deltas and the model's native tool calls
-// (upstream.Upstream), continuing answers the upstream cuts at its output
-// cap, with the browser profile, the x-is-human header, retries, the
-// Chrome TLS fingerprint and the model probe that go with it.
+// Package webchat is the back door to Cursor's web chat: it sends a text
+// conversation to /api/chat and reads the Vercel AI SDK event stream back
+// as deltas, with the browser profile, x-is-human header, Chrome TLS
+// fingerprint, retries and model probe the site expects.
 package webchat
 
 import (
@@ -148,13 +146,10 @@ const maxFrame = 8 << 20
 // retryBackoff is the pause before the one retry of a failed attempt.
 const retryBackoff = 500 * time.Millisecond
 
-// Stream implements upstream.Upstream. An attempt that fails before any
-// output with a 403 (after refreshing x-is-human), a 5xx or a connection
-// error is retried once; every other failure is final. An attempt refused
-// by the Vercel checkpoint is made again once the checkpoint is passed (at
-// most maxCheckpointPasses times), without counting as the retry. An
-// answer the upstream cuts at its own output cap is continued (see
-// continuation.go).
+// Stream implements upstream.Upstream. An attempt failing before any output
+// with a 403 (x-is-human refreshed), a 5xx or a connection error is retried
+// once. A Vercel checkpoint refusal is retried once passed (at most
+// maxCheckpointPasses times), and a capped answer is continued.
 func (c *Client) Stream(ctx context.Context, req upstream.Request, fn func(upstream.Delta) error) (*models.Usage, error) {
 	if c.MaxDuration > 0 {
 		var cancelMax context.CancelFunc
@@ -250,14 +245,9 @@ func (c *Client) attempt(ctx context.Context, req upstream.Request, fn func(upst
 		}
 		return nil, "", mapped
 	}
-	// The connection goes back to the transport's pool only if its body
-	// is read to the end. A reply that finished has its tail ([DONE] and
-	// the chunked body's end) read once the client has the whole answer,
-	// in the request's epilogue (epilogue.Epilogue): the answer's last
-	// event never waits for it, and the client's next request finds the
-	// connection in the pool. Every other exit (an error, a cut, a client
-	// that left, the core stopping the turn) closes it, which is right
-	// there.
+	// A connection returns to the pool only if its body is read to the end.
+	// A finished reply's tail is read in the request's epilogue, so the last
+	// event never waits for it; every other exit closes the connection.
 	finished, drainNow := false, false
 	defer func() {
 		if !finished || !unlink() {

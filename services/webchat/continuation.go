@@ -10,16 +10,11 @@ import (
 	"cursor2api/services/upstream"
 )
 
-// The web chat caps an answer near 4096 tokens: its finish frame then says
-// finishReason "length". Such an answer is continued here, inside the back
-// door, so that the core sees one answer: the conversation is sent again
-// with the text so far as an assistant turn and a short instruction to go
-// on, and the continuation's text is stitched onto the stream. Up to
-// MaxContinuations continuations are asked for; when they are spent (or
-// the upstream cut an answer that has no text to continue) the stream ends
-// with upstream.DeltaLength, so that the answer finishes "length" rather
-// than being silently cut. The client's own max_tokens is the core's to
-// enforce: it cancels the stream, which ends any continuation.
+// The web chat caps an answer near 4096 tokens (finishReason "length"). Such
+// an answer is continued here, so the core sees one answer: the text so far
+// is resent as an assistant turn with an instruction to go on, up to
+// MaxContinuations times, and then ends with upstream.DeltaLength rather than
+// being silently cut. The client's max_tokens is the core's to enforce.
 
 // finishLength is the finish reason of an answer cut at the upstream's cap.
 const finishLength = "length"
@@ -88,12 +83,9 @@ func continued(req upstream.Request, answer string) upstream.Request {
 	return req
 }
 
-// stitcher joins a continuation's text onto the answer so far. Models
-// asked to go on often start by repeating the end of what they wrote (the
-// cut word, the last line): the stitcher holds the continuation's first
-// text back until it knows how much of it repeats the answer's end, and
-// drops that. It works on the raw text, so the tool protocol's markup,
-// which the core parses afterwards, may be split anywhere.
+// stitcher joins a continuation onto the answer, dropping what the model
+// repeats of the answer's end (the cut word, the last line). It works on raw
+// text, so tool protocol markup may be split anywhere.
 type stitcher struct {
 	tail    []byte // the answer's end before the continuation
 	held    []byte
@@ -153,13 +145,9 @@ func (s *stitcher) release(drop int) error {
 	return s.out(upstream.Delta{Kind: upstream.DeltaText, Text: rest})
 }
 
-// overlap returns how many bytes at the start of next repeat the end of
-// tail. decided is false while more of next could still make a longer
-// repeat (next is all found inside tail, short of its end), unless final.
-// Which repeats count is plausible (see plausibleRepeat): a model that
-// goes on restarts a word, a line or a piece of markup, while a short
-// match in the middle of a word is as likely the text's own next
-// characters.
+// overlap returns how many bytes at the start of next repeat the end of tail
+// (only plausible repeats count: see plausibleRepeat). decided is false while
+// more of next could still make a longer repeat, unless final.
 func overlap(tail, next []byte, final bool) (n int, decided bool) {
 	if len(tail) == 0 || len(next) == 0 {
 		return 0, final || len(tail) == 0

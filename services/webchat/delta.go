@@ -7,25 +7,19 @@ import (
 	"cursor2api/utils"
 )
 
-// The upstream writes every text and reasoning delta in one fixed shape,
-// {"type":"text-delta","id":"<id>","delta":"<text>"}: the Vercel AI SDK
-// builds the object with its keys in that order and JSON.stringify adds no
-// white space. These are nearly all of its frames, so they are decoded
-// here, in one pass over the bytes, and only other frames go through
-// gjson's object walk.
+// The Vercel AI SDK writes every text and reasoning delta in one fixed
+// shape, {"type":"text-delta","id":"<id>","delta":"<text>"} (key order
+// fixed, no white space). Nearly all frames are these, so they are decoded
+// in one pass here; others go through gjson.
 var (
 	textDeltaHead      = []byte(`{"type":"text-delta","id":"`)
 	reasoningDeltaHead = []byte(`{"type":"reasoning-delta","id":"`)
 	deltaKey           = []byte(`","delta":"`)
 )
 
-// fastDelta takes data when it is a text or reasoning delta of the fixed
-// shape whose text it can decode exactly as the general decoder
-// (gjson's Get(...).String()) does, and adds that text to the pending run
-// as add would. It reports false, leaving f as it was, for anything else:
-// another type, other keys or their order, white space, an id with a
-// quote or backslash, a raw control character, an escape gjson would stop
-// at or read as something else. The general decoder reads those.
+// fastDelta adds data's text to the pending run, as add would, when data is
+// a delta of the fixed shape that it decodes exactly as gjson does. For
+// anything else it reports false and leaves f as it was.
 func (f *frameReader) fastDelta(data []byte) bool {
 	_, ok := f.readDelta(data, true)
 	return ok

@@ -16,14 +16,10 @@ import (
 	"cursor2api/services/upstream"
 )
 
-// TestAttemptKeepsFinishedConnections sends two requests to the fake and
-// counts the connections it accepted: a finished reply's tail is read, so
-// the second request reuses the first one's connection; a reply that
-// cannot be reused (an error frame, a client that left, a tail that never
-// ends, or is longer than maxDrain) has its connection closed. The tail
-// is read in the request's epilogue, after Stream returns, so that the
-// client's last event does not wait for it; the drain itself is bounded
-// by the idle timeout.
+// TestAttemptKeepsFinishedConnections counts the fake's connections over two
+// requests: a finished reply's tail is drained in the epilogue, so the
+// second request reuses the connection; an error, a gone client or an
+// endless or oversized tail closes it.
 func TestAttemptKeepsFinishedConnections(t *testing.T) {
 	start := []string{`{"type":"start"}`, `{"type":"text-start","id":"t"}`, `{"type":"text-delta","id":"t","delta":"hi"}`}
 	finish := cursortest.Finish("stop", nil)

@@ -114,11 +114,9 @@ func trimEOL(line []byte) []byte {
 	return line
 }
 
-// buffered returns the next line, without its end, when it is whole in
-// the buffer already, so that reading it needs no wait on the network;
-// ok is false when it is not (the caller then delivers what is merged
-// before line waits). The line is valid until the next read. The line is
-// found by one scan, which ReadSlice would otherwise make again.
+// buffered returns the next line, without its end, if it is already whole
+// in the buffer (valid until the next read); ok is false otherwise, so the
+// caller can deliver what is merged before waiting on the network.
 func (f *frameReader) buffered() (line []byte, ok bool) {
 	n := f.r.Buffered()
 	if n == 0 {
@@ -169,13 +167,9 @@ func frameKind(typ string) string {
 // dataPrefix starts an upstream frame's line, as the upstream writes it.
 var dataPrefix = []byte("data: ")
 
-// deltaRun takes, in one pass over what is buffered, the whole lines that
-// need nothing but fastDelta: the upstream's text and reasoning deltas
-// and the blank lines between them, nearly all of a reply, each frame
-// read from its line's start to its end in one scan (readDelta). It stops
-// at the first line that is not whole yet or that fastDelta does not take,
-// which it leaves in the buffer for the general loop, so the result is
-// the loop's own, without its per-line bookkeeping.
+// deltaRun takes, in one pass over the buffer, the whole lines fastDelta
+// accepts (nearly all of a reply). It stops at the first line that is not
+// whole or not taken, leaving it for the general loop, whose result it equals.
 func (f *frameReader) deltaRun() {
 	n := f.r.Buffered()
 	if n == 0 {

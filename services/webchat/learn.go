@@ -174,13 +174,10 @@ func (l *LearnedModels) Learned(allowed []string) error {
 	return nil
 }
 
-// Guard wraps the back door so that an upstream refusing a model the
-// catalog published (its list changed since the last check) refreshes the
-// catalog from the refusal at once and answers 400 with what is served
-// now. The request is not retried on another model: the core has already
-// chosen the model the client asked for, and a client that named a
-// family (claude-*, gpt-*) reaches the new list through MODEL_ALIASES on
-// its next request.
+// Guard wraps the back door so that an upstream refusing a published model
+// refreshes the catalog at once and answers 400 with what is served now. It
+// does not retry on another model: the client chose this one, and a family
+// name reaches the new list through MODEL_ALIASES next time.
 func (l *LearnedModels) Guard(up upstream.Upstream) upstream.Upstream { return guarded{up, l} }
 
 type guarded struct {

@@ -11,9 +11,9 @@ import (
 	"cursor2api/utils"
 )
 
-// The web chat's docs persona (since April 2026) has tools of its own,
-// read_file and read_dir, and the model may call any tool it has heard of
-// natively. The stream then carries the Vercel AI SDK v5 tool frames:
+// The docs persona (since April 2026) has tools of its own (read_file,
+// read_dir), and the model may call any tool natively, in Vercel AI SDK v5
+// tool frames:
 //
 //	tool-input-start      toolCallId, toolName
 //	tool-input-delta      toolCallId, inputTextDelta (the input's JSON text, in pieces)
@@ -23,10 +23,9 @@ import (
 //	                      cannot parse: input is then the raw text, a string)
 //	tool-output-available / tool-output-error: the server's result, ignored
 //
-// and a call of a tool the server lacks ends the reply with finish
-// finishReason "tool-calls". Every call becomes one upstream.DeltaToolCall;
-// whether it is a call of the client's is the core's decision. These
-// frames are rare, so they are read here with gjson, off the fast path.
+// A call of a tool the server lacks ends the reply with finishReason
+// "tool-calls". Each call becomes an upstream.DeltaToolCall for the core to
+// judge; the frames are rare, so gjson reads them off the fast path.
 
 // toolCall is a native call being assembled.
 type toolCall struct {
@@ -125,12 +124,9 @@ func (f *frameReader) endCalls() {
 	}
 }
 
-// callArguments is a call's input as the text of a JSON object: the
-// input frame's value when it is one (compacted), else the text the model
-// wrote (the raw text of an input the server could not parse, or the
-// pieces of tool-input-delta), else {} for a call without input. Input
-// that is no JSON object is passed on as the model wrote it: the core
-// checks every call's arguments and asks again for a broken one.
+// callArguments is a call's input as JSON text: the parsed input compacted,
+// else the raw text the model wrote, else {}. Broken input passes as written:
+// the core checks every call's arguments and asks again.
 func callArguments(input gjson.Result, pieces []byte) string {
 	switch input.Type {
 	case gjson.JSON:

@@ -16,15 +16,10 @@ const (
 )
 
 // NewTransport returns the round tripper for upstream traffic. With
-// FingerprintChrome the TLS handshake and HTTP/2 framing look like
-// Chrome's (through imroc/req, which wraps uTLS), so that bot checks that
-// fingerprint the connection see the browser the headers claim. proxy may
-// be nil; tlsConfig, when not nil, adds to the TLS settings (tests use it
-// to trust their own certificate).
-//
-// Plain http:// requests always go through Go's own transport: without a
-// TLS handshake there is nothing to fingerprint, and the impersonating
-// transport costs about a millisecond a request.
+// FingerprintChrome, TLS and HTTP/2 look like Chrome's (imroc/req, uTLS) so
+// bot checks see the browser the headers claim. proxy may be nil; tlsConfig
+// adds to the TLS settings. Plain http:// uses Go's transport: there is
+// nothing to fingerprint, and impersonation costs about 1ms a request.
 func NewTransport(fingerprint string, proxy *url.URL, tlsConfig *tls.Config) (http.RoundTripper, error) {
 	if proxy == nil {
 		return NewTransportFunc(fingerprint, nil, tlsConfig)

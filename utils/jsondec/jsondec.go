@@ -1,22 +1,11 @@
-// Package jsondec decodes the doors' request bodies as encoding/json
-// does, with less work on the shapes clients send.
-//
-// encoding/json checks a whole body byte by byte with a state function
-// per byte before it decodes, then scans it again to decode it, and the
-// doors' Content decoders read their text a third time. On a body that is
-// mostly a prompt that is most of a request's decoding. Unmarshal checks
-// the body once (Valid, which skips plain text eight bytes at a time),
-// then splits objects and arrays itself and hands each member to the
-// decoder of its field: a struct or slice of structs is split in turn, a
-// type with its own UnmarshalJSON gets its bytes directly (as
-// encoding/json would call it, without checking them again), a string
-// is decoded by utils.UnquoteJSON, a boolean set from its literal, and
-// any other value (a number, a null, a map), small as it is, goes to
-// encoding/json. Where encoding/json's rules would make
-// the two readings differ (a field met twice, an escape in a key, an
-// embedded struct, a ",string" tag, field names that fold together, a
-// decoding error), it gives the whole body to json.Unmarshal, so
-// that the value and the error are always encoding/json's.
+// Package jsondec decodes the doors' request bodies as encoding/json does,
+// with less work on the shapes clients send. encoding/json scans a body
+// byte by byte twice (and the doors' decoders read the prompt a third
+// time); Unmarshal checks it once with Valid, eight bytes at a time, then
+// hands each field's bytes to its decoder, leaving small values to
+// encoding/json. Wherever encoding/json's rules could read the body
+// differently (a repeated field, an escaped key, a ",string" tag, an
+// error, ...), it defers the whole body to json.Unmarshal.
 package jsondec
 
 import (

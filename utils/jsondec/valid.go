@@ -12,12 +12,9 @@ import (
 // it with its own error.
 const maxDepth = 10000
 
-// Valid reports whether data is one JSON value with optional white space
-// around it, as json.Valid does: the same grammar, raw bytes from 0x80 in
-// strings taken as they are (encoding/json checks no UTF-8 there), and
-// nesting up to encoding/json's depth. Unlike encoding/json's scanner,
-// which calls a state function for every byte, it skips plain text in
-// strings eight bytes at a time, and a prompt is mostly such text.
+// Valid is json.Valid (same grammar, depth, and no UTF-8 check in
+// strings), but skips plain string text eight bytes at a time rather than
+// calling a state function per byte: a prompt is mostly such text.
 func Valid(data []byte) bool {
 	i, ok := value(data, skipSpace(data, 0))
 	return ok && skipSpace(data, i) == len(data)

@@ -8,23 +8,12 @@ import (
 	"cursor2api/utils"
 )
 
-// argScanner passes the JSON body of an <invoke> on while it arrives, so
-// that a client sees a long call (a file being written) grow instead of
-// waiting for its end. Like encoding/json's scanner it reads the body a
-// byte at a time with an explicit state and never looks back; unlike it,
-// it also writes: the arguments RepairArguments would make of the same
-// body. White space outside strings is dropped, control characters inside
-// strings are escaped, a comma is held until the next significant byte so
-// that a trailing one can be dropped, and when the closing tag comes early
-// the missing closers are added.
-//
-// What has been written can be taken in pieces (take). The object's own
-// closing brace is kept back until finish has checked the whole: a call
-// cut short or left invalid never reaches the client as complete JSON.
-//
-// Only a body that opens like a JSON object, '{' then '"' or '}', maybe
-// inside a markdown fence, is scanned; any other (<parameter> children,
-// prose) is declined and left to RepairArguments at the end of the invoke.
+// argScanner streams an <invoke>'s JSON body as it arrives, so a client
+// sees a long call grow. Like encoding/json's scanner it reads a byte at a
+// time with explicit state, never looking back, and it writes what
+// RepairArguments would make of the body. The closing brace is held until
+// finish checks the whole, so an invalid call never reaches the client as
+// complete JSON. A body that does not open like an object is declined.
 type argScanner struct {
 	step    argStep
 	started bool   // the body opened like an object: its pieces may be taken

@@ -9,18 +9,11 @@ import (
 	"cursor2api/utils"
 )
 
-// RepairArguments turns the body of an <invoke> into a compact JSON object,
-// repairing it only where the fix is unambiguous:
-//   - an empty body means no arguments ({});
-//   - a markdown code fence around the JSON is removed;
-//   - raw newlines, tabs and other control characters inside strings are
-//     escaped (models write multi-line code that way);
-//   - a comma right before a closing bracket is dropped;
-//   - when closed is true (the closing tag was seen, so the model meant to
-//     stop here), missing closing brackets at the very end are added, but
-//     never a missing closing quote.
-//
-// It reports false when the body is not a JSON object after those repairs.
+// RepairArguments turns an <invoke> body into a compact JSON object, fixing
+// only the unambiguous: an empty body is {}, a markdown fence goes, control
+// characters in strings are escaped (models write code raw), a trailing
+// comma is dropped, and when closed (the tag was seen) missing closing
+// brackets are added, never a quote. It reports false for anything else.
 func RepairArguments(body string, closed bool) (string, bool) {
 	body = stripFence(strings.Trim(body, utils.JSONSpace))
 	if body == "" {

@@ -25,13 +25,10 @@ const (
 	// the body, Reason why it was refused. The caller decides whether to
 	// show the body as text or ask the model again.
 	EventBadCall
-	// EventToolCallStart opens a call whose arguments stream (StreamArgs):
-	// Name is set, and EventToolCallDelta events follow with pieces of the
-	// arguments. An EventToolCall ends it with the whole Arguments, of
-	// which the pieces are a prefix: the rest, the closing brackets, is
-	// for the caller to pass on once it accepts the call, so that a call it
-	// refuses never reaches the client as complete JSON. Or an
-	// EventBadCall ends it, and the pieces stay incomplete.
+	// EventToolCallStart opens a call whose arguments stream (StreamArgs);
+	// EventToolCallDelta pieces follow. EventToolCall ends it with the whole
+	// Arguments, whose missing closers the caller sends only if it accepts
+	// the call; after EventBadCall the pieces stay incomplete.
 	EventToolCallStart
 	// EventToolCallDelta is the next piece of the open call's Arguments.
 	EventToolCallDelta
@@ -138,18 +135,10 @@ const (
 	stNativeStart              // after a top-level <function_calls>; expecting <invoke of a declared tool
 )
 
-// Parser is an incremental parser of the upstream's text protocol. Feed it
-// the text deltas as they arrive and Close it at the end of the stream.
-//
-// It holds back only what could still be the start of markup (a few bytes
-// in text, the opening tag and body of an invoke up to MaxBuffered), so text
-// streams as soon as it is known to be text; with StreamArgs, so do the
-// arguments of a call written as JSON. Markup that it recognises never
-// appears in the output; input that turns out not to be markup is emitted
-// as text, so nothing is lost. Each byte is examined a bounded number of
-// times: there is no backtracking over unbounded input.
-//
-// A Parser is not safe for concurrent use.
+// Parser is an incremental parser of the text protocol: Feed it deltas,
+// then Close it. It holds back only what could still be markup (up to
+// MaxBuffered), emits what turns out not to be as text, and never
+// backtracks over unbounded input. It is not safe for concurrent use.
 type Parser struct {
 	opts    ParserOptions
 	markers []string // markers looked for in stText
@@ -669,12 +658,10 @@ func (p *Parser) refuseOversized(next state) {
 	p.st = next
 }
 
-// streamArgs passes the piece of the body found at offset at through the
-// argument scanner, which tells where its strings are, and with StreamArgs
-// emits what it makes of it. The scanner sees only the body's first
-// MaxBuffered bytes, so that whether a call streams does not depend on how
-// its body was cut into chunks. When the JSON object closes inside the
-// piece, it returns the length up to the closing brace and true.
+// streamArgs runs the body's piece at offset at through the argument
+// scanner, emitting its output with StreamArgs, and returns the length up
+// to the closing brace and true if the object closes in it. Only the first
+// MaxBuffered bytes are scanned, so streaming does not depend on chunking.
 func (p *Parser) streamArgs(piece string, at int) (int, bool) {
 	if room := p.opts.MaxBuffered - at; len(piece) > room {
 		piece = piece[:max(room, 0)]

@@ -36,12 +36,10 @@ func (o PromptOptions) ToolsActive() bool {
 	return len(o.Tools) > 0 && o.Choice.Mode != models.ChoiceNone
 }
 
-// BuildConversation turns the history into the upstream's text-only
-// conversation: one system message first (the protocol, then the client's
-// own system text), tool calls replayed with the trigger and <invoke>
-// blocks, tool results as <tool_result> in user messages, thinking left
-// out, and consecutive messages of one role merged. Then the oldest
-// history is trimmed to MaxInputLength.
+// BuildConversation turns the history into text turns: one system message
+// (the protocol, then the client's), calls replayed as <invoke> blocks,
+// results as <tool_result>, thinking dropped, same-role turns merged, and
+// the oldest history trimmed to MaxInputLength.
 func BuildConversation(msgs []models.Message, opts PromptOptions) ([]models.Turn, error) {
 	if len(msgs) == 0 {
 		return nil, models.InvalidRequest("messages", "messages must contain at least one message")

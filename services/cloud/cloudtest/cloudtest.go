@@ -1,16 +1,8 @@
-// Package cloudtest fakes Cursor's Cloud Agents API (the /v1/agents
-// surface the official @cursor/sdk speaks) in-process for tests: create an
-// agent with its first run, follow-up runs (409 agent_busy while one is
-// active), get and cancel runs, a run's event stream (server-sent events
-// status, interaction_update, result, heartbeat, done, with ids a client
-// resumes from by Last-Event-ID), /v1/models, /v1/me and /v1/repositories,
-// with errors as {"error":{"code","message"}}.
-//
-// Each run plays a Script chosen by its prompt: text deltas (optionally
-// spaced in time), then FINISHED with a branch and a PR, ERROR with a
-// message, any other terminal status, or a hold until the run is cancelled
-// (a long run). RateLimit makes the next creates answer 429 with
-// Retry-After. sdk_test.go drives the official SDK against this fake.
+// Package cloudtest fakes Cursor's Cloud Agents API (/v1/agents, as the
+// @cursor/sdk speaks it) in-process: agents and runs (409 agent_busy while
+// one is active), a run's SSE stream resumable by Last-Event-ID, and errors
+// as {"error":{"code","message"}}. Each run plays a Script chosen by its
+// prompt; sdk_test.go drives the official SDK against this fake.
 package cloudtest
 
 import (

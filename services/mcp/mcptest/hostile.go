@@ -13,21 +13,18 @@ import (
 // GiB is the size of Hostile's huge answers.
 const GiB = 1 << 30
 
-// Hostile serves a hostile MCP server over streamable HTTP, written by
-// hand (the SDK would not misbehave), one behaviour per path:
+// Hostile is a hand-written MCP server (the SDK would not misbehave) over
+// streamable HTTP, one behaviour per path:
 //
 //   - /huge-init answers initialize with a body of Size bytes;
 //   - /hang-init never answers initialize;
 //   - /endless-pages lists one tool per page, each with a nextCursor;
 //   - /many-tools lists Tools tools on one page;
-//   - any other path is a server whose tools misbehave when called:
-//     parts (a result of Parts text parts), huge (a result of Size
-//     bytes), hang (never answers) and drip (an event stream that sends
-//     a comment now and then and never the answer).
+//   - any other path has tools that misbehave: parts (Parts text parts),
+//     huge (Size bytes), hang (no answer), drip (comments, never an answer).
 //
-// Huge bodies are generated as they are written, never held: the server
-// stays small whatever the client reads. Every handler ends when its
-// client goes away.
+// Huge bodies are generated as written, never held; handlers end with
+// their client.
 type Hostile struct {
 	// Size is the size of a huge body (0: GiB).
 	Size int64

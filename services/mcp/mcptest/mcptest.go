@@ -1,11 +1,7 @@
 // Package mcptest is a real MCP server for tests, made with the official
-// SDK: the same tools over stdio (Build compiles testdata/mcpserver, a
-// child process) and over streamable HTTP on loopback (Handler). Its tools
-// are echo, add, fail (a tool error), huge (a result of n bytes), hang
-// (never answers), crash (the process dies mid-call; stdio only), pid
-// (the server process's id) and spawn (starts a grandchild that sleeps,
-// returning its pid, for process-group checks). Hostile is a server that
-// misbehaves on purpose, for the gateway's bounds.
+// SDK, over stdio (Build) and streamable HTTP (Handler). Its tools are echo,
+// add, fail, huge, hang, crash (stdio only), pid and spawn (a sleeping
+// grandchild, for process-group checks). Hostile misbehaves on purpose.
 package mcptest
 
 import (

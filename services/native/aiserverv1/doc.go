@@ -1,9 +1,5 @@
-// Package aiserverv1 holds the protobuf messages of the aiserver.v1 package
-// of Cursor's native agent API that a turn needs: BidiRequestId and
-// BidiAppend (the HTTP/1.1 half of a run), GetServerConfig,
-// GetUserPrivacyMode, and ErrorDetails (carried in Connect error details).
-// Its Connect clients and handlers live in aiserverv1connect.
-//
-// The code is generated from services/native/proto/aiserver/v1/aiserver.proto
-// by the go:generate step of package agentv1, which writes both packages.
+// Package aiserverv1 holds the aiserver.v1 protobuf messages a native turn
+// needs (BidiAppend, server config, ErrorDetails); its Connect clients live
+// in aiserverv1connect. It is generated from proto/aiserver/v1/aiserver.proto
+// by package agentv1's go:generate step.
 package aiserverv1

@@ -15,12 +15,10 @@ func Fingerprint(apiKey string) string {
 	return "key-" + hex.EncodeToString(sum[:4])
 }
 
-// SessionHash makes a session string for Acquire out of what identifies a
-// conversation when the client sends no session id: typically its system
-// prompt and first user message. Each part is length-prefixed, so ("ab",
-// "c") and ("a", "bc") differ. It is SHA-256, because the session picks a
-// key by its bits: a cheap hash whose bits depend little on the input
-// would pile every conversation onto one key.
+// SessionHash makes Acquire's session from what identifies a conversation
+// without a session id (its system prompt and first message), each part
+// length-prefixed. It is SHA-256 because the key is picked by its bits: a
+// weak hash would pile conversations onto one key.
 func SessionHash(parts ...string) string {
 	h := sha256.New()
 	var n [8]byte

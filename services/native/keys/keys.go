@@ -1,17 +1,9 @@
 // Package keys is the native back door's pool of Cursor API keys
-// (CURSOR_API_KEY, one key or several). It exchanges each key for a
-// short-lived access token and keeps the token fresh; it sends every
-// conversation to the same key, so that the upstream's prompt cache keeps
-// hitting, and spreads conversations over the keys by rendezvous hashing;
-// and it rests a key that hit its quota or a rate limit until one live
-// request shows that the key works again. With a state store, the rests
-// and refusals are shared: another replica, or this one after a restart,
-// leaves a resting key alone too (shared.go).
-//
-// It knows nothing of protobuf or turns: the back door takes a Lease for a
-// conversation, makes its calls with the lease's token, and tells the pool
-// how they went (Lease.Done). Keys appear in its states, logs and errors
-// only by their fingerprint (Fingerprint), never in full.
+// (CURSOR_API_KEY). It keeps each key's access token fresh, sends a
+// conversation to the same key (rendezvous hashing) so the upstream's prompt
+// cache keeps hitting, and rests a key that hit a quota or rate limit; with
+// a state store, replicas share the rests (shared.go). Keys appear in logs
+// and errors only by their Fingerprint.
 package keys
 
 import (
@@ -81,12 +73,9 @@ type Options struct {
 	// exchanged again (its account may have been put right).
 	BadRecheck time.Duration
 
-	// State, when set, is where the pool shares its keys' rests and
-	// refusals (table RestsTable, by fingerprint) with the other
-	// replicas and with its own next start; nil keeps them in this
-	// process alone. Writes go through the queue, so a store that is
-	// lost for a while gets them when it is back; reads are bounded by
-	// the queue's timeout and never on a request's way.
+	// State, when set, shares the keys' rests with other replicas and the
+	// next start (nil: this process only). The queue keeps writes while the
+	// store is away; reads are bounded and never on a request's path.
 	State *state.Queue
 	// SyncEvery is how often the pool reads the shared rests again, at
 	// most: a rest another replica began is honoured here within about

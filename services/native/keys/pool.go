@@ -99,19 +99,11 @@ type Outcome struct {
 	Err error
 }
 
-// Acquire leases a key for the conversation named by session, with a
-// valid access token. session is the client's session id, else
-// SessionHash of the conversation's first messages; the same session gets
-// the same key while the key is usable, and an empty one gets any key.
-//
-// After a Done that took the key out of use (Quota, RateLimited, a second
-// Unauthorized), Acquire with the same session gives the conversation's
-// next key: the caller retries there if nothing reached its client yet.
-//
-// The errors are a *models.Error: 401 when Cursor refuses every key
-// (naming CURSOR_API_KEY), 429 with RetryAfter when every usable key
-// rests, 502 or 503 when Cursor's key exchange cannot be reached; or the
-// context's error when ctx ends first.
+// Acquire leases a key with a valid token for session (a session id or
+// SessionHash; empty gets any key). The same session gets the same key while
+// it is usable, and its next key after a Done that took it out of use.
+// Errors are a *models.Error (401 every key refused, 429 every key rests,
+// 502/503 exchange unreachable) or ctx's error.
 func (p *Pool) Acquire(ctx context.Context, session string) (*Lease, error) {
 	// Each failed round takes a key out of use, so a round per key (and
 	// one more for a key brought back by BadRecheck) is enough.
@@ -149,13 +141,9 @@ func (p *Pool) Acquire(ctx context.Context, session string) (*Lease, error) {
 		"no Cursor API key in CURSOR_API_KEY could be used after trying each; retry shortly")
 }
 
-// AcquireAny leases a key for a call that a key's rest does not stop:
-// the account's model list, which Cursor serves whatever the key's
-// quota. It is Acquire when a key is usable; when every key Cursor
-// accepts rests, it is the one whose rest ends first, and the lease's
-// outcome leaves its rest as it is (a refusal of its token still
-// counts). A gateway that starts while its keys rest (another replica's
-// rests, or its own before a restart) learns its models all the same.
+// AcquireAny is Acquire for calls a rest does not stop (the model list, served
+// whatever the quota): when every key rests it leases the one whose rest ends
+// first, leaving the rest as it is, so a gateway learns its models even then.
 func (p *Pool) AcquireAny(ctx context.Context) (*Lease, error) {
 	l, err := p.Acquire(ctx, "")
 	var me *models.Error
@@ -398,12 +386,9 @@ func (p *Pool) Snapshot() []KeyState {
 	return out
 }
 
-// Check exchanges, at once and each within ExchangeTimeout, every key
-// that has no fresh access token (a refused key only once BadRecheck has
-// passed), for /ready. It returns nil when some key can serve now; else
-// the error Acquire would return: 502/503 when Cursor's key exchange
-// cannot be reached, 401 when Cursor refuses every key, 429 when every
-// key it accepts is resting.
+// Check, for /ready, exchanges every key without a fresh token (a refused
+// one only after BadRecheck), each within ExchangeTimeout. It returns nil
+// when some key can serve now, else the error Acquire would return.
 func (p *Pool) Check(ctx context.Context) error {
 	errs := make([]error, len(p.keys))
 	var wg sync.WaitGroup

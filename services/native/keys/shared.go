@@ -12,23 +12,13 @@ import (
 
 // Sharing the keys' rests through the state store (Options.State).
 //
-// When a key begins a rest, or Cursor refuses it, the pool writes a record
-// under the key's fingerprint in RestsTable, kept until the rest ends (a
-// refusal: until BadRecheck). When a probe finds the key working again,
-// the record becomes a short-lived "ok" one (kept okKeep), which tells the
-// replicas that learned the rest that it is over, without a probe of
-// their own; a deleted record could not be told from one that expired
-// with its rest, whose key still needs its probe. Each pool reads the
-// records of its keys when it is made, and again at most every SyncEvery,
-// in the background: a request never waits for the store, and a read that
-// fails leaves the pool's view as it was. A rest read from the store is
-// honoured like one of the pool's own: the key is not chosen until it
-// ends, and its failures count for the next rest's length.
-//
-// One writer at a time writes a key's state as it is when the write runs
-// (not as it was when it was asked for), so that writes retried by the
-// queue, or finishing out of order, cannot leave an older state in the
-// store than the pool's.
+// A rest or refusal is a record under the key's fingerprint in RestsTable,
+// kept until it ends. A probe that finds the key working writes a short-lived
+// "ok" record rather than deleting it: a deleted record looks like an
+// expired rest, whose key still needs its probe. Pools read the records in
+// the background, at most every SyncEvery, so a request never waits for the
+// store. One writer writes a key's state as it is when the write runs, so
+// retried or reordered writes cannot leave an older state than the pool's.
 
 // RestsTable is the state store's table of the keys' rests.
 const RestsTable = "key_rests"

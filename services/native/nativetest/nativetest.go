@@ -1,18 +1,10 @@
 // Package nativetest fakes the backend of Cursor's native agent API
-// in-process for tests, in the real framing: connect-go handlers for
-// agent.v1.AgentService (Run over HTTP/2, RunSSE plus BidiAppend over
-// HTTP/1.1, GetUsableModels), aiserver.v1 GetServerConfig and
-// GetUserPrivacyMode, and the REST calls beside them (the API key exchange,
-// /v1/models, /v1/me), on an httptest server that speaks HTTP/1.1 and h2c.
+// in-process, in its real Connect framing over HTTP/1.1 and h2c, with the
+// REST calls beside it. A test scripts each turn and afterwards reads what
+// the fake received. The behaviour follows what the official @cursor/sdk
+// expects (sdk_test.go drives that client against this fake).
 //
-// A test scripts each turn (text, thinking, tool calls that wait for their
-// results, built-in execs a client must refuse, KV blobs, heartbeats,
-// errors with aiserver.v1.ErrorDetails, a cut stream) and afterwards reads
-// what the fake received: every run request, client message, exec result
-// and header. The behaviour follows what the official @cursor/sdk expects
-// (see sdk_test.go, which drives that client against this fake).
-//
-// A test that scripts a tool round trip:
+// A tool round trip:
 //
 //	srv := nativetest.NewServer(t, nativetest.Options{
 //		Script: func(req *agentv1.AgentRunRequest) nativetest.Script {
@@ -25,11 +17,9 @@
 //	// point the client at srv.URL with nativetest.DefaultAPIKey, run a turn, then:
 //	run := srv.Runs()[0] // run.Request, run.Execs[1].Outcome == "mcp_result.success", …
 //
-// Every run opens with a request_context exec (Options.NoRequestContext
-// turns it off), fetches the blobs of the earlier turns its
-// conversation_state names, plays the script, keeps the turn's blob with
-// set_blob, and ends with turn_ended and conversation_checkpoint_update
-// (Options.NoKV turns the KV traffic off).
+// Like the real server, every run opens with a request_context exec and
+// does KV blob traffic around the script (Options.NoRequestContext and
+// Options.NoKV turn them off), then ends with turn_ended and a checkpoint.
 package nativetest
 
 import (

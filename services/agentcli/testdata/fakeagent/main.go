@@ -1,16 +1,11 @@
-// Command fakeagent stands in for the Cursor Agent CLI in tests. It
-// checks its arguments, its workspace and its environment as the gateway
-// must set them, records what it got under $HOME (the one directory the
-// gateway passes through), and replays a script of stream-json events
-// chosen by "SCENARIO:<name>" in the prompt (the last one wins). Its
-// output is written in 7-byte pieces, so that lines arrive cut at odd
-// places, and its last line has no newline.
+// Command fakeagent stands in for the Cursor Agent CLI in tests. It checks
+// the arguments, workspace and environment the gateway sets, records them
+// under $HOME, and replays the stream-json script named by the prompt's
+// last "SCENARIO:<name>", in 7-byte pieces with no final newline.
 //
-// Files under $HOME: calls/<pid>.json (what one run got), pids/<pid>
-// (every chat process, and grandchildren as pids/<pid>-child),
-// running/<pid> while a chat runs, peaks/<pid>-<n> (how many ran when it
-// started), models (the `agent models` output to print), logged-out (make
-// `agent status` and every chat fail as not logged in).
+// Files under $HOME: calls/<pid>.json, pids/<pid> (and <pid>-child),
+// running/<pid>, peaks/<pid>-<n>, models (`agent models` output), and
+// logged-out (`agent status` and chats fail as not logged in).
 package main
 
 import (
