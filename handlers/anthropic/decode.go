@@ -9,6 +9,12 @@ import (
 	"cursor2api/utils"
 )
 
+// ModelName is the model the request names.
+func (r *MessagesRequest) ModelName() string { return r.Model }
+
+// Request converts the request (ToRequest).
+func (r *MessagesRequest) Request() (*models.Request, error) { return ToRequest(r) }
+
 // ToRequest converts a Messages request into the core's request, checking
 // what only this wire format can get wrong: roles, tool types, the shape
 // of tool_choice, thinking and max_tokens. Its errors are *models.Error

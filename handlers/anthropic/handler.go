@@ -11,7 +11,7 @@ import (
 )
 
 // Door is the Anthropic Messages door.
-var Door = &door.Door{Name: "anthropic", ErrorBody: func(e *models.Error) any { return ErrorBodyOf(e) }}
+var Door = door.New("anthropic", ErrorBodyOf)
 
 // Prefix is where the door's routes live.
 const Prefix = "/v1/messages"
@@ -36,17 +36,12 @@ func (h Handler) Routes(g gin.IRoutes) {
 // nothing).
 func (h Handler) Messages(c *gin.Context) {
 	var wire MessagesRequest
-	if apiErr := h.Kit.ReadJSON(c, &wire); apiErr != nil {
-		door.WriteError(c, apiErr)
-		return
-	}
-	door.SetModel(c, wire.Model)
-	req, err := ToRequest(&wire)
-	if err != nil {
-		door.WriteError(c, door.AsError(err))
+	req, ok := h.Kit.Decode(c, &wire)
+	if !ok {
 		return
 	}
 	asked := req.Model
+	var err error
 	if req.Model, err = h.Kit.ResolveModel(req.Model); err != nil {
 		door.WriteError(c, door.AsError(err))
 		return
@@ -70,13 +65,7 @@ func (h Handler) Messages(c *gin.Context) {
 // request's input tokens that errs on the high side.
 func (h Handler) CountTokens(c *gin.Context) {
 	var wire MessagesRequest
-	if apiErr := h.Kit.ReadJSON(c, &wire); apiErr != nil {
-		door.WriteError(c, apiErr)
-		return
-	}
-	door.SetModel(c, wire.Model)
-	if _, err := ToRequest(&wire); err != nil {
-		door.WriteError(c, door.AsError(err))
+	if _, ok := h.Kit.Decode(c, &wire); !ok {
 		return
 	}
 	if _, err := h.Kit.ResolveModel(wire.Model); err != nil {

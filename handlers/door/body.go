@@ -17,6 +17,31 @@ import (
 	"cursor2api/utils/jsondec"
 )
 
+// Wire is a door's request body that converts on its own into the core's
+// request (Kit.Decode).
+type Wire interface {
+	// ModelName is the model the body asks for, as the client spelt it.
+	ModelName() string
+	// Request converts the body into the core's request.
+	Request() (*models.Request, error)
+}
+
+// Decode reads the body into w, names its model for the log, and converts
+// it. On false the error is answered.
+func (k *Kit) Decode(c *gin.Context, w Wire) (*models.Request, bool) {
+	if apiErr := k.ReadJSON(c, w); apiErr != nil {
+		WriteError(c, apiErr)
+		return nil, false
+	}
+	SetModel(c, w.ModelName())
+	req, err := w.Request()
+	if err != nil {
+		WriteError(c, AsError(err))
+		return nil, false
+	}
+	return req, true
+}
+
 // ReadJSON reads the body within the size limit and decodes it into v,
 // leniently: unknown fields are ignored. Its errors speak JSON, not Go.
 func (k *Kit) ReadJSON(c *gin.Context, v any) *models.Error {

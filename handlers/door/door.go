@@ -22,6 +22,11 @@ type Door struct {
 	ErrorBody func(*models.Error) any
 }
 
+// New is the door called name whose errors body renders.
+func New[B any](name string, body func(*models.Error) B) *Door {
+	return &Door{Name: name, ErrorBody: func(e *models.Error) any { return body(e) }}
+}
+
 // Keys of the gin context: set by the middleware and the doors, read by
 // the access log, the metrics and the usage ledger.
 const (

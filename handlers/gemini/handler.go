@@ -14,7 +14,7 @@ import (
 )
 
 // Door is the Gemini door.
-var Door = &door.Door{Name: "gemini", ErrorBody: func(e *models.Error) any { return ErrorBodyOf(e) }}
+var Door = door.New("gemini", ErrorBodyOf)
 
 // Prefix is the API version Gemini CLI and Google's SDKs call: every
 // route under it is the door's.

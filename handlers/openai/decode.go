@@ -10,6 +10,12 @@ import (
 	"cursor2api/utils"
 )
 
+// ModelName is the model the request names.
+func (r *ChatRequest) ModelName() string { return r.Model }
+
+// Request converts the request (ToRequest).
+func (r *ChatRequest) Request() (*models.Request, error) { return ToRequest(r) }
+
 // ToRequest converts a chat-completions request into the core's request,
 // checking what only this wire format can get wrong: tool types, the
 // tool_choice shape, and message roles. Its errors are *models.Error whose

@@ -12,7 +12,7 @@ import (
 
 // Door is the OpenAI chat-completions door. Its error shape is the
 // gateway's default, for routes that belong to no other door.
-var Door = &door.Door{Name: "openai", ErrorBody: func(e *models.Error) any { return ErrorBodyOf(e) }}
+var Door = door.New("openai", ErrorBodyOf)
 
 // Handler serves POST /v1/chat/completions.
 type Handler struct{ Kit *door.Kit }
@@ -20,14 +20,8 @@ type Handler struct{ Kit *door.Kit }
 // ChatCompletions is the chat-completions door.
 func (h Handler) ChatCompletions(c *gin.Context) {
 	var wire ChatRequest
-	if apiErr := h.Kit.ReadJSON(c, &wire); apiErr != nil {
-		door.WriteError(c, apiErr)
-		return
-	}
-	door.SetModel(c, wire.Model)
-	req, err := ToRequest(&wire)
-	if err != nil {
-		door.WriteError(c, door.AsError(err))
+	req, ok := h.Kit.Decode(c, &wire)
+	if !ok {
 		return
 	}
 	prepared, ok := h.Kit.Prepare(c, req)

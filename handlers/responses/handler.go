@@ -15,7 +15,7 @@ import (
 )
 
 // Door is the Responses API door; its errors are OpenAI's.
-var Door = &door.Door{Name: "responses", ErrorBody: func(e *models.Error) any { return ErrorBodyOf(e) }}
+var Door = door.New("responses", ErrorBodyOf)
 
 // Prefix is where the door's routes live.
 const Prefix = "/v1/responses"
