@@ -43,9 +43,9 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	if *profile != "" {
 		cfg.BrowserProfile = *profile
 	}
-	cfg.Backend = "web" // the check belongs to the web chat, whatever BACKEND says
+	// The check belongs to the web chat, whatever BACKEND says.
 	level, _ := cfg.SlogLevel()
-	gw, err := services.FromConfig(cfg, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})))
+	web, err := services.NewWebChat(cfg, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})))
 	if err != nil {
 		fmt.Fprintln(stderr, "cursor2api xih:", err)
 		return 2
@@ -61,7 +61,7 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *budget)
 	defer cancel()
-	res, ranAs := gw.Human.Check(ctx, script, human.EvalOptions{Diagnose: true})
+	res, ranAs := web.Human.Check(ctx, script, human.EvalOptions{Diagnose: true})
 	source := ranAs
 	if *file != "" {
 		source = *file + " (as " + ranAs + ")"
