@@ -23,8 +23,8 @@ func (gw *Gateway) Start(ctx context.Context) {
 // processes, and the native back door's parked runs.
 func (gw *Gateway) Close() {
 	gw.StopMCP()
-	if gw.Native != nil {
-		gw.Native.Close()
+	if gw.native != nil {
+		gw.native.Close()
 	}
 }
 
@@ -33,21 +33,21 @@ func (gw *Gateway) Close() {
 // state store, so that a rest recorded just before the stop is kept; the
 // store may close after it. It aborts the parked runs first.
 func (gw *Gateway) Shutdown(ctx context.Context) error {
-	if gw.Native == nil {
+	if gw.native == nil {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, state.DefaultWriteTimeout)
 	defer cancel()
-	return gw.Native.Shutdown(ctx)
+	return gw.native.Shutdown(ctx)
 }
 
 // Running is the number of the back door's processes still running (the
 // Agent CLI's); 0 on the other back doors.
 func (gw *Gateway) Running() int {
-	if gw.Agent == nil {
+	if gw.agent == nil {
 		return 0
 	}
-	return gw.Agent.Running()
+	return gw.agent.Running()
 }
 
 // An Option replaces a part FromConfig would build, for tests and

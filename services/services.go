@@ -3,7 +3,8 @@
 // transport, egress pool, cookie jar and x-is-human provider, the Cursor
 // Agent CLI, or Cursor's native agent API with its key pool), the MCP
 // servers, Cloud Agents, the metrics and readiness that watch them, and
-// the core chat service on top. It is the one package that turns config
+// the core chat service on top; or, for the commands that check it, the
+// web chat alone (NewWebChat). It is the one package that turns config
 // into parts; everything it builds takes plain values.
 package services
 
@@ -43,14 +44,12 @@ type Gateway struct {
 	// published ones.
 	Aliases models.Aliases
 	Chat    *chat.Service
-	// Web is the web-chat back door, for doctor's steps; nil on the other
-	// backends. Web, Agent and Native are for services' own packages:
-	// what runs the gateway goes through Start, Close and Shutdown.
-	Web *webchat.Client
-	// Agent is the Cursor Agent CLI back door; nil on the web backend.
-	Agent *agentcli.CLI
-	// Native is Cursor's native agent API back door (BACKEND=cursor).
-	Native *native.Client
+	// The back door BACKEND picks, one of the three, for services alone:
+	// what runs the gateway goes through Start, Close and Shutdown, and
+	// the commands on the web chat build theirs with NewWebChat.
+	web    *webchat.Client
+	agent  *agentcli.CLI
+	native *native.Client
 	// background runs what the backend keeps up to date (its model list)
 	// until ctx ends; nil when there is nothing. Start runs it.
 	background func(ctx context.Context)
@@ -140,12 +139,12 @@ func FromConfigState(cfg *config.Config, logger *slog.Logger, q *state.Queue, op
 	if err := withMCP(cfg, gw, m, ready, logger); err != nil {
 		return nil, err
 	}
-	if gw.Web != nil {
+	if gw.web != nil {
 		var o options
 		for _, opt := range opts {
 			opt(&o)
 		}
-		o.apply(gw.Web)
+		o.apply(gw.web)
 	}
 	return gw, nil
 }
@@ -208,6 +207,65 @@ func apiAnswer(resp *http.Response) bool {
 
 // webGateway builds the gateway on Cursor's web chat.
 func webGateway(cfg *config.Config, pool *egress.Pool, m *metrics.Metrics, ready *readiness.Tracker, drift *utils.Drift, logger *slog.Logger) (*Gateway, error) {
+	w, err := webChat(cfg, pool, m, ready, drift, logger)
+	if err != nil {
+		return nil, err
+	}
+	catalog, up, background, err := webModels(cfg, w.Client, ready, logger)
+	if err != nil {
+		return nil, err
+	}
+	core, err := newCore(cfg, catalog, ready.Upstream(m.Upstream(up)), m, logger)
+	if err != nil {
+		return nil, err
+	}
+	return &Gateway{Catalog: catalog, Chat: core, web: w.Client, Human: w.Human, background: background}, nil
+}
+
+// WebChat is Cursor's web chat alone, wired as the gateway wires it, for
+// the commands that check it (doctor, xih): none of the gateway around it
+// (core, MCP, Cloud Agents, the other back doors) is built, and nothing
+// runs in the background.
+type WebChat struct {
+	// Client is the back door: its transport (TLS fingerprint, PROXY_URL's
+	// pool), cookie jar, browser profile and checkpoint keeper.
+	Client *webchat.Client
+	// Human is its x-is-human provider.
+	Human *human.Provider
+	// Catalog is what the gateway publishes at start: MODELS, or under
+	// MODELS=auto the fallback (the list is learned by Start, not here).
+	Catalog *models.Catalog
+	// Drift lists what the upstream sent that this version does not know.
+	Drift *utils.Drift
+}
+
+// NewWebChat builds the web chat cfg describes, whatever BACKEND says. The
+// chat goes out through PROXY_URL's proxies as the gateway's would. It
+// serves no /metrics nor /ready: what its parts count and report goes to
+// a registry and a tracker of its own that nobody reads.
+func NewWebChat(cfg *config.Config, logger *slog.Logger) (*WebChat, error) {
+	m, ready := metrics.New(), &readiness.Tracker{}
+	pool, err := egressPool(cfg, m, ready, logger)
+	if err != nil {
+		return nil, err
+	}
+	w, err := webChat(cfg, pool, m, ready, utils.NewDrift(logger), logger)
+	if err != nil {
+		return nil, err
+	}
+	// The background refresh MODELS=auto or MODEL_CHECK_INTERVAL asks for
+	// is the gateway's; the commands ask the upstream themselves.
+	if w.Catalog, _, _, err = webModels(cfg, w.Client, ready, logger); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// webChat wires the web chat on pool: its transport (counted as upstream
+// attempts in m), cookie jar, browser profile, x-is-human provider and
+// checkpoint keeper, reported to m and ready. The catalog is the
+// caller's (webModels).
+func webChat(cfg *config.Config, pool *egress.Pool, m *metrics.Metrics, ready *readiness.Tracker, drift *utils.Drift, logger *slog.Logger) (*WebChat, error) {
 	var proxyFunc func(*http.Request) (*url.URL, error)
 	if pool != nil {
 		proxyFunc = pool.Proxy
@@ -297,15 +355,7 @@ func webGateway(cfg *config.Config, pool *egress.Pool, m *metrics.Metrics, ready
 		Drift:       drift,
 	}
 	web.MaxContinuations = cfg.MaxContinuations
-	catalog, up, background, err := webModels(cfg, web, ready, logger)
-	if err != nil {
-		return nil, err
-	}
-	core, err := newCore(cfg, catalog, ready.Upstream(m.Upstream(up)), m, logger)
-	if err != nil {
-		return nil, err
-	}
-	return &Gateway{Catalog: catalog, Chat: core, Web: web, Human: provider, background: background}, nil
+	return &WebChat{Client: web, Human: provider, Drift: drift}, nil
 }
 
 // Pauses of the model list's refresh under MODELS=auto: between checks
@@ -382,7 +432,7 @@ func agentGateway(cfg *config.Config, m *metrics.Metrics, ready *readiness.Track
 		return nil, err
 	}
 	return &Gateway{
-		Catalog: catalog, Chat: core, Agent: cli,
+		Catalog: catalog, Chat: core, agent: cli,
 		background: func(ctx context.Context) {
 			cli.WatchModels(ctx, catalog, allowed, cfg.AgentModelsTTL.Duration())
 		},
@@ -459,7 +509,7 @@ func cursorGateway(cfg *config.Config, pool *egress.Pool, m *metrics.Metrics, re
 		return nil, err
 	}
 	return &Gateway{
-		Catalog: catalog, Chat: core, Native: client,
+		Catalog: catalog, Chat: core, native: client,
 		background: func(ctx context.Context) {
 			client.WatchModels(ctx, catalog, allowed, cfg.CursorModelsTTL.Duration())
 			client.Close()

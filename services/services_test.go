@@ -3,6 +3,9 @@ package services
 import (
 	"context"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -32,9 +35,9 @@ func TestFromConfig(t *testing.T) {
 	m, _ = gw.Catalog.Resolve("claude-sonnet-4.6-thinking")
 	assert.Equal(t, "anthropic/claude-x", m.Upstream)
 
-	assert.Equal(t, cfg.CursorAPIURL, gw.Web.URL)
-	assert.Equal(t, cfg.Timeout.Duration(), gw.Web.IdleTimeout)
-	v, err := gw.Web.Human.Value(t.Context())
+	assert.Equal(t, cfg.CursorAPIURL, gw.web.URL)
+	assert.Equal(t, cfg.Timeout.Duration(), gw.web.IdleTimeout)
+	v, err := gw.web.Human.Value(t.Context())
 	require.NoError(t, err)
 	assert.Equal(t, "abc", v, "X_IS_HUMAN_MODE reaches the provider")
 }
@@ -57,9 +60,9 @@ func TestFromConfigBrowserProfile(t *testing.T) {
 	require.NoError(t, err)
 	mac, err := human.ProfileByName("chrome-macos")
 	require.NoError(t, err)
-	assert.Equal(t, mac.UserAgent, gw.Web.UserAgent)
-	assert.Equal(t, mac.UserAgent, gw.Web.Profile.Get("User-Agent"))
-	assert.Equal(t, `"macOS"`, gw.Web.Profile.Get("Sec-Ch-Ua-Platform"))
+	assert.Equal(t, mac.UserAgent, gw.web.UserAgent)
+	assert.Equal(t, mac.UserAgent, gw.web.Profile.Get("User-Agent"))
+	assert.Equal(t, `"macOS"`, gw.web.Profile.Get("Sec-Ch-Ua-Platform"))
 	assert.NotNil(t, gw.Human)
 
 	cfg, err = config.FromMap(map[string]string{"BROWSER_PROFILE": "lynx"})
@@ -118,10 +121,10 @@ func TestFromConfigCursorBackend(t *testing.T) {
 	require.NoError(t, err)
 	gw, err := FromConfig(cfg, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
-	t.Cleanup(gw.Native.Close)
+	t.Cleanup(gw.native.Close)
 	assert.Equal(t, []string{"composer-2", "claude-4.5-sonnet"}, gw.Catalog.Names(), "the account's models, no invented twins")
-	require.NotNil(t, gw.Native)
-	assert.True(t, upstream.IsNative(gw.Native))
+	require.NotNil(t, gw.native)
+	assert.True(t, upstream.IsNative(gw.native))
 	public, ok := gw.Aliases.Resolve("claude-sonnet-4-5-20250929", gw.Catalog)
 	assert.True(t, ok)
 	assert.Equal(t, "claude-4.5-sonnet", public, "Claude Code's names reach the account's model")
@@ -131,7 +134,7 @@ func TestFromConfigCursorBackend(t *testing.T) {
 	require.NoError(t, err)
 	gw, err = FromConfig(cfg, slog.New(slog.DiscardHandler))
 	require.NoError(t, err, "no key: the gateway still starts")
-	t.Cleanup(gw.Native.Close)
+	t.Cleanup(gw.native.Close)
 	assert.Equal(t, []string{"auto"}, gw.Catalog.Names())
 	err = gw.Readiness.Check(t.Context())
 	require.Error(t, err)
@@ -153,4 +156,62 @@ func TestFromConfigRejectsBadRemoteHosts(t *testing.T) {
 	require.NoError(t, err)
 	_, err = FromConfig(cfg, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
+}
+
+// NewWebChat builds the web chat alone, whatever else the configuration
+// asks of the gateway: it reaches neither Cursor's API (BACKEND=cursor
+// learns the account's models at start) nor Cloud Agents nor an MCP
+// server, and what only the gateway's other parts refuse (an MCP server's
+// name) is no concern of doctor's or xih's.
+func TestNewWebChatBuildsTheWebChatAlone(t *testing.T) {
+	var calls atomic.Int32
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		http.Error(w, "not the web chat", http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(elsewhere.Close)
+	cfg, err := config.FromMap(map[string]string{
+		"BACKEND": "cursor", "CURSOR_API_KEY": "a-key", "CURSOR_BACKEND_URL": elsewhere.URL, "TIMEOUT": "5",
+		"CLOUD_AGENTS": "on", "CLOUD_API_URL": elsewhere.URL,
+		"MCP_SERVERS":     `{"mcpServers": {"not a name": {"url": "` + elsewhere.URL + `/mcp"}}}`,
+		"X_IS_HUMAN_MODE": "static:abc", "MODELS": "claude-sonnet-4.6",
+	})
+	require.NoError(t, err)
+
+	web, err := NewWebChat(cfg, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	assert.Zero(t, calls.Load(), "nothing but the web chat is built: nothing else is reached")
+	assert.Equal(t, cfg.CursorAPIURL, web.Client.URL, "the web chat, whatever BACKEND says")
+	assert.Same(t, web.Human, web.Client.Human)
+	v, err := web.Human.Value(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, "abc", v)
+	assert.Equal(t, []string{"claude-sonnet-4.6", "claude-sonnet-4.6-thinking"}, web.Catalog.Names())
+	assert.Same(t, web.Drift, web.Client.Drift)
+
+	// The gateway on the same configuration does reach them, and refuses.
+	_, err = FromConfig(cfg, slog.New(slog.DiscardHandler))
+	assert.ErrorContains(t, err, "MCP_SERVERS")
+	assert.NotZero(t, calls.Load())
+}
+
+// The web chat goes out through PROXY_URL's proxies as the gateway's does,
+// and its checkpoint keeper is pinned to them.
+func TestNewWebChatEgress(t *testing.T) {
+	cfg, err := config.FromMap(map[string]string{"X_IS_HUMAN_MODE": "off", "PROXY_URL": "http://127.0.0.1:1,http://127.0.0.1:2"})
+	require.NoError(t, err)
+	web, err := NewWebChat(cfg, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	require.NotNil(t, web.Client.Egress)
+	var labels []string
+	for _, s := range web.Client.Egress.State() {
+		labels = append(labels, s.Label)
+	}
+	assert.Equal(t, []string{"http://127.0.0.1:1", "http://127.0.0.1:2"}, labels)
+	require.NotNil(t, web.Client.Checkpoint)
+	var egresses []string
+	for _, s := range web.Client.Checkpoint.State() {
+		egresses = append(egresses, s.Egress)
+	}
+	assert.Equal(t, labels, egresses)
 }

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"log/slog"
-	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -12,9 +11,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"cursor2api/config"
+	"cursor2api/models"
 	"cursor2api/services"
 	"cursor2api/services/cursortest"
-	"cursor2api/services/native"
+	"cursor2api/services/native/agentv1"
 	"cursor2api/services/native/keys"
 	"cursor2api/services/native/nativetest"
 	"cursor2api/services/state"
@@ -76,25 +77,36 @@ func (s *restStore) log() []string {
 	return append([]string(nil), s.events...)
 }
 
-// shutdownServer is a Server on the native back door whose key pool
-// shares its rests through store, and a key of it that has just begun a
-// rest: its write to the store is under way, held by the store.
+// shutdownServer is a Server on the native back door, wired from its
+// configuration as New wires it, whose key pool shares its rests through
+// store, and a key of it that has just begun a rest (Cursor answered its
+// chat with a quota): its write to the store is under way, held by the
+// store.
 func shutdownServer(t *testing.T, store *restStore) (*Server, *cursortest.LogBuffer) {
 	t.Helper()
-	fake := nativetest.NewServer(t, nativetest.Options{})
+	fake := nativetest.NewServer(t, nativetest.Options{Script: func(*agentv1.AgentRunRequest) nativetest.Script {
+		return nativetest.Script{Steps: []nativetest.Step{nativetest.Fail(nativetest.ErrQuota())}}
+	}})
 	logs := &cursortest.LogBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, nil))
 	q := state.NewQueue(store, 0, logger)
-	hc := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
-	t.Cleanup(hc.CloseIdleConnections)
-	pool, err := keys.New(keys.Options{Keys: []string{nativetest.DefaultAPIKey}, BaseURL: fake.URL, HTTP: hc, State: q, Logger: logger})
+	cfg, err := config.FromMap(map[string]string{
+		"BACKEND": "cursor", "CURSOR_API_KEY": nativetest.DefaultAPIKey, "CURSOR_BACKEND_URL": fake.URL,
+		"CURSOR_API_URL": "http://127.0.0.1:9/never",
+	})
 	require.NoError(t, err)
-	client := native.New(native.Options{Keys: pool, ConnectURL: fake.URL, RESTURL: fake.URL, HTTP: hc, Logger: logger})
-	s := &Server{logger: logger, gw: &services.Gateway{Native: client}, state: q, ledger: usage.New(q, time.Hour, logger), endDrain: func() {}}
+	gw, err := services.FromConfigState(cfg, logger, q)
+	require.NoError(t, err)
+	s := &Server{logger: logger, gw: gw, state: q, ledger: usage.New(q, time.Hour, logger), endDrain: func() {}}
 
-	lease, err := pool.Acquire(t.Context(), "a conversation")
+	p, err := gw.Chat.Prepare(&models.Request{Model: "composer-2", Messages: []models.Message{
+		{Role: models.RoleUser, Blocks: []models.Block{{Kind: models.BlockText, Text: "a conversation"}}},
+	}}, "shutdown")
 	require.NoError(t, err)
-	lease.Done(keys.Outcome{Kind: keys.Quota})
+	_, err = gw.Chat.Complete(t.Context(), p)
+	var quota *models.Error
+	require.ErrorAs(t, err, &quota)
+	require.Equal(t, models.KindRateLimit, quota.Kind, "%v", err)
 	select {
 	case <-store.entered:
 	case <-time.After(5 * time.Second):

@@ -2,10 +2,7 @@ package doctor
 
 import (
 	"context"
-	"flag"
-	"fmt"
 	"io"
-	"log/slog"
 	"time"
 
 	"cursor2api/config"
@@ -15,23 +12,17 @@ import (
 // upstream. It returns the exit status: 2 for a usage or configuration
 // error, else Run's.
 func Command(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	budget := fs.Duration("budget", 30*time.Second, "the time limit of each step")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	cfg, err := config.Load()
-	if err != nil {
-		fmt.Fprintln(stderr, "cursor2api doctor:", err)
-		return 2
-	}
+	c := config.NewCommand("doctor", stderr)
 	// The steps report what the log would say; only errors go to stderr.
-	level, _ := cfg.SlogLevel()
-	state, err := NewState(cfg, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: max(level, slog.LevelError)})))
-	if err != nil {
-		fmt.Fprintln(stderr, "cursor2api doctor:", err)
+	c.ErrorsOnly = true
+	budget := c.Flags.Duration("budget", 30*time.Second, "the time limit of each step")
+	cfg, ok := c.Load(args)
+	if !ok {
 		return 2
+	}
+	state, err := NewState(cfg, c.Logger(cfg))
+	if err != nil {
+		return c.Fail(err)
 	}
 	return Run(context.Background(), stdout, state, Steps(), *budget)
 }

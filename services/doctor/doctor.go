@@ -61,11 +61,12 @@ type Step struct {
 	Run func(ctx context.Context, s *State) Result
 }
 
-// State is what the steps share: the configuration, the gateway it wires,
-// and what earlier steps found.
+// State is what the steps share: the configuration, the web chat it
+// wires, and what earlier steps found.
 type State struct {
-	Config  *config.Config
-	Gateway *services.Gateway
+	Config *config.Config
+	// WebChat is the web chat alone, as the gateway wires it.
+	WebChat *services.WebChat
 	// Script and ScriptURL are the challenge script the script step
 	// fetched ("" when it did not).
 	Script, ScriptURL string
@@ -73,16 +74,16 @@ type State struct {
 	Allowed []string
 }
 
-// NewState wires the web-chat gateway cfg describes, whatever BACKEND
-// says: the handshake is the web chat's.
+// NewState wires the web chat cfg describes, whatever BACKEND says: the
+// handshake is the web chat's. Nothing else of the gateway is built.
 func NewState(cfg *config.Config, logger *slog.Logger) (*State, error) {
 	web := *cfg
 	web.Backend = "web"
-	gw, err := services.FromConfig(&web, logger)
+	w, err := services.NewWebChat(&web, logger)
 	if err != nil {
 		return nil, err
 	}
-	return &State{Config: &web, Gateway: gw}, nil
+	return &State{Config: &web, WebChat: w}, nil
 }
 
 // Steps is the handshake in the order a browser goes through it, then

@@ -32,7 +32,7 @@ var checkpointRE = regexp.MustCompile(`(?i)vercel security checkpoint`)
 // and reports whether the checkpoint stands in the way.
 func Checkpoint() Step {
 	return Step{Name: "checkpoint", Run: func(ctx context.Context, s *State) Result {
-		web := s.Gateway.Web
+		web := s.WebChat.Client
 		if web.Checkpoint == nil {
 			return detectCheckpoint(ctx, s)
 		}
@@ -83,7 +83,7 @@ func detectCheckpoint(ctx context.Context, s *State) Result {
 	if err != nil {
 		return Result{Outcome: Fail, Detail: err.Error(), Fix: "set CURSOR_API_URL to the chat endpoint, e.g. https://cursor.com/api/chat"}
 	}
-	web := s.Gateway.Web
+	web := s.WebChat.Client
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, page, nil)
 	if err != nil {
 		return Result{Outcome: Fail, Detail: err.Error()}
@@ -131,7 +131,7 @@ func pageURL(api string) (string, error) {
 // cookies (never their values), and the cookies the upstream set.
 func Cookie() Step {
 	return Step{Name: "cookie", Run: func(_ context.Context, s *State) Result {
-		web := s.Gateway.Web
+		web := s.WebChat.Client
 		var jarred []string
 		if u, err := url.Parse(s.Config.CursorAPIURL); err == nil && web.HTTP.Jar != nil {
 			for _, c := range web.HTTP.Jar.Cookies(u) {
@@ -171,10 +171,10 @@ const scriptFix = "the upstream no longer checks x-is-human, so requests go on w
 // Script is the step that fetches the x-is-human challenge script.
 func Script() Step {
 	return Step{Name: "challenge script", Run: func(ctx context.Context, s *State) Result {
-		if mode := s.Gateway.Human.Mode(); mode != "script" {
+		if mode := s.WebChat.Human.Mode(); mode != "script" {
 			return Result{Outcome: Skip, Detail: fmt.Sprintf("X_IS_HUMAN_MODE=%s: no script to fetch", mode)}
 		}
-		script, scriptURL, err := s.Gateway.Human.FetchScript(ctx)
+		script, scriptURL, err := s.WebChat.Human.FetchScript(ctx)
 		if err != nil {
 			return Result{Outcome: Warn, Detail: fmt.Sprintf("could not fetch %s: %s", utils.Clip(scriptURL, 200), utils.Clip(err.Error(), 300)), Fix: scriptFix}
 		}
@@ -186,7 +186,7 @@ func Script() Step {
 // XIsHuman is the step that runs the fetched challenge script, as `cursor2api xih` does.
 func XIsHuman() Step {
 	return Step{Name: "x-is-human", Run: func(ctx context.Context, s *State) Result {
-		p := s.Gateway.Human
+		p := s.WebChat.Human
 		switch mode := p.Mode(); {
 		case mode != "script":
 			v, _ := p.Value(ctx)
@@ -211,7 +211,7 @@ func XIsHuman() Step {
 // with what the gateway publishes.
 func Models() Step {
 	return Step{Name: "models", Run: func(ctx context.Context, s *State) Result {
-		allowed, err := s.Gateway.Web.AllowedModels(ctx)
+		allowed, err := s.WebChat.Client.AllowedModels(ctx)
 		if err != nil {
 			if errors.Is(err, webchat.ErrUnrestricted) {
 				return Result{Outcome: Pass, Detail: "the upstream accepts any model id"}
@@ -230,7 +230,7 @@ func Models() Step {
 			return Result{Outcome: Pass, Detail: detail + "; MODELS=auto publishes " + strings.Join(c.Names(), ", ")}
 		}
 		var refused []string
-		for id, names := range s.Gateway.Catalog.Upstreams() {
+		for id, names := range s.WebChat.Catalog.Upstreams() {
 			if !slices.Contains(allowed, id) {
 				refused = append(refused, fmt.Sprintf("%s (%s)", strings.Join(names, ", "), id))
 			}
@@ -239,7 +239,7 @@ func Models() Step {
 		switch {
 		case len(refused) == 0:
 			return Result{Outcome: Pass, Detail: detail + "; every model of MODELS is accepted"}
-		case len(refused) == len(s.Gateway.Catalog.Upstreams()):
+		case len(refused) == len(s.WebChat.Catalog.Upstreams()):
 			return Result{Outcome: Fail, Detail: detail + "; it refuses every model of MODELS: " + strings.Join(refused, "; "),
 				Fix: "set MODELS=auto (publish what the upstream accepts), or MODELS=" + webchat.PublicName(allowed[0])}
 		}
@@ -260,12 +260,12 @@ func Chat() Step {
 		model := ""
 		if len(s.Allowed) > 0 {
 			model = s.Allowed[0]
-		} else if def, ok := s.Gateway.Catalog.Default(); ok {
-			m, _ := s.Gateway.Catalog.Resolve(def)
+		} else if def, ok := s.WebChat.Catalog.Default(); ok {
+			m, _ := s.WebChat.Catalog.Resolve(def)
 			model = m.Upstream
 		}
 		var got strings.Builder
-		_, err := s.Gateway.Web.Stream(ctx, upstream.Request{Model: model, RequestID: "doctor",
+		_, err := s.WebChat.Client.Stream(ctx, upstream.Request{Model: model, RequestID: "doctor",
 			Messages: []models.Turn{{Role: models.RoleUser, Text: chatPrompt}}}, func(d upstream.Delta) error {
 			if d.Kind == upstream.DeltaText {
 				got.WriteString(d.Text)
@@ -319,7 +319,7 @@ func failure(err error) Result {
 // stop it. It runs last.
 func Drift() Step {
 	return Step{Name: "format drift", Run: func(_ context.Context, s *State) Result {
-		notices := s.Gateway.Drift.Notices()
+		notices := s.WebChat.Drift.Notices()
 		if len(notices) == 0 {
 			return Result{Outcome: Pass, Detail: "nothing the upstream sent was new to this version"}
 		}

@@ -3,10 +3,8 @@ package xih
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"strings"
 	"time"
@@ -23,18 +21,13 @@ import (
 // environment does not define. It returns the exit status: 1 when the
 // run fails, 2 for a usage or configuration error.
 func Command(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("xih", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	file := fs.String("file", "", "run this script file instead of fetching SCRIPT_URL")
-	scriptURL := fs.String("url", "", "the script URL (default: SCRIPT_URL; \"auto\" reads SCRIPT_PAGE_URL)")
-	profile := fs.String("profile", "", "the browser profile (default: BROWSER_PROFILE; one of "+strings.Join(human.ProfileNames(), ", ")+")")
-	budget := fs.Duration("budget", 30*time.Second, "the time limit for fetching and running the script")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	cfg, err := config.Load()
-	if err != nil {
-		fmt.Fprintln(stderr, "cursor2api xih:", err)
+	c := config.NewCommand("xih", stderr)
+	file := c.Flags.String("file", "", "run this script file instead of fetching SCRIPT_URL")
+	scriptURL := c.Flags.String("url", "", "the script URL (default: SCRIPT_URL; \"auto\" reads SCRIPT_PAGE_URL)")
+	profile := c.Flags.String("profile", "", "the browser profile (default: BROWSER_PROFILE; one of "+strings.Join(human.ProfileNames(), ", ")+")")
+	budget := c.Flags.Duration("budget", 30*time.Second, "the time limit for fetching and running the script")
+	cfg, ok := c.Load(args)
+	if !ok {
 		return 2
 	}
 	if *scriptURL != "" {
@@ -43,25 +36,22 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	if *profile != "" {
 		cfg.BrowserProfile = *profile
 	}
-	cfg.Backend = "web" // the check belongs to the web chat, whatever BACKEND says
-	level, _ := cfg.SlogLevel()
-	gw, err := services.FromConfig(cfg, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})))
+	// The check belongs to the web chat, whatever BACKEND says.
+	web, err := services.NewWebChat(cfg, c.Logger(cfg))
 	if err != nil {
-		fmt.Fprintln(stderr, "cursor2api xih:", err)
-		return 2
+		return c.Fail(err)
 	}
 	script := ""
 	if *file != "" {
 		b, err := os.ReadFile(*file)
 		if err != nil {
-			fmt.Fprintln(stderr, "cursor2api xih:", err)
-			return 2
+			return c.Fail(err)
 		}
 		script = string(b)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *budget)
 	defer cancel()
-	res, ranAs := gw.Human.Check(ctx, script, human.EvalOptions{Diagnose: true})
+	res, ranAs := web.Human.Check(ctx, script, human.EvalOptions{Diagnose: true})
 	source := ranAs
 	if *file != "" {
 		source = *file + " (as " + ranAs + ")"
