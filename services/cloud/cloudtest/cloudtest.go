@@ -294,6 +294,16 @@ func (s *Server) findLocked(agentID, runID string) *run {
 	return nil
 }
 
+// agentLocked returns the agent the request's path names, or answers 404
+// and returns nil.
+func (s *Server) agentLocked(w http.ResponseWriter, r *http.Request) *agent {
+	a := s.agents[r.PathValue("agent")]
+	if a == nil {
+		writeError(w, http.StatusNotFound, "not_found", "agent not found")
+	}
+	return a
+}
+
 // writeError writes the API's error body.
 func writeError(w http.ResponseWriter, status int, code, msg string) {
 	w.Header().Set("Content-Type", "application/json")
@@ -402,9 +412,8 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	a := s.agents[r.PathValue("agent")]
+	a := s.agentLocked(w, r)
 	if a == nil {
-		writeError(w, http.StatusNotFound, "not_found", "agent not found")
 		return
 	}
 	if last := a.Runs[len(a.Runs)-1]; !terminal(last.Status) {
@@ -559,9 +568,8 @@ func (s *Server) finishLocked(rn *run) {
 func (s *Server) getAgent(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	a := s.agents[r.PathValue("agent")]
+	a := s.agentLocked(w, r)
 	if a == nil {
-		writeError(w, http.StatusNotFound, "not_found", "agent not found")
 		return
 	}
 	writeJSON(w, s.agentJSONLocked(a))
@@ -570,9 +578,8 @@ func (s *Server) getAgent(w http.ResponseWriter, r *http.Request) {
 func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	a := s.agents[r.PathValue("agent")]
+	a := s.agentLocked(w, r)
 	if a == nil {
-		writeError(w, http.StatusNotFound, "not_found", "agent not found")
 		return
 	}
 	items := []any{}
