@@ -304,6 +304,16 @@ func (s *Server) agentLocked(w http.ResponseWriter, r *http.Request) *agent {
 	return a
 }
 
+// runLocked returns the run the request's path names, or answers 404 and
+// returns nil.
+func (s *Server) runLocked(w http.ResponseWriter, r *http.Request) *run {
+	rn := s.findLocked(r.PathValue("agent"), r.PathValue("run"))
+	if rn == nil {
+		writeError(w, http.StatusNotFound, "not_found", "run not found")
+	}
+	return rn
+}
+
 // writeError writes the API's error body.
 func writeError(w http.ResponseWriter, status int, code, msg string) {
 	w.Header().Set("Content-Type", "application/json")
@@ -592,9 +602,8 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	rn := s.findLocked(r.PathValue("agent"), r.PathValue("run"))
+	rn := s.runLocked(w, r)
 	if rn == nil {
-		writeError(w, http.StatusNotFound, "not_found", "run not found")
 		return
 	}
 	writeJSON(w, runJSON(rn))
@@ -603,9 +612,8 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
 func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	rn := s.findLocked(r.PathValue("agent"), r.PathValue("run"))
+	rn := s.runLocked(w, r)
 	if rn == nil {
-		writeError(w, http.StatusNotFound, "not_found", "run not found")
 		return
 	}
 	if !terminal(rn.Status) {
@@ -621,10 +629,9 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 // then live until done, with heartbeats while idle.
 func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
-	rn := s.findLocked(r.PathValue("agent"), r.PathValue("run"))
+	rn := s.runLocked(w, r)
 	s.mu.Unlock()
 	if rn == nil {
-		writeError(w, http.StatusNotFound, "not_found", "run not found")
 		return
 	}
 	if s.opts.StreamsFail {
