@@ -29,6 +29,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"cursor2api/services/cursortest"
 )
 
 // DefaultAPIKey is the key the fake accepts unless Options.APIKey is set.
@@ -113,7 +115,7 @@ type Server struct {
 
 	mu        sync.Mutex
 	agents    map[string]*agent
-	calls     []Call
+	calls     cursortest.Recorder[Call]
 	rateLimit int
 }
 
@@ -227,22 +229,12 @@ func (s *Server) RateLimit(n int) {
 }
 
 // Calls returns the requests received so far.
-func (s *Server) Calls() []Call {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.calls)
-}
+func (s *Server) Calls() []Call { return s.calls.All() }
 
 // CallsTo returns the requests whose method and path are given, as
 // "POST /v1/agents".
 func (s *Server) CallsTo(methodPath string) []Call {
-	var out []Call
-	for _, c := range s.Calls() {
-		if c.Method+" "+c.Path == methodPath {
-			out = append(out, c)
-		}
-	}
-	return out
+	return s.calls.Where(func(c Call) bool { return c.Method+" "+c.Path == methodPath })
 }
 
 // RunStatus returns a run's status ("" when unknown).
@@ -276,9 +268,7 @@ func (s *Server) record(r *http.Request) {
 		body, _ = io.ReadAll(io.LimitReader(r.Body, 1<<20))
 		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
-	s.mu.Lock()
-	s.calls = append(s.calls, Call{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
-	s.mu.Unlock()
+	s.calls.Add(Call{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
 }
 
 func (s *Server) findLocked(agentID, runID string) *run {
