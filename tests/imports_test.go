@@ -64,8 +64,9 @@ var importRules = map[string][]string{
 	"services/native/aiserverv1/aiserverv1connect": {"services/native/aiserverv1"},
 	"services/native/agentv1":                      {"services/native/aiserverv1"},
 	"services/native/agentv1/agentv1connect":       {"services/native/agentv1", "services/native/aiserverv1"},
-	// The fake native backend for tests speaks the generated code only.
-	"services/native/nativetest": {"services/native/agentv1", "services/native/aiserverv1", "services/native/agentv1/agentv1connect", "services/native/aiserverv1/aiserverv1connect"},
+	// The fake native backend for tests speaks the generated code only
+	// (and keeps its calls in cursortest's Recorder).
+	"services/native/nativetest": {"services/cursortest", "services/native/agentv1", "services/native/aiserverv1", "services/native/agentv1/agentv1connect", "services/native/aiserverv1/aiserverv1connect"},
 	// Cursor's native agent API back door.
 	"services/native": {"models", "utils", "services/upstream", "services/epilogue", "services/native/keys", "services/state", "services/native/agentv1", "services/native/agentv1/agentv1connect", "services/native/aiserverv1", "services/native/aiserverv1/aiserverv1connect"},
 	// The native back door's pool of Cursor API keys: no wire format; its
@@ -79,7 +80,7 @@ var importRules = map[string][]string{
 	// Cursor's Cloud Agents client (not a chat back door: the Responses
 	// door serves its runs directly), and its fake for tests.
 	"services/cloud":           {"models", "utils"},
-	"services/cloud/cloudtest": nil,
+	"services/cloud/cloudtest": {"services/cursortest"},
 	// The MCP bridge implements chat.ToolRunner without importing the
 	// core; its test server is the official SDK's.
 	"services/mcp":         {"models", "utils"},

@@ -86,20 +86,21 @@ type heldEvent struct {
 }
 
 func (t *turnSink) Text(text string) error {
-	if t.released {
-		t.sentAny = t.sentAny || text != ""
-		return t.sink.Text(text)
-	}
-	t.held = append(t.held, heldEvent{kind: toolproto.EventText, text: text})
-	return nil
+	return t.textual(toolproto.EventText, text, t.sink.Text)
 }
 
 func (t *turnSink) Reasoning(text string) error {
+	return t.textual(toolproto.EventThinking, text, t.sink.Reasoning)
+}
+
+// textual sends a piece of text or reasoning with send once the turn is
+// released, and holds it as kind until then.
+func (t *turnSink) textual(kind toolproto.EventKind, text string, send func(string) error) error {
 	if t.released {
 		t.sentAny = t.sentAny || text != ""
-		return t.sink.Reasoning(text)
+		return send(text)
 	}
-	t.held = append(t.held, heldEvent{kind: toolproto.EventThinking, text: text})
+	t.held = append(t.held, heldEvent{kind: kind, text: text})
 	return nil
 }
 

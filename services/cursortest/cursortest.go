@@ -53,7 +53,7 @@ type Response struct {
 type Server struct {
 	*httptest.Server
 	mu       sync.Mutex
-	requests []Request
+	requests Recorder[Request]
 	canceled chan struct{}
 	once     sync.Once
 	// gate, when set, answers a request before the chat does (the
@@ -80,10 +80,7 @@ func NewServer(t testing.TB, reply func(n int, req Request) Response) *Server {
 			req.Messages = append(req.Messages, Message{Role: m.Get("role").String(), Text: m.Get("parts.0.text").String()})
 			return true
 		})
-		s.mu.Lock()
-		n := len(s.requests)
-		s.requests = append(s.requests, req)
-		s.mu.Unlock()
+		n := s.requests.Add(req)
 
 		resp := reply(n, req)
 		for k, v := range resp.Header {
@@ -130,11 +127,7 @@ func (s *Server) markCanceled() { s.once.Do(func() { close(s.canceled) }) }
 func (s *Server) Canceled() <-chan struct{} { return s.canceled }
 
 // Requests returns the requests received so far.
-func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Request(nil), s.requests...)
-}
+func (s *Server) Requests() []Request { return s.requests.All() }
 
 // Always answers every request with resp.
 func Always(resp Response) func(int, Request) Response {

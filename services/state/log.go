@@ -136,24 +136,16 @@ type decoder struct {
 
 var errShortField = errors.New("a field runs past the record's end")
 
-func (d *decoder) uvarint() uint64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.err = errShortField
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
+func (d *decoder) uvarint() uint64 { return number(d, binary.Uvarint) }
+func (d *decoder) varint() int64   { return number(d, binary.Varint) }
 
-func (d *decoder) varint() int64 {
+// number is the next varint field, read by read (binary.Uvarint or
+// binary.Varint): one body for both signs.
+func number[T uint64 | int64](d *decoder, read func([]byte) (T, int)) T {
 	if d.err != nil {
 		return 0
 	}
-	v, n := binary.Varint(d.b)
+	v, n := read(d.b)
 	if n <= 0 {
 		d.err = errShortField
 		return 0

@@ -21,6 +21,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"cursor2api/services/cursortest"
 )
 
 // DefaultAPIKey is the key the fake accepts unless Options.APIKey is set.
@@ -105,7 +107,7 @@ type Server struct {
 
 	mu        sync.Mutex
 	agents    map[string]*agent
-	calls     []Call
+	calls     cursortest.Recorder[Call]
 	rateLimit int
 }
 
@@ -219,22 +221,12 @@ func (s *Server) RateLimit(n int) {
 }
 
 // Calls returns the requests received so far.
-func (s *Server) Calls() []Call {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.calls)
-}
+func (s *Server) Calls() []Call { return s.calls.All() }
 
 // CallsTo returns the requests whose method and path are given, as
 // "POST /v1/agents".
 func (s *Server) CallsTo(methodPath string) []Call {
-	var out []Call
-	for _, c := range s.Calls() {
-		if c.Method+" "+c.Path == methodPath {
-			out = append(out, c)
-		}
-	}
-	return out
+	return s.calls.Where(func(c Call) bool { return c.Method+" "+c.Path == methodPath })
 }
 
 // RunStatus returns a run's status ("" when unknown).
@@ -268,9 +260,7 @@ func (s *Server) record(r *http.Request) {
 		body, _ = io.ReadAll(io.LimitReader(r.Body, 1<<20))
 		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
-	s.mu.Lock()
-	s.calls = append(s.calls, Call{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
-	s.mu.Unlock()
+	s.calls.Add(Call{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
 }
 
 func (s *Server) findLocked(agentID, runID string) *run {
@@ -284,6 +274,26 @@ func (s *Server) findLocked(agentID, runID string) *run {
 		}
 	}
 	return nil
+}
+
+// agentLocked returns the agent the request's path names, or answers 404
+// and returns nil.
+func (s *Server) agentLocked(w http.ResponseWriter, r *http.Request) *agent {
+	a := s.agents[r.PathValue("agent")]
+	if a == nil {
+		writeError(w, http.StatusNotFound, "not_found", "agent not found")
+	}
+	return a
+}
+
+// runLocked returns the run the request's path names, or answers 404 and
+// returns nil.
+func (s *Server) runLocked(w http.ResponseWriter, r *http.Request) *run {
+	rn := s.findLocked(r.PathValue("agent"), r.PathValue("run"))
+	if rn == nil {
+		writeError(w, http.StatusNotFound, "not_found", "run not found")
+	}
+	return rn
 }
 
 // writeError writes the API's error body.
@@ -394,9 +404,8 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	a := s.agents[r.PathValue("agent")]
+	a := s.agentLocked(w, r)
 	if a == nil {
-		writeError(w, http.StatusNotFound, "not_found", "agent not found")
 		return
 	}
 	if last := a.Runs[len(a.Runs)-1]; !terminal(last.Status) {
@@ -551,9 +560,8 @@ func (s *Server) finishLocked(rn *run) {
 func (s *Server) getAgent(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	a := s.agents[r.PathValue("agent")]
+	a := s.agentLocked(w, r)
 	if a == nil {
-		writeError(w, http.StatusNotFound, "not_found", "agent not found")
 		return
 	}
 	writeJSON(w, s.agentJSONLocked(a))
@@ -562,9 +570,8 @@ func (s *Server) getAgent(w http.ResponseWriter, r *http.Request) {
 func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	a := s.agents[r.PathValue("agent")]
+	a := s.agentLocked(w, r)
 	if a == nil {
-		writeError(w, http.StatusNotFound, "not_found", "agent not found")
 		return
 	}
 	items := []any{}
@@ -577,9 +584,8 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	rn := s.findLocked(r.PathValue("agent"), r.PathValue("run"))
+	rn := s.runLocked(w, r)
 	if rn == nil {
-		writeError(w, http.StatusNotFound, "not_found", "run not found")
 		return
 	}
 	writeJSON(w, runJSON(rn))
@@ -588,9 +594,8 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
 func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	rn := s.findLocked(r.PathValue("agent"), r.PathValue("run"))
+	rn := s.runLocked(w, r)
 	if rn == nil {
-		writeError(w, http.StatusNotFound, "not_found", "run not found")
 		return
 	}
 	if !terminal(rn.Status) {
@@ -606,10 +611,9 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 // then live until done, with heartbeats while idle.
 func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
-	rn := s.findLocked(r.PathValue("agent"), r.PathValue("run"))
+	rn := s.runLocked(w, r)
 	s.mu.Unlock()
 	if rn == nil {
-		writeError(w, http.StatusNotFound, "not_found", "run not found")
 		return
 	}
 	if s.opts.StreamsFail {

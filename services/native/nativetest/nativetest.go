@@ -43,6 +43,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"cursor2api/services/cursortest"
 	"cursor2api/services/native/agentv1"
 	"cursor2api/services/native/agentv1/agentv1connect"
 	"cursor2api/services/native/aiserverv1"
@@ -110,7 +111,7 @@ type Server struct {
 	opts     Options
 	srv      *httptest.Server
 	mu       sync.Mutex
-	calls    []HTTPCall
+	calls    cursortest.Recorder[HTTPCall]
 	runs     []*Run
 	tokens   map[string]token // access token -> its key and expiry
 	blobs    map[string][]byte
@@ -195,21 +196,11 @@ func (s *Server) Close() {
 }
 
 // Calls returns the unary and REST calls received so far (runs are in Runs).
-func (s *Server) Calls() []HTTPCall {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.calls)
-}
+func (s *Server) Calls() []HTTPCall { return s.calls.All() }
 
 // CallsTo returns the calls received for one path.
 func (s *Server) CallsTo(path string) []HTTPCall {
-	var out []HTTPCall
-	for _, c := range s.Calls() {
-		if c.Path == path {
-			out = append(out, c)
-		}
-	}
-	return out
+	return s.calls.Where(func(c HTTPCall) bool { return c.Path == path })
 }
 
 // Runs returns a snapshot of the runs received so far, in order of arrival.
@@ -244,9 +235,7 @@ func (s *Server) record(r *http.Request) {
 	if strings.HasSuffix(r.URL.Path, "/Run") || strings.HasSuffix(r.URL.Path, "/RunSSE") {
 		return // recorded as a Run
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.calls = append(s.calls, HTTPCall{Path: r.URL.Path, Header: r.Header.Clone()})
+	s.calls.Add(HTTPCall{Path: r.URL.Path, Header: r.Header.Clone()})
 }
 
 // exchange is POST /auth/exchange_user_api_key: Bearer API key → tokens.

@@ -162,23 +162,9 @@ func (a *agentService) GetUsableModels(context.Context, *connect.Request[agentv1
 func (a *agentService) Run(ctx context.Context, stream *connect.BidiStream[agentv1.AgentClientMessage, agentv1.AgentServerMessage]) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	msgs := make(chan *agentv1.AgentClientMessage)
 	// The reader ends when the request body does: connect-go closes it as
 	// the handler returns.
-	go func() {
-		defer close(msgs)
-		for {
-			m, err := stream.Receive()
-			if err != nil {
-				return
-			}
-			select {
-			case msgs <- m:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
+	msgs := pump(ctx, stream.Receive)
 	return a.s.serveRun(ctx, &Run{Transport: Bidi, Header: stream.RequestHeader().Clone()}, msgs, stream.Send)
 }
 
@@ -191,11 +177,19 @@ func (a *agentService) RunSSE(ctx context.Context, req *connect.Request[aiserver
 	defer a.s.endQueue(id)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	msgs := pump(ctx, func() (*agentv1.AgentClientMessage, error) { return q.next(ctx) })
+	return a.s.serveRun(ctx, &Run{Transport: SSE, RequestID: id, Header: req.Header().Clone()}, msgs, stream.Send)
+}
+
+// pump passes the client's messages that receive returns to the channel
+// it returns, until receive fails or ctx ends; then it closes the channel.
+// Both transports feed serveRun through it.
+func pump(ctx context.Context, receive func() (*agentv1.AgentClientMessage, error)) <-chan *agentv1.AgentClientMessage {
 	msgs := make(chan *agentv1.AgentClientMessage)
 	go func() {
 		defer close(msgs)
 		for {
-			m, err := q.next(ctx)
+			m, err := receive()
 			if err != nil {
 				return
 			}
@@ -206,7 +200,7 @@ func (a *agentService) RunSSE(ctx context.Context, req *connect.Request[aiserver
 			}
 		}
 	}()
-	return a.s.serveRun(ctx, &Run{Transport: SSE, RequestID: id, Header: req.Header().Clone()}, msgs, stream.Send)
+	return msgs
 }
 
 type bidiService struct {
