@@ -39,11 +39,9 @@ const (
 
 // StreamWriter is a chat.Sink that writes the answer as typed events, each
 // with an increasing sequence_number (Codex CLI requires it), from
-// response.created to response.completed, which carries the whole response.
-//
-// The events that carry text are appended without reflection (append.go);
-// an item's text is encoded once, by its deltas, and those encodings are
-// reused by its done events, response.completed and the store.
+// response.created to response.completed. Text events are appended without
+// reflection (append.go): an item's text is encoded once, by its deltas,
+// and reused by its done events, response.completed and the store.
 type StreamWriter struct {
 	*sse.Writer
 
