@@ -278,9 +278,8 @@ func assertErrorObject(t testing.TB, v gjson.Result, typ, param, code string, hi
 	}
 }
 
-// sseData checks the byte framing of a stream body against WIRE.md: only
-// events of exactly "data: <one line of JSON>\n\n", no named events and no
-// other lines, ending with "data: [DONE]\n\n" and nothing after it. It
+// sseData checks a stream body's framing: only "data: <one line of
+// JSON>\n\n" events, ending with "data: [DONE]\n\n" and nothing after. It
 // returns the JSON payloads before [DONE].
 func sseData(t testing.TB, body string) []string {
 	t.Helper()
