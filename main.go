@@ -3,10 +3,9 @@
 // calls for coding agents, in front of Cursor's web chat, the Cursor Agent
 // CLI or Cursor's native agent API.
 //
-// Subcommands: healthcheck (the container's HEALTHCHECK), doctor (run the
-// web chat's handshake step by step and say what to set), xih (run the
-// x-is-human check and say what it read), version. Each lives in its own
-// package; main only dispatches.
+// Subcommands: healthcheck (the container's HEALTHCHECK), doctor (the web
+// chat's handshake step by step), xih (the x-is-human check) and version.
+// main only dispatches.
 package main
 
 import (

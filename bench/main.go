@@ -1,27 +1,17 @@
-// Command bench measures the gateway's overhead against its upstream, side
-// by side in one run: an in-process fake upstream speaking the real frame
-// format (services/cursortest's), asked directly and through each front
-// door of an in-process gateway that package server runs, as it runs the
-// command's. For a ~2 KB answer in small deltas and a
-// 1 MB answer, at concurrency 1, 50 and 500, it reports the time to the
-// first content byte (p50, p99), the mean total time and the requests per
-// second, with the ratios of gateway to direct; then the peak RSS of a
-// gateway process (this program re-run as one) holding 1,000 open streams.
-// The native back door (BACKEND=cursor, see native.go) is measured the
-// same way against services/native/nativetest's fake, and a gateway
-// process on it holds turns parked at their tool calls.
+// Command bench measures the gateway's overhead against its upstream in one
+// run: an in-process fake upstream in the real frame format, asked directly
+// and through each door of an in-process gateway run by package server, as
+// the command runs it. For a ~2 KB answer in small deltas and a 1 MB
+// answer, at concurrency 1, 50 and 500, it reports time to first content
+// byte (p50, p99), mean total time and requests per second against direct;
+// then the peak RSS of a gateway process holding 1,000 open streams. The
+// native back door (native.go) is measured the same way, with turns parked
+// at their tool calls. With -states it compares the state engines.
 //
-// With -states it then compares the state engines (STATE_URL): the same
-// small answer through each door of a gateway on each engine, side by
-// side.
-//
-// Everything stays on loopback, and every loop has a fixed number of
-// requests. Run it with
+// Everything stays on loopback and every loop has a fixed number of
+// requests:
 //
 //	go run ./bench
-//
-// A door is one entry of the doors table: its path, a request body and a
-// test for "this event carries answer content".
 package main
 
 import (
@@ -609,11 +599,9 @@ func rss(pid int) (memory, error) {
 func mb(b int64) string { return strconv.FormatFloat(float64(b)/(1<<20), 'f', 1, 64) + " MB" }
 func kb(b int64) string { return strconv.FormatFloat(float64(b)/(1<<10), 'f', 1, 64) + " KB" }
 
-// compareStates measures the small answer through every door of a
-// gateway on each state engine in turn, against the same fake upstream:
-// the time to the first content byte and the requests per second, side by
-// side. The Responses door keeps every response it answers, so it writes
-// to the store once per request; the others add to the usage ledger.
+// compareStates measures the small answer through every door of a gateway
+// on each state engine in turn. Each request writes state: the Responses
+// door stores its response, the others add to the usage ledger.
 func compareStates(urls []string, scale float64) error {
 	up, err := startFake()
 	if err != nil {

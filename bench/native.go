@@ -195,12 +195,10 @@ func parkBody(i int) []byte {
 		`"tools":[{"type":"function","function":{"name":"lookup","parameters":{"type":"object","properties":{"q":{"type":"string"}}}}}]}`, nativeModel, i)
 }
 
-// measureParked starts a gateway process on the native back door and
-// parks turns in it: each request gets the model's tool call, and its run
-// stays open upstream until the results come (they never do here). It
-// reports the growth of the process's RSS and of its live heap (after a
-// GC) per parked turn, and writes the heap profile of the process with its
-// parked turns to heapProfile if set.
+// measureParked parks turns at their tool calls in a gateway process on
+// the native back door (their runs stay open upstream) and reports the
+// growth of RSS and live heap per parked turn; heapProfile, if set, gets
+// the process's heap profile.
 func measureParked(parked int, transport, heapProfile string) error {
 	up := nativetest.Start(nativetest.Options{
 		Wait: 10 * time.Minute, // the fake waits for the results as long as the turns stay parked

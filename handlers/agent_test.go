@@ -269,11 +269,9 @@ func askAnthropic(t *testing.T, s *stack, model, prompt string, stream, tools bo
 	return out
 }
 
-// readClaudeStream reassembles a Messages stream into out, checking the
-// exact fields of every event (trace) and their order: message_start
-// first, blocks at indexes 0, 1, 2… one at a time, each delta of its
-// block's type, then message_delta and message_stop; or an error event,
-// last.
+// readClaudeStream reassembles a Messages stream into out, checking every
+// event's exact fields and order: message_start, blocks one at a time in
+// index order, message_delta and message_stop, or a final error event.
 func readClaudeStream(t *testing.T, events []claudeEvent, model string, out *doorAnswer) {
 	t.Helper()
 	require.NotEmpty(t, events)
@@ -399,12 +397,9 @@ func askResponses(t *testing.T, s *stack, model, prompt string, stream, tools bo
 	return out
 }
 
-// readResponsesStream reassembles a Responses stream into out from its
-// deltas, checking the order of its events (checkItems checks the
-// items'): response.created and response.in_progress first, then
-// response.completed (or response.incomplete, for an answer cut at a
-// length bound) last, or an error event then response.failed. It
-// returns the response of the last event.
+// readResponsesStream reassembles a Responses stream into out, checking
+// that it opens with created and in_progress and ends with completed (or
+// incomplete), or error then failed. It returns the last event's response.
 func readResponsesStream(t *testing.T, evs []respEvent, out *doorAnswer) gjson.Result {
 	t.Helper()
 	require.GreaterOrEqual(t, len(evs), 3, "%s", eventNames(evs))

@@ -14,12 +14,9 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// TestClaudeCodeCLIRunsToolCalls drives the real Claude Code CLI headless
-// (claude -p) against the Anthropic door in front of the fake upstream.
-// The model calls Bash and Write in one turn; Claude Code runs both,
-// sends their results back, and reports the model's last answer. The
-// files on disk prove the calls reached it in a shape it runs, and the
-// access log that none of its requests was refused.
+// TestClaudeCodeCLIRunsToolCalls proves that the real Claude Code (claude -p)
+// runs the Bash and Write calls of one turn and gets the last answer: the
+// files on disk show the calls ran, the access log that nothing was refused.
 func TestClaudeCodeCLIRunsToolCalls(t *testing.T) {
 	bin := claudeBinary(t)
 	work := t.TempDir()

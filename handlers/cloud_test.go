@@ -277,11 +277,9 @@ func TestCloudFollowUp(t *testing.T) {
 	require.NoError(t, err)
 }
 
-// TestCloudStateless: a second gateway, sharing nothing with the first
-// but its configuration (an in-process gateway wired like server.New:
-// config, services.FromConfig, handlers.New, on its own listener),
-// answers for an id the first created; a gateway with another API_KEY
-// and a forged id get 404.
+// TestCloudStateless proves a second gateway sharing only the configuration
+// answers for an id the first created, while another API_KEY and a forged
+// id get 404.
 func TestCloudStateless(t *testing.T) {
 	fake := cloudtest.NewServer(t, cloudtest.Options{})
 	a := newStack(t, cloudEnv(fake), script(t))

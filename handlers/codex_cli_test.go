@@ -41,11 +41,9 @@ func codexBinary(t *testing.T) string {
 	return agentBinary(t, "CODEX_BIN", "codex", "@openai/codex@0.169.0")
 }
 
-// TestCodexCLIRunsAToolCall drives the real Codex CLI headless (codex exec)
-// against the gateway in front of the fake upstream: Codex sends its own
-// Responses requests, runs the exec_command call the model makes, sends
-// the result back, and prints the model's last answer. The file the
-// command writes proves the call reached Codex in a shape it runs.
+// TestCodexCLIRunsAToolCall proves the real Codex CLI (codex exec) runs the
+// model's exec_command call and prints its last answer; the file the
+// command writes shows the call reached Codex in a shape it runs.
 func TestCodexCLIRunsAToolCall(t *testing.T) {
 	bin := codexBinary(t)
 	s := newStack(t, nil, script(t,

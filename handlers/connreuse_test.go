@@ -16,11 +16,9 @@ import (
 	"cursor2api/services/cursortest"
 )
 
-// TestUpstreamConnectionReuse counts the connections the fake upstream
-// accepts: a finished reply's connection goes back to the gateway's pool
-// (its tail, "[DONE]" and the chunked body's end, is read), so that the
-// next request does not pay a dial. Without the drain, every request
-// dialled anew.
+// TestUpstreamConnectionReuse proves a finished reply's connection goes
+// back to the pool, its tail ("[DONE]", the chunked end) read, by counting
+// the fake's connections. Without the drain, every request dialled anew.
 func TestUpstreamConnectionReuse(t *testing.T) {
 	const (
 		sequential = 200

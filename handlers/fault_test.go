@@ -20,12 +20,9 @@ import (
 	"cursor2api/services/cursortest"
 )
 
-// TestFaultsLeaveNothingBehind runs a few thousand requests against an
-// upstream that answers, cuts its reply, stalls past TIMEOUT, sends error
-// frames or fails, while clients disconnect at random points. Every
-// response read to its end must be well-formed (a complete stream, or an
-// OpenAI error), and once everything is closed no goroutine of the
-// gateway may be left.
+// TestFaultsLeaveNothingBehind proves that under a faulty upstream (cuts,
+// stalls, error frames) and clients leaving at random, every response read
+// to its end is well-formed and no goroutine is left once all is closed.
 func TestFaultsLeaveNothingBehind(t *testing.T) {
 	requests := 2000
 	if testing.Short() {

@@ -112,11 +112,9 @@ func TestGeminiCLIRunsParallelTools(t *testing.T) {
 	assert.NotContains(t, logs, "status=4", logs)
 }
 
-// TestGeminiCLIRoutesWithoutAModel: with no -m, the CLI first asks its
-// router model (a generateContent in JSON mode, under a name of its own)
-// how hard the task is, then streams from the model it picked. Both names
-// reach the upstream through MODEL_ALIASES; the router's JSON mode arrives
-// as the instruction with its schema.
+// TestGeminiCLIRoutesWithoutAModel: without -m the CLI first asks its router
+// model, in JSON mode, then streams from the model it picked. Both names
+// reach the upstream through MODEL_ALIASES, JSON mode as an instruction.
 func TestGeminiCLIRoutesWithoutAModel(t *testing.T) {
 	geminiCLI(t)
 	work := t.TempDir()

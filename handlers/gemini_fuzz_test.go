@@ -15,11 +15,9 @@ import (
 	"cursor2api/services/chat"
 )
 
-// FuzzGenerateContentRequest sends any body to the Gemini door, streamed
-// and not (decoding, conversion, schema rewriting, validation, prompt
-// building, over an upstream that answers at once): the answer is always a
-// success whose stream ends with a finishReason, or Google's error with a
-// client status, never a panic or a 5xx.
+// FuzzGenerateContentRequest proves any body to the Gemini door, streamed
+// or not, gets a success ending with a finishReason or Google's error with
+// a client status, never a panic or a 5xx.
 func FuzzGenerateContentRequest(f *testing.F) {
 	for _, seed := range []string{
 		`{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`,

@@ -17,16 +17,11 @@ import (
 	"cursor2api/utils"
 )
 
-// guard is the first line against hostile input and cross-site requests,
-// for every route and door:
-//   - the Host must be allowed (against DNS rebinding: a page on an
-//     attacker's name that resolves to 127.0.0.1 sends its own Host);
-//   - a browser Origin must be the gateway's own or allowed, and a CORS
-//     preflight of an allowed origin is answered here;
-//   - a body must be JSON (application/json or a +json type), which no
-//     cross-site "simple" request can send without a preflight;
-//   - a body must arrive within timeout, so that a client trickling
-//     bytes cannot hold a goroutine and a connection forever.
+// guard is the first line against hostile input, on every route. The Host
+// must be allowed (against DNS rebinding); a browser Origin must be ours or
+// allowed (preflights are answered here); a body must be JSON, which no
+// cross-site simple request can send, and arrive within timeout, so a
+// trickling client cannot hold a connection forever.
 func guard(hosts, origins []string, timeout time.Duration) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		r := c.Request

@@ -130,11 +130,9 @@ func sentTrigger(req cursortest.Request) string {
 // defaultUsage is the usage the scripted upstream reports in its finish frame.
 var defaultUsage = cursortest.Usage{Input: 321, Output: 45}
 
-// script is a fake upstream model: it answers the n-th request with
-// turns[n] (the last one repeating) as text-delta frames, reporting
-// defaultUsage. Every "TRIGGER" in a delta becomes the trigger the gateway
-// put in that request's system message, as a model following the protocol
-// would write it; a turn that needs one when none was sent fails the test.
+// script is a fake upstream model: the n-th request gets turns[n] (the
+// last repeating) as text deltas, with defaultUsage. "TRIGGER" in a delta
+// becomes the trigger the gateway sent, or fails the test if none was sent.
 func script(t testing.TB, turns ...[]string) func(int, cursortest.Request) cursortest.Response {
 	return scriptWith(t, &defaultUsage, nil, turns...)
 }
@@ -280,9 +278,8 @@ func assertErrorObject(t testing.TB, v gjson.Result, typ, param, code string, hi
 	}
 }
 
-// sseData checks the byte framing of a stream body against WIRE.md: only
-// events of exactly "data: <one line of JSON>\n\n", no named events and no
-// other lines, ending with "data: [DONE]\n\n" and nothing after it. It
+// sseData checks a stream body's framing: only "data: <one line of
+// JSON>\n\n" events, ending with "data: [DONE]\n\n" and nothing after. It
 // returns the JSON payloads before [DONE].
 func sseData(t testing.TB, body string) []string {
 	t.Helper()
@@ -334,15 +331,11 @@ type streamed struct {
 // protocolMarkup must never reach the client's content.
 var protocolMarkup = []string{"<<CALL_", "<invoke", "</invoke>", "<thinking>", "</thinking>", "<tool_result"}
 
-// checkStream checks a streamed chat completion against WIRE.md section 2
-// and reassembles it: the response headers; the framing (sseData); the
-// same id, created, model and object on every chunk; the exact opening
-// delta; exact fields of every delta and tool-call delta (index always,
-// id/type/name only on a call's first delta, whose arguments are "",
-// indexes 0,1,2… in order); finish_reason present on every chunk with
-// choices, null but once; after the finish chunk at most one usage chunk
-// with "choices": []; an error chunk only as the last event; and no
-// protocol markup in the content.
+// checkStream checks a streamed chat completion and reassembles it:
+// headers and framing, the same id, created, model and object on every
+// chunk, exact delta fields (a call's id, type and name on its first delta
+// only, indexes in order), finish_reason non-null once, then at most one
+// usage chunk with empty choices; an error chunk only last; no markup.
 func checkStream(t testing.TB, r reply, model string) streamed {
 	t.Helper()
 	require.Equal(t, http.StatusOK, r.status, r.body)

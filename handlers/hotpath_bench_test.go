@@ -20,14 +20,10 @@ import (
 	"cursor2api/services/state"
 )
 
-// BenchmarkDoorHotPath is the gateway's own work for one streamed
-// request, without the network: the request of bench/e2e (a ~2 KB
-// prompt) served by the handler to a writer that discards, and the same
-// ~2 KB answer in about 520 deltas handed over by an in-memory upstream
-// in reads of 35 frames (about the reads per request the e2e benchmark
-// counts). Kernel time, which bench/e2e shows to be about the bare
-// proxy's, is left out, so that ns/op and allocs/op measure only what
-// the gateway adds, steadily enough to compare two builds.
+// BenchmarkDoorHotPath is the gateway's own work for bench/e2e's streamed
+// request, without the network: an in-memory upstream in reads of 35
+// frames, as e2e counts them, and a discarding writer. Without kernel time,
+// ns/op and allocs/op are steady enough to compare two builds.
 func BenchmarkDoorHotPath(b *testing.B) {
 	prompt := strconv.Quote(strings.Repeat("Summarise the design of a small HTTP gateway. ", 45))
 	doors := []struct{ name, path, body string }{

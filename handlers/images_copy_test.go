@@ -16,11 +16,9 @@ import (
 	"cursor2api/utils/jsondec"
 )
 
-// TestImageDataCopiedOnce holds each door to one copy of an image's data
-// from the body to the core's request, the string the block keeps (the
-// Responses door two: its input is kept raw as well, for the store): an
-// image may be megabytes. What a decode allocates is measured, the least
-// of a few runs, so that another test's allocations do not count.
+// TestImageDataCopiedOnce proves each door copies an image's data once
+// from body to request (Responses twice: it keeps its input for the store).
+// It takes a decode's least allocations of a few runs, to ignore other tests.
 func TestImageDataCopiedOnce(t *testing.T) {
 	for _, tc := range imageBodies() {
 		t.Run(tc.door, func(t *testing.T) {

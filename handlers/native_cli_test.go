@@ -14,14 +14,10 @@ import (
 	"cursor2api/services/native/nativetest"
 )
 
-// The real Claude Code and Codex CLIs on BACKEND=cursor, against the fake
-// of Cursor's native backend: a session that reads a file, edits it, and
-// answers, over three requests of the agent. The fake acts as a model
-// does: it calls the tools the agent declared (as mcp_args execs), and a
-// run goes on from where the conversation it carries stands. Each session
-// runs twice: with parked turns (every result resumes the one upstream
-// run) and with CURSOR_PARK_MAX=0 (every result is replayed in a fresh
-// run with the whole history).
+// The real Claude Code and Codex CLIs on BACKEND=cursor against the fake
+// native backend: a session that reads a file, edits it and answers. Each
+// runs twice: with parked turns (results resume the upstream run) and with
+// CURSOR_PARK_MAX=0 (results are replayed in a fresh run).
 
 // agentStep is one tool call of a fake model's session, with the text it
 // says before it.
@@ -31,10 +27,8 @@ type agentStep struct {
 }
 
 // agentModel is a fake model for an agent's session: its tool calls in
-// order, then its final answer. A run starts after as many calls as the
-// history it carries holds tool results (none for a fresh session), so a
-// replayed run goes on where the session stands; a resumed run plays on
-// from its parked call in the same run.
+// order, then its final answer. A run skips as many calls as its history
+// holds results, so a replayed run goes on where the session stands.
 func agentModel(steps []agentStep, final string) func(*agentv1.AgentRunRequest) nativetest.Script {
 	return func(req *agentv1.AgentRunRequest) nativetest.Script {
 		var script []nativetest.Step

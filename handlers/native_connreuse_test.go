@@ -11,24 +11,15 @@ import (
 )
 
 // TestNativeUpstreamConnectionReuse is TestUpstreamConnectionReuse on the
-// native back door: it counts the connections the fake of Cursor's
-// backend accepts over sequential and concurrent requests on every door.
-// Over HTTP/2 (the bidi Run, h2c against the fake) one connection carries
-// every run: a finished run's stream ends or is reset, never its
-// connection. Over HTTP/1.1 (RunSSE plus a unary BidiAppend per client
-// message) a run holds two connections at once, its stream's and its
-// appends'; the fake ends the stream with the turn, so both go back to
-// the pool. Without room in the pool for every run in flight (Go's
-// default keeps two idle connections per host), 50 concurrent clients
-// cost about three new connections per request.
+// native back door. Over HTTP/2 one connection carries every run; over
+// HTTP/1.1 a run holds two (its RunSSE stream and its appends), and both
+// go back to the pool, which Go's default of two idle per host is too
+// small for: 50 clients would cost three new connections a request.
 func TestNativeUpstreamConnectionReuse(t *testing.T) {
 	sequential, workers, doors := 200, 50, agentDoors
 	if raceDetector {
-		// A native run is four layers of framing: under -race the full
-		// load took minutes. Half the requests, 20 clients and one door
-		// (the doors change nothing of the back door's traffic) still
-		// show a re-dial per run, which is what the test catches; the
-		// run without -race has them all.
+		// Under -race the full load took minutes. Half the requests, 20
+		// clients and one door still show a re-dial per run.
 		sequential, workers, doors = 100, 20, agentDoors[:1]
 	}
 	const perWorker = 4 // a worker's later requests find the pool warm
@@ -41,16 +32,10 @@ func TestNativeUpstreamConnectionReuse(t *testing.T) {
 	}{
 		// One connection, made by the first run, carries them all.
 		{name: "http2", doors: doors, warm: 1, concurrent: int64(workers * perWorker / 20)},
-		// A connection for each run's stream and one for its appends,
-		// with slack for a connection on its way back to the pool when
-		// the next call asks for one. In the measured round, no more
-		// than one per run: the appends reuse theirs. (Measured: 0 to 2
-		// of 200 as a rule; up to 11 under -race on a loaded machine,
-		// where runs outlast the 5 s heartbeat, until a run that ended
-		// with a heartbeat's append in flight stopped cutting it.)
-		//
-		// The door changes nothing of the back door's traffic: one
-		// keeps the test's time down under -race.
+		// Warming: a stream's and an append's connection per run, with
+		// slack for one on its way back to the pool. Measured round: at
+		// most one per run (usually 0 to 2 of 200). One door keeps the
+		// time down under -race; doors change nothing upstream.
 		{name: "sse", doors: agentDoors[:1], warm: int64(3 * workers), concurrent: int64(workers * perWorker)},
 	}
 	deltas := make([]string, 20) // fewer than TestUpstreamConnectionReuse's: four layers of framing under -race

@@ -50,11 +50,9 @@ func newNativeReplica(t *testing.T, up *nativetest.Server, q *state.Queue) *stac
 	return &stack{Server: srv, cfg: cfg, logs: logs}
 }
 
-// Replicas on one state store share their keys' rests: a quota that
-// Cursor answers one replica makes the key rest on a replica started
-// afterwards (or the same one restarted) at once, and on one already
-// running within its next read of the store, without a request of theirs
-// reaching Cursor with that key.
+// Replicas on one state store share their keys' rests: after a quota on one,
+// a replica started later rests the key at once, a running one by its next
+// read of the store, and neither sends Cursor a request with that key.
 func TestNativeKeyRestsSharedByReplicas(t *testing.T) {
 	up := nativetest.NewServer(t, nativetest.Options{Script: nativeScenarios})
 	q := state.NewQueue(state.NewMemory(nil), 0, nil)

@@ -17,12 +17,9 @@ import (
 	"cursor2api/services/native/nativetest"
 )
 
-// TestNativeTailAfterTheAnswer: Cursor's stream lingers after
-// turn_ended, and the client still has the whole answer at once: every
-// door's last event (a streamed answer's finish, or a whole answer's
-// body, read to its length) comes while the fake holds its stream open,
-// and the fake is released only after that. The run's tail is then read
-// to its end: the fake's run ends cleanly, not cancelled.
+// TestNativeTailAfterTheAnswer: Cursor's stream lingers after turn_ended,
+// yet every door's answer is complete while the fake holds it open, and the
+// tail is then read to its end, so the run ends cleanly, not cancelled.
 func TestNativeTailAfterTheAnswer(t *testing.T) {
 	// The last line of each door's streamed answer.
 	last := map[string]func(line string) bool{

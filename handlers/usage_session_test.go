@@ -68,11 +68,9 @@ func newCoreStack(t *testing.T, up upstream.Upstream) *stack {
 	return &stack{Server: srv}
 }
 
-// TestUsageOnEveryDoor sends a request to each door, streamed and whole,
-// over a back door that reports usage, and reads the usage back through
-// the official SDKs: the cached part of the prompt and the reasoning part
-// of the output in each API's own fields, and, from a back door without
-// such counts, no details where OpenAI's chat completions leave them out.
+// TestUsageOnEveryDoor proves, through the official SDKs on every door,
+// streamed and whole, that cached and reasoning tokens land in each API's
+// own fields, and that chat completions omit details a back door lacks.
 func TestUsageOnEveryDoor(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -222,12 +220,9 @@ func TestSessionReachesTheBackDoor(t *testing.T) {
 // uuidRE matches the session ids the agent CLIs make.
 var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 
-// TestAgentCLIsSendTheirSession runs the real Codex and Claude Code
-// against the gateway over a back door that answers at once, and checks
-// that their session id, a UUID, reaches the back door the same on every
-// request of the run, and that the header the CLI sends it in (header)
-// names the same session as its body (which the gateway would fall back
-// on).
+// TestAgentCLIsSendTheirSession proves that the real Codex and Claude Code
+// session id, a UUID, reaches the back door the same on every request, and
+// that their session header names the same session as their body.
 func TestAgentCLIsSendTheirSession(t *testing.T) {
 	for _, agent := range []struct {
 		name, header string

@@ -1,8 +1,7 @@
 // Package tests holds the module's process-level and deployment tests:
-// gateways run as processes of their own, behind real nginx and Caddy,
-// sharing state through Redis and Cloud Agents across processes; the
-// shipped Kubernetes, Helm, Docker and compose files; and the module's
-// import rules. Paths of the repository are relative to its root, "..".
+// gateways as processes, behind real nginx and Caddy, sharing state; the
+// shipped deployment files; and the import rules. Paths are relative to
+// the repository's root, "..".
 package tests
 
 import (
@@ -22,11 +21,9 @@ import (
 // version is what the test gateways report, a dev build's.
 const version = "dev"
 
-// startGateway serves the gateway as server.Run does, on a loopback port, until
-// the returned cancel is called; done yields Serve's result. Unless env
-// says otherwise, x-is-human is a static value: the default would fetch
-// the challenge script from cursor.com, and tests never leave the
-// loopback. (The server package tests the serving itself.)
+// startGateway serves the gateway as server.Run does, on loopback, until
+// cancel; done yields Serve's result. x-is-human defaults to a static value,
+// since the default fetches a script from cursor.com and tests stay local.
 func startGateway(t *testing.T, env map[string]string) (url string, cancel context.CancelFunc, done <-chan error) {
 	t.Helper()
 	gin.SetMode(gin.TestMode)

@@ -21,11 +21,10 @@ import (
 	"cursor2api/services/cursortest"
 )
 
-// These tests put real reverse proxies, configured by the files shipped in
-// deploy/, in front of the real gateway, and show what users rely on:
-// streams are not buffered, and a long upstream silence survives the
-// proxy's read timeout thanks to the gateway's pings. They skip when the
-// proxy is not installed (.ci/run installs nginx-light and caddy).
+// These tests put real proxies, configured by deploy/'s files, in front of
+// the gateway: streams are not buffered, and the gateway's pings carry a
+// long silence past the proxy's read timeout. Without the proxy installed
+// they skip (.ci/run installs nginx-light and caddy).
 
 // heldUpstream is a fake web chat that streams its first delta, then holds
 // the stream until release is closed (the test client has read that delta

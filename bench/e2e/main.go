@@ -1,27 +1,19 @@
 // Command e2e measures the gateway as an operator runs it: the fake
-// upstream, the gateway's binary, a bare Go reverse proxy
-// (httputil.ReverseProxy, pure pass-through, flushed per read) and, when
-// it is installed, nginx, each in a process of its own, on loopback. The
-// same streamed ~2 KB answer in about 520 deltas of 2 to 6 bytes, for a
-// ~2 KB prompt, goes through the proxies and through each front door of
-// the gateway, interleaved, round after round, at each concurrency. It
-// reports requests per second, the time to the first content byte (p50,
-// p99), the CPU time per request of the process in the middle relative
-// to the fake's (read from /proc; steadier on a shared machine than req/s
-// or milliseconds) and to the bare proxy's, the new upstream connections
-// per request (counted by the fake), and the read and write system calls
-// per request. Run it with
+// upstream, the gateway's binary, a bare httputil.ReverseProxy (flushed per
+// read) and, if installed, nginx, each its own process on loopback. The
+// same ~2 KB answer in about 520 tiny deltas goes through each proxy and
+// each door, interleaved, round after round. It reports req/s, first byte,
+// CPU time per request against the fake's and the bare proxy's (from
+// /proc: steadier than req/s on a shared machine), new upstream
+// connections and read and write system calls per request.
 //
 //	go run ./bench/e2e
 //
-// To measure a change, build the gateway before it and run the two side
-// by side, interleaved in the same run, where the noise of a shared
-// machine touches both alike:
+// To measure a change, run the gateway before it side by side in one run,
+// where a shared machine's noise touches both alike:
 //
 //	git stash && go build -o /tmp/before . && git stash pop
 //	go run ./bench/e2e -compare /tmp/before
-//
-// The in-process benchmarks (go run ./bench) are micro-benchmarks beside it.
 package main
 
 import (
@@ -295,11 +287,10 @@ func run(o options) error {
 	return nil
 }
 
-// startGateway starts the gateway's binary bin on the fake, with its
-// default settings but the upstream's URL, a static x-is-human, one
-// model, no connection cap and warnings only, and its default state
-// store (the log) in stateDir; profile, when set, is where a benchprofile
-// build writes its CPU profile. It returns once /health answers.
+// startGateway starts bin on the fake with default settings except what a
+// measure needs (one model, no connection cap, warnings only), its state
+// log in stateDir and, if set, a benchprofile CPU profile at profile. It
+// returns once /health answers.
 func startGateway(ctx context.Context, bin, stateDir, fakeURL, profile string) (*exec.Cmd, string, error) {
 	port, err := freePort()
 	if err != nil {
@@ -375,14 +366,10 @@ func report(w io.Writer, ts []target, concs []int, cells map[string]*cell, key f
 // warmPasses bounds the passes of warm.
 const warmPasses = 5
 
-// warm makes the connections of concurrency c exist before the measure,
-// as on a gateway that has been running, and returns the fake's count of
-// accepted connections. A pass of c requests from c workers need not have
-// c in flight at once (on a fast target the first ends before the last
-// starts), so the measure would grow the pool, counted as new upstream
-// connections; warm passes again while a pass made the fake accept any,
-// at most warmPasses times. A target that drops connections still dials
-// during the measure, and shows it.
+// warm opens concurrency c's connections before the measure, as on a
+// running gateway, and returns the fake's count of accepted connections.
+// One pass may not have c in flight at once, so warm repeats while a pass
+// opened any, at most warmPasses times.
 func warm(client *http.Client, u string, t target, c int, fakeURL string) (int64, error) {
 	n, err := fakeConns(client, fakeURL)
 	if err != nil {
@@ -517,21 +504,11 @@ func runProxy(upstream string) error {
 	return serveUntilStdinCloses(&http.Server{Handler: proxy, ReadHeaderTimeout: 10 * time.Second})
 }
 
-// newProxy is a bare pass-through to upstream, flushed after every read,
-// in full duplex.
-//
-// Full duplex because a streaming proxy reads the request while it
-// writes the answer. The transport sends the request body from a
-// goroutine of its own and, once it has sent the Content-Length bytes,
-// reads the body once more to check that nothing is left
-// (net/http/transfer.go). By then the upstream may have read the body and
-// answered; and the HTTP/1 server, unless told full duplex, drains and
-// closes the request body as soon as the answer's header is written.
-// That late read then fails ("invalid Read on closed Body"), and the
-// transport closes the upstream connection: mid-stream, the proxy logs
-// "read error during body copy: use of closed network connection" and
-// the client gets "unexpected EOF"; after the stream, the next request
-// dials anew (go.dev/issue/40747).
+// newProxy is a bare pass-through to upstream, flushed after every read.
+// It is full duplex: otherwise the HTTP/1 server closes the request body
+// once the answer's header is out, the transport's final read of the body
+// fails ("invalid Read on closed Body") and the upstream connection is
+// dropped (go.dev/issue/40747).
 func newProxy(upstream *url.URL, transport http.RoundTripper) http.Handler {
 	rp := httputil.NewSingleHostReverseProxy(upstream)
 	rp.FlushInterval = -1

@@ -16,10 +16,8 @@ func (r *MessagesRequest) ModelName() string { return r.Model }
 func (r *MessagesRequest) Request() (*models.Request, error) { return ToRequest(r) }
 
 // ToRequest converts a Messages request into the core's request, checking
-// what only this wire format can get wrong: roles, tool types, the shape
-// of tool_choice, thinking and max_tokens. Its errors are *models.Error
-// whose Param is an Anthropic field path. The model name is taken as is;
-// resolving an alias is the caller's business.
+// what only this wire format can get wrong. Its errors are *models.Error
+// with an Anthropic field path; the model name is not resolved.
 func ToRequest(req *MessagesRequest) (*models.Request, error) {
 	// Thinking counts against max_tokens, as Anthropic counts it.
 	bound, err := models.OutputBound("max_tokens", req.MaxTokens)
@@ -137,12 +135,10 @@ func toToolChoice(tc *ToolChoice, tools []models.Tool) (models.ToolChoice, bool,
 	return models.ToolChoice{}, false, models.InvalidRequest("tool_choice.type", "tool_choice.type %q is not supported: use \"auto\", \"any\", \"tool\" or \"none\"", utils.Clip(tc.Type, utils.QuoteLen))
 }
 
-// contentBlocks converts the content of a system prompt, a user turn or a
-// tool result: text, inline images, and a marker for anything else (a
-// document, an image given by URL or file), which the upstream cannot
-// take. param names the content, and offset the index of c[0] in it,
-// for an error's place; param is called for that error alone, so that
-// content without images formats no path.
+// contentBlocks converts a system prompt, user turn or tool result: text,
+// inline images, and a marker for what the upstream cannot take (documents,
+// images by URL or file). param and offset place an error; param is called
+// only then.
 func contentBlocks(c Content, param func() string, offset int) ([]models.Block, error) {
 	blocks := make([]models.Block, 0, len(c))
 	for j, b := range c {

@@ -84,12 +84,9 @@ func (c refContent) content() Content {
 	return out
 }
 
-// TestContentReadsAsEncodingJSON holds Content's reading of blocks (its
-// string fast path and utils/jsondec) to encoding/json's on random arrays
-// of blocks: every field with values of its type and others, keys in
-// other cases, escaped and repeated, unknown fields, nested content as a
-// string, an array, an object or null, and values that are not blocks.
-// Both take the same arrays, and read them alike.
+// TestContentReadsAsEncodingJSON proves, on random arrays of odd blocks
+// (wrong types, key case, escapes, repeats, unknown fields, nested content),
+// that Content takes and reads the same arrays as encoding/json.
 func TestContentReadsAsEncodingJSON(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
 	strs := []string{`""`, `"plain"`, `"a\nb \"q\" \u00e9 \ud83d\ude00"`, "\"bad \xff\"", `"\ud800"`}

@@ -11,12 +11,10 @@ import (
 const sessionMark = "_session_"
 
 // SessionOf is the client's session id in a request's metadata, or "".
-// Claude Code puts it in metadata.user_id, as the tail of
-// "user_<hash>_account_<uuid>_session_<uuid>" before version 2.1.78 and,
-// from then on, as the session_id of a JSON object encoded in the string
-// ({"device_id":...,"account_uuid":...,"session_id":...}); some clients
-// send that object unencoded. Anything else, an ordinary user id included,
-// names no session: a user has many conversations.
+// Claude Code puts it in metadata.user_id: before 2.1.78 after sessionMark,
+// since then as session_id of a JSON object in the string (some clients
+// send the object unencoded). A plain user id names no session: a user
+// has many conversations.
 func SessionOf(metadata json.RawMessage) string {
 	var m struct {
 		UserID json.RawMessage `json:"user_id"`

@@ -25,22 +25,12 @@ const (
 	blockToolUse
 )
 
-// StreamWriter encodes the core's answer (it is a chat.Sink) as a Messages
-// stream of named events: message_start, then for each content block
-// content_block_start, its deltas and content_block_stop, then
-// message_delta with the stop reason and usage, and message_stop. Nothing
-// is written before the first event (see sse.Writer), so a failure before
-// it still gets a real HTTP status. Stop sequences are the core's: it cuts
-// the text and names the sequence met (StopSequence) before Finish.
+// StreamWriter is a chat.Sink that writes the answer as a Messages stream
+// of named events, from message_start to message_stop.
 //
-// A tool call goes out once it is complete: its content_block_start, the
-// input_json_delta pieces as the core produced them, and its stop, in one
-// go. Anthropic's clients read a cut-off input leniently (the Go SDK's
-// accumulator makes it {}, the TypeScript SDK parses what it can), so a
-// call streamed live and then found invalid, which the core can only leave
-// incomplete, would run with missing or partial arguments. Held to its
-// end, such a call never reaches the client; the core's note in the text
-// says why.
+// A tool call goes out only once complete: the SDKs run a cut-off input
+// anyway (the Go SDK makes it {}, the TypeScript SDK parses what it can),
+// so an invalid call must never reach the client.
 type StreamWriter struct {
 	*sse.Writer
 	id, model   string
@@ -154,11 +144,9 @@ func (s *StreamWriter) closeBlock() error {
 	return s.EventJSON("content_block_stop", s.buf)
 }
 
-// delta writes a content_block_delta of the open block: the delta's type
-// (text_delta, thinking_delta, input_json_delta) and its one field. It is
-// the hot event of a stream, appended to a reused buffer: the same bytes
-// Event writes for the map {"type", "index", "delta": {"type", field}}
-// (keys in order, HTML not escaped), without reflection.
+// delta writes a content_block_delta of the open block. It is the stream's
+// hot event, so it appends to a reused buffer the bytes Event would write
+// for the same map, without reflection.
 func (s *StreamWriter) delta(kind, field, value string) error {
 	b := append(s.buf[:0], `{"delta":{"`...)
 	b = append(b, field...) // text, thinking, partial_json, signature: all sort before "type"

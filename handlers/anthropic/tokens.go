@@ -16,13 +16,10 @@ import (
 	"github.com/pkoukk/tiktoken-go"
 )
 
-// Claude's own tokenizer is not published; cl100k_base, OpenAI's BPE of
-// GPT-4 era models, is the closest well-kept one. Its ranks are embedded,
-// packed (scripts/mkcl100k), so nothing is ever downloaded. Claude's tokenizer needs more tokens for the same text,
-// and Anthropic adds framing of its own, so the BPE count is scaled and
-// the framing added; the constants make the estimate err on the high
-// side, because a client that thinks its context smaller than it is
-// compacts too late. README.md "Token counting" has the measurements.
+// Claude's tokenizer is not published, so counts use cl100k_base (embedded,
+// packed by scripts/mkcl100k), scaled, plus Anthropic's framing. The
+// constants err high: a client that thinks its context smaller compacts too
+// late. README.md "Token counting" has the measurements.
 const (
 	cl100kPattern = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
 
@@ -54,20 +51,17 @@ type TokenCounter struct {
 	err   error
 }
 
-// maxPiece bounds the bytes one BPE merge works on. The merge costs more
-// than the square of a piece's length (a 64 KB word took 53 s), so a
-// longer piece, which ordinary text never has (words and runs of
-// punctuation are short), is counted in chunks of this size: linear
-// time, and a count off by a token or so per chunk.
+// maxPiece bounds the bytes one BPE merge works on: the merge is worse than
+// quadratic (a 64 KB word took 53 s), so longer pieces, which ordinary text
+// never has, are counted in chunks, off by a token or so per chunk.
 const maxPiece = 128
 
 // checkEvery is how many pieces are counted between looks at the context.
 const checkEvery = 256
 
-// cl100kPacked is cl100k_base's tokens in rank order, each as a length
-// byte and its bytes, gzipped: a quarter of the published text file, and
-// the other encodings tiktoken-go-loader would embed beside it (5 MB) are
-// never linked.
+// cl100kPacked is cl100k_base's tokens in rank order, each a length byte
+// and its bytes, gzipped: a quarter of the published file, without the 5 MB
+// of other encodings tiktoken-go-loader would embed.
 //
 //go:embed cl100k_base.bin.gz
 var cl100kPacked []byte
@@ -200,13 +194,10 @@ func (tc *TokenCounter) pieceTokens(piece string) int {
 	return len(starts) - 1
 }
 
-// Count estimates the input tokens of req as Anthropic would count them:
-// the system prompt, the tools and every message, text, tool calls and
-// results. The thinking of earlier assistant turns counts too: Anthropic
-// says it does not, but its documented example counts more than the rest
-// of the text explains, and a count too high is the safe side. A long
-// request takes a while (some 8 ms for 12K tokens): Count stops when ctx
-// ends.
+// Count estimates the input tokens of req as Anthropic would count them.
+// Earlier thinking counts too: Anthropic says it does not, but its own
+// example counts more than the rest explains, and high is the safe side.
+// Count stops when ctx ends (12K tokens take some 8 ms).
 func (tc *TokenCounter) Count(ctx context.Context, req *MessagesRequest) (int, error) {
 	if _, err := tc.load(); err != nil {
 		return 0, err

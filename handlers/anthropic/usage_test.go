@@ -14,11 +14,9 @@ import (
 	"cursor2api/models"
 )
 
-// TestUsageRendering holds the usage of a message to Anthropic's
-// convention, where input_tokens is the part of the prompt the cache had
-// no hand in: in message_start (the estimate), in message_delta (the
-// cache fields and details only when not zero, so that a text back door's
-// event is as it always was) and in a whole message.
+// TestUsageRendering holds a message's usage to Anthropic's convention
+// (input_tokens excludes the cache) in message_start, message_delta (cache
+// fields and details only when not zero) and a whole message.
 func TestUsageRendering(t *testing.T) {
 	for _, tc := range []struct {
 		name         string

@@ -1,15 +1,10 @@
-// Package anthropic is the Anthropic Messages front door (POST
-// /v1/messages), the API Claude Code and the Anthropic SDKs speak: its wire
-// types, the pure conversion of a request into the core's models.Request
-// (ToRequest), the encoders of the core's answer as a message, streamed as
-// named server-sent events (StreamWriter) or whole (FromAnswer), the
-// error body, the model list and the token count of
-// count_tokens. The HTTP glue lives in package handlers.
+// Package anthropic is the Anthropic Messages door (POST /v1/messages),
+// which Claude Code and the Anthropic SDKs speak: its wire types, ToRequest,
+// the answer as named events (StreamWriter) or whole, the error body, the
+// model list and count_tokens.
 //
-// Request types decode leniently: fields the gateway does not use
-// (cache_control, context_management, output_config, citations,
-// defer_loading on tools, ...) are simply not declared, so unknown extras
-// never fail a request.
+// Fields the gateway does not use (cache_control, context_management,
+// citations, ...) are not declared, so unknown extras never fail a request.
 package anthropic
 
 import (
@@ -175,12 +170,10 @@ func ToolUseBlock(id, name string, input json.RawMessage) ResponseBlock {
 	return ResponseBlock{"type": "tool_use", "id": id, "name": name, "input": input}
 }
 
-// Usage is the token accounting of a message, in Anthropic's convention:
-// InputTokens is the part of the prompt neither read from nor written to
-// the cache, so that the three input fields add up to the whole prompt.
-// The cache fields are zero unless the back door reports its cache (the
-// native one does); OutputTokensDetails is there only when it reports
-// reasoning.
+// Usage is the token accounting of a message. As Anthropic counts,
+// InputTokens excludes cache reads and writes, so the three input fields
+// add up to the prompt. Cache fields and details are zero unless the back
+// door reports them (the native one does).
 type Usage struct {
 	InputTokens              int                  `json:"input_tokens"`
 	OutputTokens             int                  `json:"output_tokens"`
@@ -189,11 +182,9 @@ type Usage struct {
 	OutputTokensDetails      *OutputTokensDetails `json:"output_tokens_details,omitempty"`
 }
 
-// DeltaUsage is the usage of message_delta: cumulative totals that
-// overwrite message_start's estimate. A client keeps message_start's
-// value of a field left out (the official SDKs' accumulators do), so the
-// cache fields and the details are sent only when not zero, which keeps
-// the event of a text back door as it always was.
+// DeltaUsage is message_delta's usage: totals that overwrite message_start's
+// estimate. The SDKs keep message_start's value of a field left out, so
+// cache fields and details are sent only when not zero.
 type DeltaUsage struct {
 	InputTokens              int                  `json:"input_tokens"`
 	OutputTokens             int                  `json:"output_tokens"`

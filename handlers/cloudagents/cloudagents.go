@@ -1,11 +1,9 @@
-// Package cloudagents serves Cursor Cloud Agents behind the Responses
-// door (it implements responses.Cloud): a request for a cloud
-// model (cloud.ModelPrefix) launches an agent, or a follow-up run on the
-// agent of previous_response_id, and the response id is the signed pair
-// of agent and run ids (cloud.IDs), so any replica answers GET, cancel and
-// previous_response_id for it with no shared storage. background: true
-// answers at once; otherwise the request follows the run to its end,
-// bounded by CLOUD_MAX_WAIT, and a client that leaves cancels the run.
+// Package cloudagents serves Cursor Cloud Agents behind the Responses door
+// (responses.Cloud): a cloud model launches an agent, or a follow-up run
+// after previous_response_id. The response id is the signed pair of agent
+// and run ids (cloud.IDs), so any replica answers for it without shared
+// storage. Unless background is true, a request follows the run to its end,
+// within CLOUD_MAX_WAIT; a client that leaves cancels the run.
 package cloudagents
 
 import (

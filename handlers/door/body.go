@@ -101,11 +101,9 @@ func jsonKind(t reflect.Type) string {
 	return "another type"
 }
 
-// readAll is io.ReadAll into a buffer of the body's declared size (when
-// it declares one within limit), so that a prompt is not copied through a
-// series of growing buffers. The declared size is the client's word: what
-// is set aside before the bytes come is at most maxPrealloc, past which
-// the buffer grows as they do.
+// readAll is io.ReadAll into a buffer of the body's declared size, so a
+// prompt is not copied through growing buffers. The size is the client's
+// word, so at most maxPrealloc is set aside before the bytes come.
 func readAll(r io.Reader, size, limit int64) ([]byte, error) {
 	if size <= 0 || size > limit {
 		return io.ReadAll(r)
@@ -151,11 +149,9 @@ const maxSessionBytes = 200
 // prompt_cache_key).
 var sessionHeaders = [...]string{"X-Claude-Code-Session-Id", "Session-Id", "Session_id"}
 
-// sessionOf is the client's id of the conversation: the first of
-// sessionHeaders present, else what the door read in the body (fromBody:
-// Claude Code's metadata.user_id, prompt_cache_key), trimmed and clipped
-// to maxSessionBytes of valid UTF-8. A header beats the body: it is the
-// agent's own word, where a body field may be the user's.
+// sessionOf is the client's conversation id: the first of sessionHeaders,
+// else fromBody, clipped to maxSessionBytes of valid UTF-8. A header wins:
+// it is the agent's own word, where a body field may be the user's.
 func sessionOf(r *http.Request, fromBody string) string {
 	s := fromBody
 	for _, h := range sessionHeaders {

@@ -12,11 +12,8 @@ import (
 )
 
 // ToRequest converts a generateContent request for model into the core's
-// request, checking what only this wire format can get wrong: roles, parts,
-// tools, toolConfig and generationConfig. Its errors are *models.Error
-// whose Param is a Gemini field path (contents[2].parts[0].functionResponse).
-// The model name is taken as is; resolving an alias is the caller's
-// business.
+// request, checking what only this wire format can get wrong. Its errors
+// are *models.Error with a Gemini field path; the model name is not resolved.
 func ToRequest(req *GenerateContentRequest, model string, stream bool) (*models.Request, error) {
 	out := &models.Request{Model: model, Stream: stream, IncludeUsage: true}
 	tools, err := toTools(req.Tools)

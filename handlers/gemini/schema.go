@@ -6,14 +6,10 @@ import (
 	"strings"
 )
 
-// JSONSchema turns a Gemini schema into JSON Schema: the OpenAPI subset of
-// parameters and responseSchema writes its types in upper case (OBJECT,
-// STRING) and marks optional values with nullable, and clients send upper
-// case types in parametersJsonSchema and responseJsonSchema too. Types
-// become lower case, nullable: true adds "null" to the type, and the rest
-// is kept. A schema that needs no change is returned as it came; one that
-// is not JSON is returned as it came too, for the caller's check to
-// refuse.
+// JSONSchema turns a Gemini schema (OpenAPI subset: upper-case types,
+// nullable, which clients use in the *JsonSchema fields too) into JSON
+// Schema: types go lower case and nullable adds "null". A schema that needs
+// no change, or is not JSON, is returned as it came, for the caller to check.
 func JSONSchema(raw json.RawMessage) json.RawMessage {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {

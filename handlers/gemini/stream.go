@@ -10,26 +10,15 @@ import (
 	"cursor2api/utils"
 )
 
-// NoPing is the keepalive of a Gemini stream: none. Both Gemini readers
-// that matter take only "data: <json>" events: Gemini CLI fails on an SSE
-// comment ("Incomplete JSON segment"), and the Go SDK fails on a comment,
-// an event: line or [DONE]. A data event that says nothing would reach the
-// caller as an answer of its own, so a silent upstream means a silent
-// stream.
+// NoPing is the keepalive of a Gemini stream: none. Gemini CLI fails on an
+// SSE comment ("Incomplete JSON segment"), the Go SDK on a comment, an
+// event: line or [DONE], and an empty data event reads as an answer.
 var NoPing = sse.NoPing
 
-// StreamWriter encodes the core's answer (it is a chat.Sink) as a stream
-// of GenerateContentResponse events, each a bare "data:" line, the form
-// every Gemini client reads (no event names, no comments, no [DONE]).
-// Nothing is written before the first event (see sse.Writer), so a failure
-// before it still gets a real HTTP status.
-//
-// Each part goes out as it comes, in an event of its own; the last event
-// has no part (a model content without parts, which Gemini CLI and the
-// SDKs take) and carries the finishReason and the usage: a stream without
-// a finishReason makes Gemini CLI ask again. A turn that ends in function
-// calls finishes with STOP. A call goes out once it is complete, with its
-// id, in one part.
+// StreamWriter is a chat.Sink that writes the answer as bare "data:"
+// GenerateContentResponse events, one per part. The last event, without
+// parts, carries finishReason (without one Gemini CLI asks again; calls
+// finish with STOP) and the usage. A call goes out whole, in one part.
 type StreamWriter struct {
 	*sse.Writer
 	id, model string

@@ -1,16 +1,10 @@
-// Package gemini is the Gemini API front door (POST
-// /v1beta/models/{model}:generateContent and :streamGenerateContent), the
-// API Gemini CLI and Google's GenAI SDKs speak: its wire types, the pure
-// conversion of a request into the core's models.Request (ToRequest), the
-// encoders of the core's answer as a GenerateContentResponse, streamed as
-// bare data events (StreamWriter) or whole (FromAnswer), the error body
-// ({"error":{"code","message","status"}}), and the model list. The HTTP
-// glue lives in package handlers.
+// Package gemini is the Gemini API door, which Gemini CLI and the GenAI
+// SDKs speak (POST /v1beta/models/{model}:generateContent and
+// :streamGenerateContent): its wire types, ToRequest, the answer as bare
+// data events (StreamWriter) or whole, the error body and the model list.
 //
-// Request types decode leniently: fields the gateway does not use
-// (safetySettings, cachedContent, thoughtSignature, temperature, topP,
-// topK, ...) are simply not declared, so unknown extras never fail a
-// request.
+// Fields the gateway does not use (safetySettings, cachedContent, topK,
+// ...) are not declared, so unknown extras never fail a request.
 package gemini
 
 import (

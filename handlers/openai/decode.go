@@ -113,13 +113,10 @@ func toMessage(m Message, blocks []models.Block) (models.Message, error) {
 	return models.Message{}, fmt.Errorf("unknown role %q", m.Role)
 }
 
-// ContentBlocks is content's text and images in the client's order, then
-// a marker for each other part that carried no text. An image given by a
-// data: URL goes along; one given by another URL is a marker (its part's
-// type), since the gateway fetches nothing for a client. param names the
-// content (messages[3].content), urlField an image part's URL within a
-// part (image_url.url), for a malformed image's error; param is called
-// for that error alone, so that a message of text formats no path.
+// ContentBlocks is content's text and images in the client's order, then a
+// marker for each part without text. Only data: URL images go along: the
+// gateway fetches nothing for a client. param and urlField name the part in
+// a malformed image's error; param is called only then.
 func ContentBlocks(c Content, param func() string, urlField string) ([]models.Block, error) {
 	blocks := make([]models.Block, 0, 1+2*len(c.Images)+len(c.NonText))
 	pos := 0 // of the text not yet in a block
@@ -185,10 +182,9 @@ func toToolChoice(raw json.RawMessage, tools []models.Tool) (models.ToolChoice, 
 	return NamedToolChoice(name, tools, "tool_choice.function.name")
 }
 
-// StringToolChoice reads the forms of tool_choice that the OpenAI formats
-// share: absent or null (auto) and the strings "auto", "none" and
-// "required" ("any", Anthropic's word, too). ok is false for an object,
-// which each format reads itself; objectForm shows that format's object
+// StringToolChoice reads the tool_choice forms the OpenAI formats share:
+// absent, null, "auto", "none", "required" (and Anthropic's "any"). ok is
+// false for an object, which each format reads itself; objectForm is shown
 // in the error for an unknown string.
 func StringToolChoice(raw json.RawMessage, tools []models.Tool, objectForm string) (choice models.ToolChoice, ok bool, err error) {
 	raw = bytes.TrimSpace(raw)

@@ -14,11 +14,9 @@ import (
 	"cursor2api/models"
 )
 
-// TestUsageRendering holds the usage of a chat completion, in the final
-// usage chunk of a stream and in a whole answer, to OpenAI's fields: the
-// cached part of the prompt and the reasoning part of the completion go
-// in the details, which a text back door's usage (no such counts) leaves
-// out as it always did.
+// TestUsageRendering holds a chat completion's usage, in a stream's usage
+// chunk and a whole answer, to OpenAI's fields: cached and reasoning tokens
+// in the details, which are left out when the back door has no such counts.
 func TestUsageRendering(t *testing.T) {
 	for _, tc := range []struct {
 		name  string

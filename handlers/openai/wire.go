@@ -1,14 +1,9 @@
-// Package openai is the OpenAI chat-completions front door: its wire
-// types, the pure conversion of a request into the core's models.Request
-// (ToRequest), and the encoders of the core's answer as a chat completion,
-// streamed (StreamWriter) or whole (FromAnswer), and of a models.Error as
-// an OpenAI error object. It is the only package that knows choices, delta
-// and finish_reason. The HTTP glue lives in package handlers.
+// Package openai is the OpenAI chat-completions door: its wire types, the
+// conversion of a request into a models.Request (ToRequest), and the
+// answer and errors in OpenAI's shape, streamed (StreamWriter) or whole.
 //
-// Request types decode leniently: real agents send content as a string, an
-// array of parts or null, add vendor fields, and repeat history with
-// reasoning fields. Anything the gateway does not use is simply not declared,
-// so unknown or oddly typed extras never fail a request.
+// Requests decode leniently: content may be a string, parts or null, and
+// fields the gateway does not use are not declared, so extras never fail.
 package openai
 
 import (
@@ -176,18 +171,11 @@ func (c *Content) parts(data []byte) error {
 	return nil
 }
 
-// partsOfPlainShape reads an array of parts (data, checked JSON already)
-// in one pass, when every part has the plain shape agents send: a string,
-// or an object whose "type", "text" and "image_url" keys, if there, are
-// lower case, unescaped, once each, and strings, the image_url of an
-// image part being also an object whose "url", if there, is so. It
-// reports false, leaving c as it was, for anything else, which
-// UnmarshalJSON's general reading (one encoding/json pass per part and
-// field, a pass over every text at each level) then takes, with its
-// errors. The result is the general reading's
-// (TestContentPartsReadAsTheGeneralReading). An image's URL, which may
-// be megabytes, is a slice of the one copy of data that gjson makes,
-// where the general reading copies it three times more.
+// partsOfPlainShape reads an array of parts in one pass when every part has
+// the plain shape agents send (strings, or objects with unescaped, unique
+// lower-case keys); otherwise it reports false and leaves c to the general
+// reading. Its result is the general reading's (a test holds it to that),
+// but an image URL of megabytes is copied once, not four times.
 func (c *Content) partsOfPlainShape(data []byte) bool {
 	var texts, nonText []string
 	var images []ImagePart
@@ -364,11 +352,8 @@ func (f *FunctionCall) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// Usage is the token accounting of a completion. The details are left out
-// when their counts are zero (a text back door reports none): OpenAI's SDKs
-// declare them optional (openai-go's CompletionUsage tags neither
-// required), so an answer without them parses, and one from a text back
-// door stays as it always was.
+// Usage is the token accounting of a completion. Zero details (a text back
+// door reports none) are left out; OpenAI's SDKs declare them optional.
 type Usage struct {
 	PromptTokens            int                      `json:"prompt_tokens"`
 	CompletionTokens        int                      `json:"completion_tokens"`

@@ -64,13 +64,9 @@ func TestErrorBody(t *testing.T) {
 	assert.JSONEq(t, `{"error":{"message":"bad type","type":"invalid_request_error","param":"tools[0].type","code":null}}`, string(b))
 }
 
-// TestContentPartsReadAsTheGeneralReading holds the one-pass reading of
-// content parts to the general one on random arrays of parts: strings,
-// objects with type and text in every case, order and type (lower and
-// upper case keys, escaped keys, duplicates, numbers, null, nested
-// values, extra fields) and other values. Where the one-pass reading
-// takes an array, the result is the general reading's; where it does not,
-// it leaves the content as it was.
+// TestContentPartsReadAsTheGeneralReading proves, on random arrays of odd
+// parts (key case, escapes, duplicates, extra fields), that the one-pass
+// reading gives the general reading's result or leaves content untouched.
 func TestContentPartsReadAsTheGeneralReading(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	texts := []string{`""`, `"plain"`, `"a\nb \"q\" \u00e9 \ud83d\ude00"`, "\"bad \xff\"", `"\ud800"`}

@@ -8,12 +8,9 @@ import (
 	"cursor2api/handlers/sse"
 )
 
-// The appenders below write the events that carry answer text (the deltas,
-// and the done events and items that repeat the whole text) without
-// reflection, byte for byte as sse.Writer.Event writes the same Event:
-// encoding/json with HTML escaping off, except inside output items, which
-// OutputItem.MarshalJSON encodes with json.Marshal, HTML escaping on. The
-// tests hold them to that.
+// The appenders below write the events that carry answer text without
+// reflection, byte for byte as sse.Writer.Event would (tests hold them to
+// it): HTML escaping off, but on inside output items, as json.Marshal does.
 
 // appendHead appends an event's opening: its type and sequence number.
 func appendHead(b []byte, typ string, seq int) []byte {
@@ -150,11 +147,9 @@ func appendPart(b []byte, shape partShape, text [][]byte) []byte {
 	return append(b, shape.tail...)
 }
 
-// encodedText is the text of the item in progress encoded as a JSON
-// string, gathered from its delta events, which encoded every piece of it
-// already. The encoding of the whole text is the encodings of its pieces
-// in a row, unless a piece ends inside a UTF-8 sequence that the next one
-// completes (invalid UTF-8 is encoded as U+FFFD, one byte at a time): then
+// encodedText is the item's text as a JSON string, gathered from its
+// deltas' encodings. Those concatenate to the whole text's encoding unless
+// a piece splits a UTF-8 sequence (each invalid byte becomes U+FFFD); then
 // the whole text is encoded again.
 type encodedText struct {
 	chunks [][]byte // the pieces' encodings, copied in a row

@@ -75,11 +75,9 @@ type Decoded struct {
 	Ignored []string
 }
 
-// ToRequest converts a Responses request into the core's request.
-// history holds the input and output items of the response named by
-// previous_response_id (nil for none). It checks what only this wire
-// format can get wrong (tool types, tool_choice, item types and roles);
-// its errors are *models.Error whose Param is a Responses field path.
+// ToRequest converts a Responses request, after history (the items of
+// previous_response_id's response, or nil), into the core's request. Its
+// errors are *models.Error with a Responses field path.
 func ToRequest(req *Request, history []json.RawMessage) (*Decoded, error) {
 	out := &Decoded{Names: Names{}}
 	r := &models.Request{
@@ -281,12 +279,10 @@ func CustomCallInput(args string) string {
 	return args
 }
 
-// toolChoice reads tool_choice: absent or null (auto), "auto", "none",
-// "required", {"type":"function"|"custom","name":...} naming a declared
-// tool (a namespace member by its namespace and name, or by its
-// flattened name), or {"type":"mcp","server_label":...,"name":...}
-// naming one of the request's MCP servers (servers) and, optionally, its
-// tool, which the core checks once it has listed the server's tools.
+// toolChoice reads tool_choice: the OpenAI strings, a function or custom
+// tool by name (a namespace member also by its flat name), or an mcp
+// server_label with an optional tool name, which the core checks once it
+// has listed the server's tools.
 func toolChoice(raw json.RawMessage, tools []models.Tool, servers []models.MCPServer) (models.ToolChoice, error) {
 	const objectForm = `{"type":"function","name":"..."}`
 	if choice, ok, err := openai.StringToolChoice(raw, tools, objectForm); ok {

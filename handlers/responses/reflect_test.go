@@ -9,19 +9,9 @@ import (
 	"cursor2api/utils"
 )
 
-// reflectWriter is the StreamWriter as it was before it appended its
-// text events by hand: every event goes through encoding/json. It is the
-// oracle the StreamWriter's bytes are held to.
-//
-// It encodes the core's answer (it is a chat.Sink) as a
-// streamed response: every event is "event: <type>" plus one line of JSON
-// data carrying the same type and an increasing sequence_number, which
-// Codex CLI requires. The stream opens with response.created and
-// response.in_progress; each item (reasoning summary, message, function
-// call) is added, streamed and done in turn; response.completed ends it
-// with the whole response and its usage. Nothing is written before the
-// first event (see sse.Writer), so a failure until then still gets an
-// HTTP status.
+// reflectWriter is the StreamWriter as it was before it appended its text
+// events by hand, every event through encoding/json: the oracle the
+// StreamWriter's bytes are held to.
 type reflectWriter struct {
 	*sse.Writer
 

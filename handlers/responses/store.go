@@ -60,12 +60,9 @@ var DefaultStoreLimits = StoreLimits{Max: DefaultStoreMax, MaxBytes: DefaultStor
 // table is the state table of kept responses.
 const table = "responses"
 
-// Store keeps the last responses within its limits, so that
-// previous_response_id can continue a conversation and GET and DELETE
-// find a response. It keeps them in the gateway's state store: whether
-// that is this process's memory, a file that outlives it, or a Redis
-// every replica shares is the store's business. A Store is safe for
-// concurrent use.
+// Store keeps the last responses within its limits for
+// previous_response_id, GET and DELETE, in the gateway's state store
+// (memory, a file or a shared Redis). It is safe for concurrent use.
 type Store struct {
 	limits StoreLimits
 	q      *state.Queue

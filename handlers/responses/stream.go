@@ -37,22 +37,11 @@ const (
 	EventError            = "error"
 )
 
-// StreamWriter encodes the core's answer (it is a chat.Sink) as a
-// streamed response: every event is "event: <type>" plus one line of JSON
-// data carrying the same type and an increasing sequence_number, which
-// Codex CLI requires. The stream opens with response.created and
-// response.in_progress; each item (reasoning summary, message, function
-// call) is added, streamed and done in turn; response.completed ends it
-// with the whole response and its usage. Nothing is written before the
-// first event (see sse.Writer), so a failure until then still gets an
-// HTTP status.
-//
-// The events that carry the answer's text, the deltas and the four done
-// events that repeat an item's whole text, are appended without
-// reflection (append.go), the same bytes encoding/json writes. An item's
-// text is encoded once, piece by piece by its delta events, and those
-// encodings make its done events, its JSON for response.completed and
-// the store. The other events are few and small, and go through Event.
+// StreamWriter is a chat.Sink that writes the answer as typed events, each
+// with an increasing sequence_number (Codex CLI requires it), from
+// response.created to response.completed. Text events are appended without
+// reflection (append.go): an item's text is encoded once, by its deltas,
+// and reused by its done events, response.completed and the store.
 type StreamWriter struct {
 	*sse.Writer
 
@@ -516,11 +505,9 @@ func (s *StreamWriter) completed(typ string) error {
 	return s.EventJSON(typ, pieces...)
 }
 
-// withOutput encodes v, an event or a response whose output is nil, and
-// puts items, encoded already, in the place of that null output. ok is
-// false when the encoding has no such place: the caller then encodes the
-// whole by reflection. The caller makes sure that incomplete_details is
-// null, so that outputMarker's first match is the output (see it).
+// withOutput encodes v, whose output is nil, with the encoded items in
+// place of that null; ok is false when there is no such place. The caller
+// keeps incomplete_details null, so outputMarker's first match is output.
 func withOutput(v any, items []json.RawMessage) (pieces [][]byte, ok bool, err error) {
 	raw, err := marshalEvent(v)
 	if err != nil {

@@ -11,11 +11,9 @@ import (
 	"cursor2api/models"
 )
 
-// TestUsageRendering holds the usage of a response, in the terminal event
-// of a stream (response.completed, or response.incomplete for an answer
-// cut at its length) and in a whole response: the cached part of the
-// prompt and the reasoning part of the output go in the details the
-// Responses API always sends.
+// TestUsageRendering holds a response's usage, in a stream's terminal
+// event and in a whole response, to the details the Responses API always
+// sends: cached prompt and reasoning output tokens.
 func TestUsageRendering(t *testing.T) {
 	for _, tc := range []struct {
 		name  string

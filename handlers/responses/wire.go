@@ -1,15 +1,10 @@
-// Package responses is the OpenAI Responses API front door (POST
-// /v1/responses), the API Codex CLI and newer OpenAI SDK code speak: its
-// wire types, the pure conversion of a request into the core's
-// models.Request (ToRequest), the encoders of the core's answer as a
-// response object, streamed as typed events (StreamWriter) or whole
-// (FromAnswer), and a bounded in-memory Store of earlier responses for
-// previous_response_id. Errors are OpenAI error objects (package openai).
-// The HTTP glue lives in package handlers.
+// Package responses is the OpenAI Responses API door (POST /v1/responses),
+// which Codex CLI and newer OpenAI SDKs speak: its wire types, ToRequest,
+// the answer as typed events (StreamWriter) or whole, and the bounded
+// Store of earlier responses for previous_response_id. Errors are OpenAI's.
 //
-// Requests decode leniently, as the chat-completions door does: anything
-// the gateway does not use (include, client_metadata,
-// temperature...) is simply not declared.
+// Fields the gateway does not use (include, client_metadata, ...) are not
+// declared, so unknown extras never fail a request.
 package responses
 
 import (

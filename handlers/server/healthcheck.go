@@ -9,11 +9,9 @@ import (
 	"time"
 )
 
-// Healthcheck asks the gateway listening on host:port for /health and
-// fails unless it answers 200 within a few seconds. The Docker image runs
-// it as its HEALTHCHECK (`cursor2api healthcheck`), since a scratch image
-// has no shell or curl. A
-// wildcard or empty host means the gateway answers on loopback.
+// Healthcheck fails unless the gateway on host:port answers /health with
+// 200 within a few seconds; a wildcard host means loopback. It is the
+// Docker image's HEALTHCHECK, since a scratch image has no shell or curl.
 func Healthcheck(host, port string) error {
 	switch host {
 	case "", "0.0.0.0", "::", "[::]":

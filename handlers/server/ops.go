@@ -29,9 +29,6 @@ func NewLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
-// banner is the settings in force, for the start-up line: what an operator
-// needs to see that the configuration took. Keys, cookies and proxy
-// passwords are masked.
 // stateBanner says where the state is kept, without a password.
 func stateBanner(cfg *config.Config) string {
 	switch {
@@ -48,6 +45,9 @@ func stateBanner(cfg *config.Config) string {
 	}
 }
 
+// banner is the settings in force, for the start-up line: what an operator
+// needs to see that the configuration took. Keys, cookies and proxy
+// passwords are masked.
 func banner(cfg *config.Config, models []string) []any {
 	proxies := make([]string, 0, len(cfg.ProxyURLs()))
 	for _, p := range cfg.ProxyURLs() {

@@ -10,11 +10,9 @@ import (
 	"syscall"
 )
 
-// A gateway built with -tags benchprofile (as go run ./bench/e2e
-// -cpuprofile builds it) writes a CPU profile to $CURSOR2API_CPUPROFILE
-// from its start until it gets SIGUSR2, and then the profile of its
-// allocations since its start to $CURSOR2API_CPUPROFILE.allocs. Release
-// builds have no such hook.
+// With -tags benchprofile (bench/e2e -cpuprofile), a gateway profiles its
+// CPU into $CURSOR2API_CPUPROFILE until SIGUSR2, then writes its
+// allocations to $CURSOR2API_CPUPROFILE.allocs. Release builds lack this.
 func init() {
 	path := os.Getenv("CURSOR2API_CPUPROFILE")
 	if path == "" {

@@ -125,11 +125,10 @@ func (s *Server) Close() error {
 	return err
 }
 
-// Serve answers on ln until ctx ends, then drains in-flight requests for
-// at most SHUTDOWN_TIMEOUT before ending what is left. It also serves
-// METRICS_ADDR and runs the gateway's background jobs until then. It
-// returns nil after a shutdown, and an error when a listener failed. ln is
-// closed when Serve returns.
+// Serve answers on ln, and on METRICS_ADDR, with the background jobs
+// running, until ctx ends; then it drains requests for at most
+// SHUTDOWN_TIMEOUT. It returns nil after a shutdown, or a listener's
+// error, and closes ln.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	cfg, logger := s.cfg, s.logger
 	defer s.endDrain()

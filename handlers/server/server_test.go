@@ -21,11 +21,9 @@ import (
 	"cursor2api/services/cursortest"
 )
 
-// startGateway serves the gateway env configures on a loopback port until
-// the returned cancel is called; done yields Serve's result. Unless env
-// says otherwise, x-is-human is a static value: the default would fetch
-// the challenge script from cursor.com, and tests never leave the
-// loopback.
+// startGateway serves the gateway env configures on loopback until cancel;
+// done yields Serve's result. x-is-human defaults to a static value, since
+// the default fetches a script from cursor.com and tests stay on loopback.
 func startGateway(t *testing.T, env map[string]string) (url string, cancel context.CancelFunc, done <-chan error) {
 	return startGatewayLogging(t, env, slog.New(slog.DiscardHandler))
 }

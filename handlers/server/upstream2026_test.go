@@ -60,12 +60,10 @@ func longAnswer() string {
 	return b.String()
 }
 
-// A newcomer's `go run .`: no configuration but where the upstream is
-// (a test never leaves loopback), against the 2026 upstream. The official
-// OpenAI and Anthropic libraries get answers: the model is learned, the
-// names they send are aliased to it, the checkpoint is passed in-process,
-// the challenge script's failure does not block, the persona's native call
-// becomes the client's tool call, and a cut answer comes out whole.
+// A newcomer's `go run .`, given only the upstream's URL, against the 2026
+// upstream: the OpenAI and Anthropic libraries get answers. The model is
+// learned and aliased, the checkpoint passed, a failing challenge script
+// does not block, the persona's call is the client's, a cut answer is whole.
 func TestNoConfigurationAgainstThe2026Upstream(t *testing.T) {
 	up, checkpoint := upstream2026(t)
 	gin.SetMode(gin.TestMode)

@@ -1,9 +1,7 @@
 // Package sse writes server-sent events for the streaming doors. A Writer
-// commits the response (status and headers, through its start function)
-// only with the first byte, so that a door can still answer a failure with
-// a real HTTP status until then; it serialises the door's events with the
-// keepalive pings that come from another goroutine; and it encodes each
-// event's data as one line of JSON.
+// sends status and headers only with its first byte, so a door can still
+// answer a failure with a real status; it serialises events with pings from
+// another goroutine, and writes each event's data as one line of JSON.
 package sse
 
 import (

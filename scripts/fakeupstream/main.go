@@ -1,10 +1,7 @@
-// Command fakeupstream is a stand-in for Cursor's web chat on loopback, in
-// the real frame format (services/cursortest's frames), for the Docker
-// smoke test: the gateway in the container is pointed at it. Every POST
-// for an allowed model gets the same short streamed reply, and one for
-// another model the 2026 upstream's "Invalid model" refusal (the gateway
-// learns its models from it); GET /health answers 200 so that a script
-// can wait for it.
+// Command fakeupstream stands in for Cursor's web chat, in the real frame
+// format, for the Docker smoke test. An allowed model gets a short streamed
+// reply, another the 2026 upstream's "Invalid model" refusal, from which
+// the gateway learns its models; GET /health answers 200.
 package main
 
 import (

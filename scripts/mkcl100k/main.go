@@ -1,19 +1,15 @@
-// Command mkcl100k packs OpenAI's cl100k_base BPE ranks into the compact
-// file the Anthropic door embeds for count_tokens
-// (handlers/anthropic/cl100k_base.bin.gz).
+// Command mkcl100k packs OpenAI's cl100k_base BPE ranks into
+// handlers/anthropic/cl100k_base.bin.gz, which the Anthropic door embeds
+// for count_tokens.
 //
-// The published file (cl100k_base.tiktoken, SHA-256 223921b7…b2a7) is one
-// line per token, "<base64 bytes> <rank>", with ranks 0, 1, 2… in order:
-// 1.7 MB of text. Because the ranks are the line numbers, the packed form
-// drops them and the base64, keeping each token as one length byte and its
-// raw bytes, gzipped: about 450 KB. handlers/anthropic's tests rebuild the
-// published text from the packed file and check its SHA-256, so a packing
-// that lost anything fails there.
+// The published file (SHA-256 223921b7…b2a7) has a "<base64> <rank>" line
+// per token, ranks in order: 1.7 MB. Ranks being line numbers, the packed
+// form keeps a length byte and the raw bytes per token, gzipped: ~450 KB.
+// handlers/anthropic's tests rebuild the published text and check its hash.
 //
-// The source file is OpenAI's
-// (https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken)
-// and also ships inside the Go module github.com/pkoukk/tiktoken-go-loader
-// (assets/cl100k_base.tiktoken):
+// The source is OpenAI's
+// (https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken),
+// also in github.com/pkoukk/tiktoken-go-loader (assets/cl100k_base.tiktoken):
 //
 //	go run ./scripts/mkcl100k -in cl100k_base.tiktoken -out handlers/anthropic/cl100k_base.bin.gz
 package main

@@ -1,13 +1,8 @@
 // Command nativeproto writes the .proto sources of the subset of Cursor's
-// native agent API that cursor2api speaks.
-//
-// It reads a schema listing (every message, field number, type and enum
-// value that the official client declares, one per line) and a subset file
-// naming the roots the gateway needs, and writes the closure of those roots
-// as one .proto file per package. Writing the files from the listing, rather
-// than by hand, is what keeps every field number and type exact: a wrong
-// number corrupts the wire silently, while a field left out is harmless
-// because proto3 keeps unknown fields.
+// native agent API that cursor2api speaks: the closure of a subset file's
+// roots in a schema listing of the official client, one file per package.
+// Generating, not writing by hand, keeps field numbers exact: a wrong one
+// corrupts the wire silently, while a missing field is harmless in proto3.
 //
 // Usage:
 //
