@@ -2,10 +2,10 @@ package anthropic
 
 import (
 	"encoding/json"
-	"errors"
 	"strconv"
 	"strings"
 
+	"cursor2api/handlers/door"
 	"cursor2api/handlers/sse"
 	"cursor2api/models"
 	"cursor2api/utils"
@@ -41,16 +41,10 @@ type StreamWriter struct {
 	open    blockKind // the type of the open block
 	index   int       // the index of the next block
 
-	call  *pendingCall // the call being received, not yet sent
-	calls int          // tool_use blocks sent
+	call  door.HeldCall // the call being received, not yet sent
+	calls int           // tool_use blocks sent
 
 	buf []byte // reused for every delta event
-}
-
-// pendingCall is a tool call whose arguments are still arriving.
-type pendingCall struct {
-	id, name  string
-	fragments []string
 }
 
 // NewStreamWriter returns a writer for one response on w. inputTokens is
@@ -191,39 +185,23 @@ func (s *StreamWriter) Reasoning(text string) error {
 }
 
 // ToolCallStart begins a call, which is sent when it ends complete.
-func (s *StreamWriter) ToolCallStart(id, name string) error {
-	if s.call != nil {
-		return errors.New("a tool call started before the previous one ended")
-	}
-	s.call = &pendingCall{id: id, name: name}
-	return nil
-}
+func (s *StreamWriter) ToolCallStart(id, name string) error { return s.call.Start(id, name) }
 
 // ToolCallArguments takes the next piece of the call's input.
-func (s *StreamWriter) ToolCallArguments(fragment string) error {
-	if fragment == "" {
-		return nil
-	}
-	if s.call == nil {
-		return errors.New("tool-call arguments outside a tool call")
-	}
-	s.call.fragments = append(s.call.fragments, fragment)
-	return nil
-}
+func (s *StreamWriter) ToolCallArguments(fragment string) error { return s.call.Add(fragment) }
 
 // ToolCallEnd sends a complete call as a tool_use block whose input
 // starts empty and is filled by input_json_delta events; an incomplete
 // one is dropped.
 func (s *StreamWriter) ToolCallEnd(complete bool) error {
-	call := s.call
-	s.call = nil
-	if call == nil || !complete {
+	call, ok := s.call.End(complete)
+	if !ok {
 		return nil
 	}
-	if err := s.openBlock(blockToolUse, map[string]any{"type": "tool_use", "id": ToolUseID(call.id), "name": call.name, "input": json.RawMessage("{}")}); err != nil {
+	if err := s.openBlock(blockToolUse, map[string]any{"type": "tool_use", "id": ToolUseID(call.ID), "name": call.Name, "input": json.RawMessage("{}")}); err != nil {
 		return err
 	}
-	for _, f := range call.fragments {
+	for _, f := range call.Fragments {
 		if err := s.delta("input_json_delta", "partial_json", f); err != nil {
 			return err
 		}

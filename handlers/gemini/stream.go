@@ -2,9 +2,9 @@ package gemini
 
 import (
 	"encoding/json"
-	"errors"
 	"strings"
 
+	"cursor2api/handlers/door"
 	"cursor2api/handlers/sse"
 	"cursor2api/models"
 	"cursor2api/utils"
@@ -24,15 +24,10 @@ type StreamWriter struct {
 	id, model string
 	thoughts  bool
 
-	call *pendingPart // the call whose arguments are arriving
+	call door.HeldCall // the call whose arguments are arriving
 
 	tail []byte // what follows a text part's object: the rest of the event
 	buf  []byte // reused for every text event
-}
-
-type pendingPart struct {
-	id, name string
-	args     strings.Builder
 }
 
 // NewStreamWriter returns a writer for one response on w. thoughts says
@@ -103,32 +98,19 @@ func (s *StreamWriter) Reasoning(text string) error {
 }
 
 // ToolCallStart begins a call, which is sent when it ends complete.
-func (s *StreamWriter) ToolCallStart(id, name string) error {
-	if s.call != nil {
-		return errors.New("a tool call started before the previous one ended")
-	}
-	s.call = &pendingPart{id: id, name: name}
-	return nil
-}
+func (s *StreamWriter) ToolCallStart(id, name string) error { return s.call.Start(id, name) }
 
 // ToolCallArguments takes the next piece of the call's arguments.
-func (s *StreamWriter) ToolCallArguments(fragment string) error {
-	if s.call == nil {
-		return errors.New("tool-call arguments outside a tool call")
-	}
-	s.call.args.WriteString(fragment)
-	return nil
-}
+func (s *StreamWriter) ToolCallArguments(fragment string) error { return s.call.Add(fragment) }
 
 // ToolCallEnd sends a complete call as a functionCall part; an incomplete
 // one is dropped (the core's note in the text says why).
 func (s *StreamWriter) ToolCallEnd(complete bool) error {
-	call := s.call
-	s.call = nil
-	if call == nil || !complete {
+	call, ok := s.call.End(complete)
+	if !ok {
 		return nil
 	}
-	return s.part(ResponsePart{FunctionCall: &FunctionCall{ID: call.id, Name: call.name, Args: args(call.args.String())}})
+	return s.part(ResponsePart{FunctionCall: &FunctionCall{ID: call.ID, Name: call.Name, Args: args(strings.Join(call.Fragments, ""))}})
 }
 
 // Finish sends the last event: no part, the finish reason and the usage.
