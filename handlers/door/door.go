@@ -22,7 +22,7 @@ type Door struct {
 	ErrorBody func(*models.Error) any
 }
 
-// New is the door called name whose errors body renders.
+// New returns the door called name, whose errors body renders in its API's shape.
 func New[B any](name string, body func(*models.Error) B) *Door {
 	return &Door{Name: name, ErrorBody: func(e *models.Error) any { return body(e) }}
 }
