@@ -13,8 +13,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
+	"google.golang.org/protobuf/encoding/prototext"
 
 	"cursor2api/services/cursortest"
+	"cursor2api/services/native/agentv1"
+	"cursor2api/services/native/nativetest"
 )
 
 // The summary the fake model writes when asked to compact.
@@ -206,4 +209,35 @@ func TestResponsesCompactEndpoint(t *testing.T) {
 	assertAPIError(t, r, http.StatusBadRequest, "invalid_request_error", "input[1].encrypted_content", "invalid_encrypted_content")
 	r = s.do(t, http.MethodPost, "/v1/responses/compact", `{"model":"claude-sonnet-4.6","input":[]}`, "Authorization", "Bearer sk-alice")
 	assertAPIError(t, r, http.StatusBadRequest, "invalid_request_error", "input", "")
+}
+
+// TestResponsesCompactionNative: on the native back door (BACKEND=cursor)
+// the compaction goes through the core the same way: the run is asked for
+// the summary with no tool offered, and the item it makes opens again in
+// the next request's conversation.
+func TestResponsesCompactionNative(t *testing.T) {
+	s, up := newNativeStack(t, func(req *agentv1.AgentRunRequest) nativetest.Script {
+		if strings.Contains(prototext.Format(req), "handoff summary") {
+			return nativetest.Script{Steps: []nativetest.Step{nativetest.Text(compactSummary)}}
+		}
+		return nativetest.Script{Steps: []nativetest.Step{nativetest.Text("went on")}}
+	})
+	r := s.do(t, http.MethodPost, "/v1/responses", compactionBody(true))
+	evs := respEvents(t, r)
+	items := checkItems(t, evs)
+	require.Len(t, items, 1, r.body)
+	require.Equal(t, "compaction", items[0].Get("type").String(), r.body)
+	assert.NotContains(t, r.body, "off-by-one")
+	runs := up.Runs()
+	require.Len(t, runs, 1)
+	assert.Contains(t, runs[0].UserText(), "handoff summary")
+	assert.Empty(t, runs[0].Request.GetMcpTools().GetMcpTools(), "no tool is offered for the summary")
+
+	next := fmt.Sprintf(`{"model":"claude-sonnet-4.6","input":[%s,{"role":"user","content":"Carry on."}]}`, items[0].Raw)
+	r = s.do(t, http.MethodPost, "/v1/responses", next)
+	require.Equal(t, http.StatusOK, r.status, r.body)
+	assert.Equal(t, "went on", gjson.Get(r.body, "output.0.content.0.text").String())
+	runs = up.Runs()
+	require.Len(t, runs, 2)
+	assert.Contains(t, prototext.Format(runs[1].Request), "fixed the off-by-one", "the summary reaches the model")
 }
