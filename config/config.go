@@ -187,6 +187,11 @@ type Config struct {
 	CursorParkMax   int     `env:"CURSOR_PARK_MAX" envDefault:"256"`
 	CursorParkTTL   Seconds `env:"CURSOR_PARK_TTL" envDefault:"300"`
 	CursorParkBytes int64   `env:"CURSOR_PARK_BYTES" envDefault:"268435456"`
+	// CompactionSecret derives the key that seals the summaries of the
+	// Responses door's compaction items; it must match on every replica
+	// (empty: derived from the deployment's other secrets, see
+	// CompactionKey).
+	CompactionSecret string `env:"COMPACTION_SECRET"`
 	// Cursor Cloud Agents behind the Responses API (CLOUD_AGENTS=on, first
 	// CURSOR_API_KEY). CloudPollInterval paces polling when a run's stream
 	// fails. CloudIDSecret, if set, signs response ids instead of the keys;
@@ -457,6 +462,9 @@ func (c *Config) validate() error {
 		bad("BACKEND=%q: use web (Cursor's web chat), agent (the Cursor Agent CLI) or cursor (Cursor's agent API with CURSOR_API_KEY)", c.Backend)
 	}
 	errs = append(errs, c.validateCursor()...)
+	if c.CompactionSecret != "" && len(c.CompactionSecret) < 32 {
+		bad("COMPACTION_SECRET is %d characters: use at least 32 random characters (it seals the summaries of compaction items), or leave it empty to derive one from API_KEY and the other secrets", len(c.CompactionSecret))
+	}
 	switch c.CloudAgents {
 	case "off", "":
 	case "on":
@@ -624,6 +632,17 @@ func (c *Config) validateCursor() []error {
 		bad("CURSOR_PARK_BYTES=%d: must be at least 1048576 (1 MiB)", c.CursorParkBytes)
 	}
 	return errs
+}
+
+// CompactionKey is the secret compaction items are sealed with:
+// COMPACTION_SECRET, or else the deployment's other secrets together, so
+// that replicas and restarts agree without shared state (and changing
+// API_KEY then retires the items sealed before).
+func (c *Config) CompactionKey() string {
+	if c.CompactionSecret != "" {
+		return c.CompactionSecret
+	}
+	return "derived\x00" + strings.Join(c.APIKeys, ",") + "\x00" + c.CursorAPIKey + "\x00" + c.CloudIDSecret + "\x00" + c.AdminKey
 }
 
 // CloudOn reports whether Cursor Cloud Agents are served.

@@ -38,7 +38,7 @@ func offlineEnv(extra ...string) []string {
 }
 
 func codexBinary(t *testing.T) string {
-	return agentBinary(t, "CODEX_BIN", "codex", "@openai/codex@0.169.0")
+	return agentBinary(t, "CODEX_BIN", "codex", "@openai/codex@0.171.0")
 }
 
 // TestCodexCLIRunsAToolCall proves the real Codex CLI (codex exec) runs the

@@ -50,6 +50,9 @@ type Options struct {
 	// Responses keeps responses for previous_response_id (nil: a store
 	// in memory with responses.DefaultStoreLimits).
 	Responses *responses.Store
+	// CompactionSecret seals the Responses door's compaction items
+	// (config.CompactionKey); the same on every replica.
+	CompactionSecret string
 	// Usage, when not nil, records every answered request and serves
 	// GET /v1/organization/usage/completions to the holder of AdminKey
 	// (empty: the endpoint is off).
@@ -109,7 +112,7 @@ func New(opts Options) http.Handler {
 		Drain: opts.Drain, Metrics: opts.Metrics, RecordUsage: opts.Usage != nil}
 	s := &server{Options: opts, kit: kit, started: time.Now().Unix()}
 	tokens := &anthropic.TokenCounter{}
-	rs := responses.Handler{Kit: kit, Store: opts.Responses}
+	rs := responses.Handler{Kit: kit, Store: opts.Responses, Sealer: responses.NewSealer(opts.CompactionSecret)}
 	var cloudAgents *cloudagents.Handler
 	if opts.Cloud != nil {
 		cloudAgents = &cloudagents.Handler{Kit: kit, Cloud: opts.Cloud}

@@ -96,7 +96,7 @@ func newStack(t testing.TB, env map[string]string, reply func(int, cursortest.Re
 	handler := New(Options{
 		Chat: gw.Chat, Catalog: gw.Catalog, Aliases: gw.Aliases, APIKeys: cfg.APIKeys,
 		MaxBodyBytes: cfg.MaxBodyBytes, PingInterval: cfg.PingInterval.Duration(), Version: "test-version", Logger: logger,
-		Usage: ledger, AdminKey: cfg.AdminKey, Backend: cfg.Backend,
+		Usage: ledger, AdminKey: cfg.AdminKey, Backend: cfg.Backend, CompactionSecret: cfg.CompactionKey(),
 		Responses: store.Store, Metrics: gw.Metrics, Readiness: gw.Readiness,
 		AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins, BodyReadTimeout: cfg.BodyReadTimeout.Duration(),
 		Cloud: gw.Cloud,

@@ -80,7 +80,7 @@ func appendStringHTML(b []byte, s string) []byte {
 // custom call's input) given already encoded by sse.AppendString, in
 // pieces. It reports false for a type it does not know.
 func appendItem(b []byte, it *OutputItem, text [][]byte) ([]byte, bool) {
-	if it.Type == ItemMCPCall || it.Type == ItemMCPListTools {
+	if it.Type == ItemMCPCall || it.Type == ItemMCPListTools || it.Type == ItemCompaction {
 		// Few and small: encoded as MarshalJSON does.
 		data, err := it.MarshalJSON()
 		return append(b, data...), err == nil

@@ -73,12 +73,22 @@ type Decoded struct {
 	// Ignored says what the gateway dropped: built-in tools, and history
 	// items of tools it does not run. The handler logs it.
 	Ignored []string
+	// Compaction is set when the input's last item is a
+	// compaction_trigger: the answer is one compaction item (see Compact).
+	Compaction bool
 }
 
 // ToRequest converts a Responses request, after history (the items of
 // previous_response_id's response, or nil), into the core's request. Its
 // errors are *models.Error with a Responses field path.
 func ToRequest(req *Request, history []json.RawMessage) (*Decoded, error) {
+	return ToRequestWith(req, history, nil)
+}
+
+// ToRequestWith is ToRequest with open, the reader of the compaction
+// items the gateway made for this client (Sealer.For its tenant): each
+// becomes the summary it holds. With open nil a compaction item is refused.
+func ToRequestWith(req *Request, history []json.RawMessage, open func(string) (string, error)) (*Decoded, error) {
 	out := &Decoded{Names: Names{}}
 	r := &models.Request{
 		Model:        req.Model,
@@ -115,7 +125,7 @@ func ToRequest(req *Request, history []json.RawMessage) (*Decoded, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := conversation{out: out}
+	c := conversation{out: out, open: open, trigger: -1}
 	for i, raw := range history {
 		if err := c.add(raw, "previous_response_id", i); err != nil {
 			return nil, models.InvalidRequest("previous_response_id", "the stored conversation of previous_response_id cannot be read: %v", err)
@@ -136,6 +146,9 @@ func ToRequest(req *Request, history []json.RawMessage) (*Decoded, error) {
 	}
 	r.Messages = append(r.Messages, c.msgs...)
 	out.Items = append(append(make([]json.RawMessage, 0, len(history)+len(items)), history...), items...)
+	if c.trigger >= 0 && c.trigger == len(items)-1 {
+		out.Compact()
+	}
 	return out, nil
 }
 
@@ -390,6 +403,11 @@ type conversation struct {
 	out   *Decoded
 	msgs  []models.Message
 	turns int // messages other than system ones
+	// open reads a compaction item's encrypted_content (nil: refused).
+	open func(string) (string, error)
+	// trigger is the index of the input's last compaction_trigger, -1
+	// for none.
+	trigger int
 }
 
 func (c *conversation) add(raw json.RawMessage, field string, i int) error {
@@ -443,6 +461,17 @@ func (c *conversation) add(raw json.RawMessage, field string, i int) error {
 		call, result := mcpHistory(it)
 		c.assistant(call)
 		c.push(result)
+	case ItemCompaction, "compaction_summary":
+		summary, err := c.openCompaction(it.EncryptedContent, path)
+		if err != nil {
+			return err
+		}
+		c.push(SummaryMessage(summary))
+	case ItemCompactionTrigger:
+		// A request control, not history: only the input's last item asks.
+		if field == "input" {
+			c.trigger = i
+		}
 	case ItemMCPListTools:
 		// A listing the gateway showed earlier: the servers' tools are
 		// listed and offered anew with each request that names them.

@@ -36,11 +36,14 @@ type Handler struct {
 	Store *Store
 	// Cloud, when not nil, serves the cloud models (CLOUD_AGENTS=on).
 	Cloud Cloud
+	// Sealer seals and opens compaction items (nil: compaction is off).
+	Sealer *Sealer
 }
 
 // Routes adds the door's routes to g (at Prefix).
 func (h Handler) Routes(g gin.IRoutes) {
 	g.POST("", h.Create)
+	g.POST("/compact", h.Compact)
 	g.GET("/:id", h.Get)
 	g.DELETE("/:id", h.Delete)
 	g.POST("/:id/cancel", h.Cancel)
@@ -78,7 +81,7 @@ func (h Handler) Create(c *gin.Context) {
 		}
 		history = prev.Items
 	}
-	dec, err := ToRequest(&wire, history)
+	dec, err := ToRequestWith(&wire, history, h.opener(c))
 	if err != nil {
 		door.WriteError(c, door.AsError(err))
 		return
@@ -91,6 +94,10 @@ func (h Handler) Create(c *gin.Context) {
 		return
 	}
 	base := NewResponse(NewID(), time.Now().Unix(), &wire)
+	if dec.Compaction {
+		h.compaction(c, &wire, dec, prepared, base)
+		return
+	}
 	// The request's own MCP servers are listed before the answer, as
 	// the API does: one mcp_list_tools item each.
 	lists := ListTools(dec.Request.MCPServers, prepared.RemoteTools)

@@ -119,9 +119,11 @@ type InputItem struct {
 	// ServerLabel and Error belong to an mcp_call; Output is its result.
 	ServerLabel string          `json:"server_label"`
 	Error       json.RawMessage `json:"error"`
-	// Summary is a reasoning item's summary; its encrypted_content is
-	// opaque to the gateway and not declared.
+	// Summary is a reasoning item's summary.
 	Summary openai.Content `json:"summary"`
+	// EncryptedContent is a compaction item's sealed summary (a
+	// reasoning item's is opaque to the gateway and unused).
+	EncryptedContent string `json:"encrypted_content"`
 }
 
 // Arguments are a call's arguments: a JSON string (the API's form) or a
@@ -210,6 +212,9 @@ const (
 	ItemMCPCall = "mcp_call"
 	// ItemMCPListTools lists the tools of an MCP server the request named.
 	ItemMCPListTools = "mcp_list_tools"
+	// ItemCompaction holds the conversation compacted into a summary that
+	// only this gateway opens (EncryptedContent).
+	ItemCompaction = "compaction"
 )
 
 // OutputItem is one item of a response's output: a message, a
@@ -232,6 +237,8 @@ type OutputItem struct {
 	// Tools are an mcp_list_tools item's tools (with ServerLabel, and
 	// Error when the listing failed).
 	Tools []models.Tool
+	// EncryptedContent is a compaction item's sealed summary.
+	EncryptedContent string
 }
 
 // MarshalJSON writes the item as the Responses API does.
@@ -282,6 +289,12 @@ func (it OutputItem) MarshalJSON() ([]byte, error) {
 		return json.Marshal(mcpCallItem(&it))
 	case ItemMCPListTools:
 		return json.Marshal(mcpListItem(&it))
+	case ItemCompaction:
+		return json.Marshal(struct {
+			ID               string `json:"id"`
+			Type             string `json:"type"`
+			EncryptedContent string `json:"encrypted_content"`
+		}{it.ID, it.Type, it.EncryptedContent})
 	}
 	return nil, fmt.Errorf("unknown output item type %q", it.Type)
 }

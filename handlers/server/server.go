@@ -94,7 +94,7 @@ func New(cfg *config.Config, logger *slog.Logger, opts Options) (*Server, error)
 		Responses: responses.NewStore(q, responses.StoreLimits{
 			Max: cfg.ResponsesStoreMax, MaxBytes: cfg.ResponsesStoreBytes, TTL: cfg.ResponsesStoreTTL.Duration(),
 		}),
-		Usage: ledger, AdminKey: cfg.AdminKey, Backend: cfg.Backend,
+		Usage: ledger, AdminKey: cfg.AdminKey, Backend: cfg.Backend, CompactionSecret: cfg.CompactionKey(),
 		Metrics: gw.Metrics, Readiness: gw.Readiness, TrustedProxies: cfg.TrustedProxies,
 		AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins, BodyReadTimeout: cfg.BodyReadTimeout.Duration(), Drain: drain,
 		XIsHuman: xIsHumanHealth(gw), Cloud: gw.Cloud, Tools: gw.MCPTools(),
