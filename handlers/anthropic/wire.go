@@ -7,9 +7,8 @@
 // count_tokens. The HTTP glue lives in package handlers.
 //
 // Request types decode leniently: fields the gateway does not use
-// (cache_control, context_management, output_config, citations,
-// defer_loading on tools, ...) are simply not declared, so unknown extras
-// never fail a request.
+// (cache_control, context_management, output_config, citations, ...) are
+// simply not declared, so unknown extras never fail a request.
 package anthropic
 
 import (
@@ -103,6 +102,9 @@ type Block struct {
 	Data      string          `json:"data,omitempty"`
 	// ServerName is an mcp_tool_use block's MCP server.
 	ServerName string `json:"server_name,omitempty"`
+	// ToolName is the deferred tool a tool_reference block (in a
+	// tool_result: a client's tool search found it) loads.
+	ToolName string `json:"tool_name,omitempty"`
 	// Source is an image's or a document's.
 	Source *Source `json:"source,omitempty"`
 }
@@ -126,6 +128,9 @@ type Tool struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description,omitempty"`
 	InputSchema json.RawMessage `json:"input_schema,omitempty"`
+	// DeferLoading holds the tool back from the model until a
+	// tool_reference names it (tool search, advanced-tool-use-2025-11-20).
+	DeferLoading bool `json:"defer_loading,omitempty"`
 }
 
 // ToolChoice is tool_choice: auto, any, tool (with Name) or none.
