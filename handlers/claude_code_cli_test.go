@@ -130,17 +130,7 @@ func runClaudeWith(t *testing.T, bin, url, work, prompt, allowed string, args []
 // reach the upstream's prompt.
 func TestClaudeCodeCLIToolSearch(t *testing.T) {
 	bin := claudeBinary(t)
-	js := os.Getenv("MCP_EVERYTHING_JS")
-	if js == "" {
-		t.Skip("SKIPPED: MCP_EVERYTHING_JS is not set: @modelcontextprotocol/server-everything is not installed (.ci/run installs it)")
-	}
-	node := os.Getenv("NODE22_BIN")
-	if node == "" {
-		var err error
-		if node, err = exec.LookPath("node"); err != nil {
-			t.Skip("SKIPPED: no node to run @modelcontextprotocol/server-everything")
-		}
-	}
+	mcp := everythingConfig(t)
 	const loaded = `<function name="mcp__everything__echo">`
 	// The model's part, by what its prompt says rather than by request
 	// number: search, then call what the search loaded, then answer.
@@ -163,10 +153,8 @@ func TestClaudeCodeCLIToolSearch(t *testing.T) {
 		}
 		return cursortest.Response{Events: cursortest.Frames(&defaultUsage, nil, deltas)}
 	})
-	mcp, err := json.Marshal(map[string]any{"mcpServers": map[string]any{"everything": map[string]any{"command": node, "args": []string{js, "stdio"}}}})
-	require.NoError(t, err)
 	out := runClaudeWith(t, bin, s.URL, t.TempDir(), "Echo 'hello deferred' with the everything server's echo tool.", "mcp__everything__echo",
-		[]string{"--mcp-config", string(mcp), "--strict-mcp-config"}, "ENABLE_TOOL_SEARCH=true")
+		[]string{"--mcp-config", mcp, "--strict-mcp-config"}, "ENABLE_TOOL_SEARCH=true")
 
 	result := gjson.ParseBytes(out)
 	assert.Equal(t, "The echo said: hello deferred.", result.Get("result").String(), "%s", out)
@@ -195,4 +183,24 @@ func TestClaudeCodeCLIToolSearch(t *testing.T) {
 	assert.Contains(t, agent[1], "Tool mcp__everything__echo is loaded", "the reference in words")
 	assert.Contains(t, agent[2], loaded)
 	assert.Contains(t, agent[2], "Echo: hello deferred", "the MCP tool's result reaches the model")
+}
+
+// everythingConfig is Claude Code's --mcp-config for the MCP project's
+// reference server over stdio; the test skips without it or node.
+func everythingConfig(t *testing.T) string {
+	t.Helper()
+	js := os.Getenv("MCP_EVERYTHING_JS")
+	if js == "" {
+		t.Skip("SKIPPED: MCP_EVERYTHING_JS is not set: @modelcontextprotocol/server-everything is not installed (.ci/run installs it)")
+	}
+	node := os.Getenv("NODE22_BIN")
+	if node == "" {
+		var err error
+		if node, err = exec.LookPath("node"); err != nil {
+			t.Skip("SKIPPED: no node to run @modelcontextprotocol/server-everything")
+		}
+	}
+	mcp, err := json.Marshal(map[string]any{"mcpServers": map[string]any{"everything": map[string]any{"command": node, "args": []string{js, "stdio"}}}})
+	require.NoError(t, err)
+	return string(mcp)
 }
