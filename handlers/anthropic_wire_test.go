@@ -131,7 +131,7 @@ func trace(t *testing.T, events []claudeEvent, model string) []string {
 
 func TestClaudeWireStreams(t *testing.T) {
 	tools := `"tools":[{"name":"get_weather","description":"Weather","input_schema":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}},
-	  {"name":"read_file","input_schema":{"type":"object","properties":{"path":{"type":"string"}}},"defer_loading":true}]`
+	  {"name":"read_file","input_schema":{"type":"object","properties":{"path":{"type":"string"}}}}]`
 	cases := []struct {
 		name  string
 		extra string

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
+
+	"cursor2api/services/cursortest"
 )
 
 // TestClaudeCodeCLIRunsToolCalls proves that the real Claude Code (claude -p)
@@ -87,22 +90,114 @@ func TestClaudeCodeCLIReadsThenEdits(t *testing.T) {
 }
 
 func claudeBinary(t *testing.T) string {
-	return agentBinary(t, "CLAUDE_BIN", "claude", "@anthropic-ai/claude-code@2.1.330")
+	return agentBinary(t, "CLAUDE_BIN", "claude", "@anthropic-ai/claude-code@2.1.332")
 }
 
 // runClaude runs claude -p with prompt in work against the gateway at url,
 // allowing the tools named, and returns its JSON result.
 func runClaude(t *testing.T, bin, url, work, prompt, allowed string) []byte {
 	t.Helper()
+	return runClaudeWith(t, bin, url, work, prompt, allowed, nil)
+}
+
+// runClaudeWith is runClaude with more arguments and environment.
+func runClaudeWith(t *testing.T, bin, url, work, prompt, allowed string, args []string, env ...string) []byte {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "-p", prompt, "--output-format", "json", "--allowedTools", allowed)
+	cmd := exec.CommandContext(ctx, bin, append([]string{"-p", prompt, "--output-format", "json", "--allowedTools", allowed}, args...)...)
 	cmd.Dir = work
-	cmd.Env = offlineEnv("HOME="+t.TempDir(), "ANTHROPIC_BASE_URL="+url, "ANTHROPIC_API_KEY=sk-claude",
-		"DISABLE_TELEMETRY=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1")
+	cmd.Env = offlineEnv(append([]string{"HOME=" + t.TempDir(), "ANTHROPIC_BASE_URL=" + url, "ANTHROPIC_API_KEY=sk-claude",
+		"DISABLE_TELEMETRY=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1"}, env...)...)
 	cmd.Stdin = strings.NewReader("")
 	cmd.WaitDelay = 10 * time.Second // a child left holding its output cannot hold the test
 	out, err := cmd.Output()
 	require.NoError(t, err, "claude -p: %s", out)
 	return out
+}
+
+// TestClaudeCodeCLIToolSearch runs the real Claude Code with
+// ENABLE_TOOL_SEARCH=true and an MCP server (@modelcontextprotocol/server-
+// everything over stdio). Claude Code sends its ToolSearch tool and a
+// deferred DeferredToolPlaceholder, and names the MCP tools only in its
+// system text. The model searches; Claude Code runs the search itself and
+// answers with a tool_reference, sending the found tool deferred from then
+// on; the model calls it, Claude Code runs it on the MCP server, and its
+// result reaches the model. The placeholder and the unsearched tools never
+// reach the upstream's prompt.
+func TestClaudeCodeCLIToolSearch(t *testing.T) {
+	bin := claudeBinary(t)
+	mcp := everythingConfig(t)
+	const loaded = `<function name="mcp__everything__echo">`
+	// The model's part, by what its prompt says rather than by request
+	// number: search, then call what the search loaded, then answer.
+	s := newStack(t, nil, func(_ int, req cursortest.Request) cursortest.Response {
+		var prompt strings.Builder
+		for _, m := range req.Messages {
+			prompt.WriteString(m.Text + "\n")
+		}
+		p, trigger := prompt.String(), sentTrigger(req)
+		var deltas []string
+		switch {
+		case !strings.Contains(p, `<function name="ToolSearch">`):
+			deltas = []string{"ok"} // not the agent's loop
+		case strings.Contains(p, "Echo: hello deferred"):
+			deltas = []string{"The echo said: hello deferred."}
+		case strings.Contains(p, loaded):
+			deltas = []string{trigger + "\n", `<invoke name="mcp__everything__echo">{"message": "hello deferred"}</invoke>`}
+		default:
+			deltas = []string{"Searching.\n" + trigger + "\n", `<invoke name="ToolSearch">{"query": "select:mcp__everything__echo", "max_results": 5}</invoke>`}
+		}
+		return cursortest.Response{Events: cursortest.Frames(&defaultUsage, nil, deltas)}
+	})
+	out := runClaudeWith(t, bin, s.URL, t.TempDir(), "Echo 'hello deferred' with the everything server's echo tool.", "mcp__everything__echo",
+		[]string{"--mcp-config", mcp, "--strict-mcp-config"}, "ENABLE_TOOL_SEARCH=true")
+
+	result := gjson.ParseBytes(out)
+	assert.Equal(t, "The echo said: hello deferred.", result.Get("result").String(), "%s", out)
+	assert.False(t, result.Get("is_error").Bool(), "%s", out)
+	assert.NotContains(t, s.logs.String(), "status=4", "Claude Code's requests are all taken as they are")
+
+	var agent []string // the prompts of the agent's loop
+	for _, req := range s.up.Requests() {
+		var prompt strings.Builder
+		for _, m := range req.Messages {
+			prompt.WriteString(m.Role + ": " + m.Text + "\n")
+		}
+		if strings.Contains(prompt.String(), `<function name="ToolSearch">`) {
+			agent = append(agent, prompt.String())
+		}
+	}
+	require.Len(t, agent, 3, "search, call, answer: %s", out)
+	for i, p := range agent {
+		assert.NotContains(t, p, "DeferredToolPlaceholder", "request %d: the placeholder is never offered", i)
+		assert.NotContains(t, p, `<function name="mcp__everything__get-sum">`, "request %d: an unsearched tool is never offered", i)
+		assert.NotContains(t, p, "tool_reference", "request %d", i)
+	}
+	assert.Contains(t, agent[0], "mcp__everything__get-sum", "Claude Code names its deferred tools in its own text")
+	assert.NotContains(t, agent[0], loaded, "before the search the MCP tool is not offered")
+	assert.Contains(t, agent[1], loaded, "after the search it is")
+	assert.Contains(t, agent[1], "Tool mcp__everything__echo is loaded", "the reference in words")
+	assert.Contains(t, agent[2], loaded)
+	assert.Contains(t, agent[2], "Echo: hello deferred", "the MCP tool's result reaches the model")
+}
+
+// everythingConfig is Claude Code's --mcp-config for the MCP project's
+// reference server over stdio; the test skips without it or node.
+func everythingConfig(t *testing.T) string {
+	t.Helper()
+	js := os.Getenv("MCP_EVERYTHING_JS")
+	if js == "" {
+		t.Skip("SKIPPED: MCP_EVERYTHING_JS is not set: @modelcontextprotocol/server-everything is not installed (.ci/run installs it)")
+	}
+	node := os.Getenv("NODE22_BIN")
+	if node == "" {
+		var err error
+		if node, err = exec.LookPath("node"); err != nil {
+			t.Skip("SKIPPED: no node to run @modelcontextprotocol/server-everything")
+		}
+	}
+	mcp, err := json.Marshal(map[string]any{"mcpServers": map[string]any{"everything": map[string]any{"command": node, "args": []string{js, "stdio"}}}})
+	require.NoError(t, err)
+	return string(mcp)
 }

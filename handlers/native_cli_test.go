@@ -1,8 +1,10 @@
 package handlers
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -196,6 +198,68 @@ func TestCodexCLIReadsThenPatchesNative(t *testing.T) {
 			assert.Equal(t, "cursor2api-exec_command", results[0].tool)
 			assert.Contains(t, results[0].text, "hello", "the command's output is the file")
 			assert.Equal(t, "cursor2api-apply_patch", results[1].tool)
+		})
+	}
+}
+
+// TestClaudeCodeCLIToolSearchNative is TestClaudeCodeCLIToolSearch on
+// BACKEND=cursor: the first run is given ToolSearch and no placeholder or
+// MCP tool; the search's result starts a run that is given the echo tool
+// too, whose call Claude Code runs on the MCP server, and the result
+// reaches the model.
+func TestClaudeCodeCLIToolSearchNative(t *testing.T) {
+	bin := claudeBinary(t)
+	mcp := everythingConfig(t)
+	for _, mode := range parkModes {
+		t.Run(mode.name, func(t *testing.T) {
+			s, up := newNativeStackEnv(t, mode.env, func(req *agentv1.AgentRunRequest) nativetest.Script {
+				final := nativetest.TextFunc(func(rs []nativetest.ExecResult) string {
+					seen := historyResults(req)
+					for _, r := range rs {
+						seen = append(seen, toolResult{r.Name, r.Text})
+					}
+					for _, r := range seen {
+						if strings.Contains(r.text, "Echo: hello deferred") {
+							return "The echo said: hello deferred."
+						}
+					}
+					return "no echo came back"
+				})
+				declared := declaredTools(nativetest.Run{Request: req})
+				switch {
+				case !slices.Contains(declared, "ToolSearch"):
+					return nativetest.Script{Steps: []nativetest.Step{nativetest.Text("ok")}} // not the agent's loop
+				case strings.Contains(fmt.Sprint(historyResults(req)), "Echo: hello deferred"):
+					return nativetest.Script{Steps: []nativetest.Step{final}}
+				case slices.Contains(declared, "mcp__everything__echo"):
+					return nativetest.Script{Steps: []nativetest.Step{
+						nativetest.ToolCalls(nativetest.Call{Tool: "mcp__everything__echo", Args: map[string]any{"message": "hello deferred"}}), final}}
+				}
+				return nativetest.Script{Steps: []nativetest.Step{
+					nativetest.ToolCalls(nativetest.Call{Tool: "ToolSearch", Args: map[string]any{"query": "select:mcp__everything__echo", "max_results": 5}}),
+					nativetest.Text("searched, and nothing was loaded")}}
+			})
+			out := runClaudeWith(t, bin, s.URL, t.TempDir(), "Echo 'hello deferred' with the everything server's echo tool.", "mcp__everything__echo",
+				[]string{"--mcp-config", mcp, "--strict-mcp-config"}, "ENABLE_TOOL_SEARCH=true")
+			result := gjson.ParseBytes(out)
+			assert.Equal(t, "The echo said: hello deferred.", result.Get("result").String(), "%s", out)
+			assert.NotContains(t, s.logs.String(), "status=4")
+
+			var agent []nativetest.Run
+			for _, run := range up.Runs() {
+				if slices.Contains(declaredTools(run), "ToolSearch") {
+					agent = append(agent, run)
+				}
+			}
+			require.NotEmpty(t, agent, "%s", out)
+			for i, run := range agent {
+				assert.NotContains(t, declaredTools(run), "DeferredToolPlaceholder", "run %d", i)
+				assert.NotContains(t, declaredTools(run), "mcp__everything__get-sum", "run %d: an unsearched tool is never given", i)
+			}
+			assert.NotContains(t, declaredTools(agent[0]), "mcp__everything__echo", "before the search")
+			last := agent[len(agent)-1]
+			assert.Contains(t, declaredTools(last), "mcp__everything__echo", "after it")
+			assert.Contains(t, fmt.Sprint(historyResults(last.Request)), "Tool mcp__everything__echo is loaded", "the reference in words")
 		})
 	}
 }

@@ -39,13 +39,18 @@ const (
 	// Data, its standard base64, as the client sent it. A back door that
 	// takes text only treats it as BlockMedia named "image".
 	BlockImage
+	// BlockToolReference, in a tool result, names a deferred tool (Name)
+	// that the client's tool search found: from then on the model is
+	// offered it. The core turns it into words before any back door sees it.
+	BlockToolReference
 )
 
 // Block is one piece of a message's content.
 type Block struct {
 	Kind BlockKind
 	Text string
-	// ID, Name and Arguments (a JSON object) describe a tool call.
+	// ID, Name and Arguments (a JSON object) describe a tool call; Name
+	// alone a tool reference's tool.
 	ID, Name, Arguments string
 	// MediaType and Data (base64) are an image's.
 	MediaType, Data string
@@ -121,6 +126,10 @@ type Tool struct {
 	// parameter's value. Models asked for "a freeform tool, not JSON" do
 	// write it so.
 	RawInput string
+	// Deferred holds the tool back from the model until a BlockToolReference
+	// in the conversation names it (Anthropic's defer_loading): a client
+	// with many tools sends them all and lets its tool search load a few.
+	Deferred bool
 	// Annotations are an MCP tool's hints (readOnlyHint, title, …) as its
 	// server gave them, a JSON object; only listings show them.
 	Annotations json.RawMessage

@@ -91,11 +91,15 @@ func ToRequest(req *MessagesRequest) (*models.Request, error) {
 func toTools(in []Tool) ([]models.Tool, error) {
 	var tools []models.Tool
 	for i, t := range in {
+		if strings.HasPrefix(t.Type, "tool_search_tool_") {
+			return nil, models.InvalidRequest(fmt.Sprintf("tools.%d.type", i),
+				"tools.%d is Anthropic's server-side tool search %q, which only Anthropic's own API can run: search on the client's side instead (a custom tool whose tool_result holds tool_reference blocks, as Claude Code's ToolSearch does); tools with defer_loading are served either way", i, t.Type)
+		}
 		if t.Type != "" && t.Type != "custom" {
 			return nil, models.InvalidRequest(fmt.Sprintf("tools.%d.type", i),
 				"tools.%d is the server tool %q, which only Anthropic's own API can run: this gateway serves custom tools (name, description, input_schema) only; remove it from tools", i, t.Type)
 		}
-		tools = append(tools, models.Tool{Name: t.Name, Description: t.Description, Parameters: t.InputSchema})
+		tools = append(tools, models.Tool{Name: t.Name, Description: t.Description, Parameters: t.InputSchema, Deferred: t.DeferLoading})
 	}
 	err := models.ValidateTools(tools, func(i int, field string) string {
 		if field == "parameters" {
@@ -147,6 +151,12 @@ func contentBlocks(c Content, param func() string, offset int) ([]models.Block, 
 			blocks = append(blocks, models.Block{Kind: models.BlockText, Text: b.Text})
 		case "thinking", "redacted_thinking":
 			blocks = append(blocks, models.Block{Kind: models.BlockThinking, Text: b.Thinking})
+		case "tool_reference":
+			if b.ToolName == "" {
+				at := fmt.Sprintf("%s.%d.tool_name", param(), offset+j)
+				return nil, models.InvalidRequest(at, "%s is required: a tool_reference block names the tool it loads", at)
+			}
+			blocks = append(blocks, models.Block{Kind: models.BlockToolReference, Name: b.ToolName})
 		case "image":
 			at := fmt.Sprintf("%s.%d.source", param(), offset+j)
 			switch {

@@ -41,7 +41,7 @@ func TestToRequest(t *testing.T) {
 	assert.True(t, req.SingleCall)
 	assert.Equal(t, models.ToolChoice{Mode: models.ChoiceRequired}, req.Choice)
 	assert.Equal(t, []models.Tool{
-		{Name: "Read", Description: "reads", Parameters: json.RawMessage(`{"type":"object"}`)},
+		{Name: "Read", Description: "reads", Parameters: json.RawMessage(`{"type":"object"}`), Deferred: true},
 		{Name: "Bash", Parameters: json.RawMessage(`{"type":"object"}`)},
 	}, req.Tools)
 	text := func(s string) models.Block { return models.Block{Kind: models.BlockText, Text: s} }
@@ -132,6 +132,9 @@ func TestToRequestErrors(t *testing.T) {
 		{`{"model":"m","messages":[{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/bmp","data":"Qk0="}}]}]}`, "messages.0.content.0.source"},
 		{`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"b"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":""}}]}]}]}`, "messages.0.content.1.content.1.source"},
 		{`{"model":"m","system":[{"type":"image","source":{"type":"base64","media_type":"text/plain","data":"eA=="}}],"messages":[{"role":"user","content":"hi"}]}`, "system.0.source"},
+		// A tool reference names its tool; Anthropic's own tool search is a server tool.
+		{`{"model":"m","messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"tool_reference"}]}]}]}`, "messages.0.content.0.content.0.tool_name"},
+		{`{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"tool_search_tool_regex_20251119","name":"tool_search_tool_regex"}]}`, "tools.0.type"},
 	}
 	for _, tc := range cases {
 		_, err := ToRequest(decode(t, tc.body))
@@ -193,4 +196,29 @@ func TestErrorBodyOf(t *testing.T) {
 	}
 	assert.Equal(t, "max_tokens: must be at least 1", ErrorBodyOf(models.InvalidRequest("max_tokens", "must be at least 1")).Error.Message, "the field leads")
 	assert.Equal(t, "max_tokens is 0", ErrorBodyOf(models.InvalidRequest("max_tokens", "max_tokens is 0")).Error.Message, "not twice")
+}
+
+// Claude Code's tool search, as 2.1.332 sends it: the placeholder and the
+// found tool deferred, and the search's result a tool_reference.
+func TestToRequestToolSearch(t *testing.T) {
+	req, err := ToRequest(decode(t, `{"model":"m","max_tokens":100,
+	  "tools":[{"name":"ToolSearch","input_schema":{"type":"object"}},
+	    {"name":"DeferredToolPlaceholder","description":"never call this tool","input_schema":{"type":"object","properties":{}},"defer_loading":true},
+	    {"name":"mcp__everything__echo","input_schema":{"type":"object"},"defer_loading":true}],
+	  "messages":[{"role":"user","content":"echo hi"},
+	    {"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"ToolSearch","input":{"query":"select:mcp__everything__echo","max_results":5}}]},
+	    {"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"tool_reference","tool_name":"mcp__everything__echo"}]},
+	      {"type":"text","text":"Tool loaded.","cache_control":{"type":"ephemeral"}}]}]}`))
+	require.NoError(t, err)
+	var deferred []string
+	for _, tool := range req.Tools {
+		if tool.Deferred {
+			deferred = append(deferred, tool.Name)
+		}
+	}
+	assert.Equal(t, []string{"DeferredToolPlaceholder", "mcp__everything__echo"}, deferred)
+	require.Len(t, req.Messages, 4)
+	assert.Equal(t, models.Message{Role: models.RoleTool, ToolCallID: "toolu_1",
+		Blocks: []models.Block{{Kind: models.BlockToolReference, Name: "mcp__everything__echo"}}}, req.Messages[2])
+	assert.Equal(t, "Tool loaded.", req.Messages[3].Text())
 }

@@ -7,6 +7,7 @@ import (
 
 	"cursor2api/handlers/door"
 	"cursor2api/models"
+	"cursor2api/services/chat"
 	"cursor2api/utils"
 )
 
@@ -65,9 +66,12 @@ func (h Handler) Messages(c *gin.Context) {
 // request's input tokens that errs on the high side.
 func (h Handler) CountTokens(c *gin.Context) {
 	var wire MessagesRequest
-	if _, ok := h.Kit.Decode(c, &wire); !ok {
+	req, ok := h.Kit.Decode(c, &wire)
+	if !ok {
 		return
 	}
+	// What the model is given: deferred tools no reference loaded are not.
+	wire.Tools = offeredWire(wire.Tools, chat.OfferedTools(req))
 	if _, err := h.Kit.ResolveModel(wire.Model); err != nil {
 		door.WriteError(c, door.AsError(err))
 		return
@@ -78,4 +82,22 @@ func (h Handler) CountTokens(c *gin.Context) {
 		return
 	}
 	c.JSON(http.StatusOK, TokenCount{InputTokens: n})
+}
+
+// offeredWire is the tools of in that offered names.
+func offeredWire(in []Tool, offered []models.Tool) []Tool {
+	if len(offered) == len(in) {
+		return in
+	}
+	names := make(map[string]bool, len(offered))
+	for _, t := range offered {
+		names[t.Name] = true
+	}
+	out := make([]Tool, 0, len(offered))
+	for _, t := range in {
+		if names[t.Name] {
+			out = append(out, t)
+		}
+	}
+	return out
 }

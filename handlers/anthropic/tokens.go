@@ -226,6 +226,8 @@ func (tc *TokenCounter) Count(ctx context.Context, req *MessagesRequest) (int, e
 			case "tool_result":
 				text += bpe(b.ToolUseID)
 				content(b.Content)
+			case "tool_reference":
+				text += bpe(b.ToolName) // the tool it loads is in req.Tools
 			default:
 				text += bpe(b.Text)
 			}

@@ -4,7 +4,8 @@
 // model list and count_tokens.
 //
 // Fields the gateway does not use (cache_control, context_management,
-// citations, ...) are not declared, so unknown extras never fail a request.
+// output_config, citations, ...) are not declared, so unknown extras never
+// fail a request.
 package anthropic
 
 import (
@@ -98,6 +99,9 @@ type Block struct {
 	Data      string          `json:"data,omitempty"`
 	// ServerName is an mcp_tool_use block's MCP server.
 	ServerName string `json:"server_name,omitempty"`
+	// ToolName is the deferred tool a tool_reference block (in a
+	// tool_result: a client's tool search found it) loads.
+	ToolName string `json:"tool_name,omitempty"`
 	// Source is an image's or a document's.
 	Source *Source `json:"source,omitempty"`
 }
@@ -121,6 +125,9 @@ type Tool struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description,omitempty"`
 	InputSchema json.RawMessage `json:"input_schema,omitempty"`
+	// DeferLoading holds the tool back from the model until a
+	// tool_reference names it (tool search, advanced-tool-use-2025-11-20).
+	DeferLoading bool `json:"defer_loading,omitempty"`
 }
 
 // ToolChoice is tool_choice: auto, any, tool (with Name) or none.

@@ -167,6 +167,7 @@ func (s *Service) Prepare(req *models.Request, requestID string) (*Prepared, err
 			Message: fmt.Sprintf("the model %q does not exist; available models: %s", utils.Clip(req.Model, utils.QuoteLen), strings.Join(s.settings.Catalog.Names(), ", ")),
 		}
 	}
+	req = withDeferred(req)
 	tools, run := s.offerRunner(req)
 	p := &Prepared{
 		RequestID: requestID, Model: model, Thinking: model.Thinking || req.Thinking, SingleCall: req.SingleCall, MaxOutputTokens: req.MaxOutputTokens, StopSequences: req.StopSequences,

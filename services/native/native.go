@@ -281,7 +281,12 @@ func uuid() string {
 func (c *Client) Stream(ctx context.Context, req upstream.Request, fn func(upstream.Delta) error) (*models.Usage, error) {
 	sent := false
 	if ids, results := trailingResults(req.Conversation); len(ids) > 0 {
-		if r := c.park.take(ids, req.Tenant); r != nil {
+		if r := c.park.take(ids, req.Tenant); r != nil && r.lacksTools(req) {
+			// A run's tools are fixed at its start; these results loaded
+			// more (a client's tool search): a fresh run gets them all.
+			r.abort(errToolsLoaded)
+			c.log.Info("native: the results loaded tools the parked run lacks; replaying the conversation", "request_id", req.RequestID)
+		} else if r != nil {
 			usage, err := c.resume(ctx, r, results, fn, &sent)
 			if !errors.Is(err, errRunGone) || sent {
 				return usage, err
@@ -325,6 +330,22 @@ func sessionOf(req upstream.Request) string {
 
 // errRunGone is a parked run found closed when its results came.
 var errRunGone = errors.New("the parked run is gone")
+
+// errToolsLoaded ends a parked run whose results loaded tools it lacks.
+var errToolsLoaded = errors.New("the results loaded tools the run was not given")
+
+// lacksTools reports whether req offers a tool r was not started with.
+func (r *run) lacksTools(req upstream.Request) bool {
+	if req.Choice.Mode == models.ChoiceNone {
+		return false
+	}
+	for _, t := range req.Tools {
+		if _, ok := r.names[t.Name]; !ok {
+			return true
+		}
+	}
+	return false
+}
 
 // trailingResults are the tool results the conversation ends with, by
 // call key, and their ids.
