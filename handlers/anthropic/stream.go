@@ -41,8 +41,8 @@ type StreamWriter struct {
 	open    blockKind // the type of the open block
 	index   int       // the index of the next block
 
-	call  door.HeldCall // the call being received, not yet sent
-	calls int           // tool_use blocks sent
+	door.HeldCall     // the call being received, not yet sent
+	calls         int // tool_use blocks sent
 
 	buf []byte // reused for every delta event
 }
@@ -184,17 +184,11 @@ func (s *StreamWriter) Reasoning(text string) error {
 	return s.delta("thinking_delta", "thinking", text)
 }
 
-// ToolCallStart begins a call, which is sent when it ends complete.
-func (s *StreamWriter) ToolCallStart(id, name string) error { return s.call.Start(id, name) }
-
-// ToolCallArguments takes the next piece of the call's input.
-func (s *StreamWriter) ToolCallArguments(fragment string) error { return s.call.Add(fragment) }
-
 // ToolCallEnd sends a complete call as a tool_use block whose input
 // starts empty and is filled by input_json_delta events; an incomplete
 // one is dropped.
 func (s *StreamWriter) ToolCallEnd(complete bool) error {
-	call, ok := s.call.End(complete)
+	call, ok := s.EndCall(complete)
 	if !ok {
 		return nil
 	}

@@ -3,37 +3,45 @@ package door
 import "errors"
 
 // HeldCall holds a tool call until it ends, for a door that sends a call
-// only once the core knows it is complete (Anthropic, Gemini).
+// only once the core knows it is complete (Anthropic, Gemini). Embedded in
+// a door's encoder, it is the encoder's ToolCallStart and
+// ToolCallArguments; the encoder's ToolCallEnd calls EndCall.
 type HeldCall struct {
-	ID, Name  string
-	Fragments []string // the arguments, as they arrived
-	open      bool
+	call Call
+	open bool
 }
 
-// Start begins a call.
-func (h *HeldCall) Start(id, name string) error {
+// Call is a tool call a HeldCall held.
+type Call struct {
+	ID, Name  string
+	Fragments []string // the arguments, as they arrived
+}
+
+// ToolCallStart begins a call.
+func (h *HeldCall) ToolCallStart(id, name string) error {
 	if h.open {
 		return errors.New("a tool call started before the previous one ended")
 	}
-	*h = HeldCall{ID: id, Name: name, open: true}
+	h.call, h.open = Call{ID: id, Name: name}, true
 	return nil
 }
 
-// Add takes the next piece of the call's arguments.
-func (h *HeldCall) Add(fragment string) error {
+// ToolCallArguments takes the next piece of the call's arguments.
+func (h *HeldCall) ToolCallArguments(fragment string) error {
 	if fragment == "" {
 		return nil
 	}
 	if !h.open {
 		return errors.New("tool-call arguments outside a tool call")
 	}
-	h.Fragments = append(h.Fragments, fragment)
+	h.call.Fragments = append(h.call.Fragments, fragment)
 	return nil
 }
 
-// End ends the call and returns it; ok is false when there was none or
-// it ended incomplete, and the door drops it.
-func (h *HeldCall) End(complete bool) (call HeldCall, ok bool) {
-	call, *h = *h, HeldCall{}
-	return call, call.open && complete
+// EndCall ends the call and returns it; ok is false when there was none
+// or it ended incomplete, and the door drops it.
+func (h *HeldCall) EndCall(complete bool) (call Call, ok bool) {
+	call, ok = h.call, h.open && complete
+	*h = HeldCall{}
+	return call, ok
 }

@@ -24,7 +24,7 @@ type StreamWriter struct {
 	id, model string
 	thoughts  bool
 
-	call door.HeldCall // the call whose arguments are arriving
+	door.HeldCall // the call whose arguments are arriving
 
 	tail []byte // what follows a text part's object: the rest of the event
 	buf  []byte // reused for every text event
@@ -97,16 +97,10 @@ func (s *StreamWriter) Reasoning(text string) error {
 	return s.textPart(text, true)
 }
 
-// ToolCallStart begins a call, which is sent when it ends complete.
-func (s *StreamWriter) ToolCallStart(id, name string) error { return s.call.Start(id, name) }
-
-// ToolCallArguments takes the next piece of the call's arguments.
-func (s *StreamWriter) ToolCallArguments(fragment string) error { return s.call.Add(fragment) }
-
 // ToolCallEnd sends a complete call as a functionCall part; an incomplete
 // one is dropped (the core's note in the text says why).
 func (s *StreamWriter) ToolCallEnd(complete bool) error {
-	call, ok := s.call.End(complete)
+	call, ok := s.EndCall(complete)
 	if !ok {
 		return nil
 	}
