@@ -53,9 +53,16 @@ func (h Handler) Create(c *gin.Context) {
 		door.WriteError(c, apiErr)
 		return
 	}
+	h.create(c, &wire)
+}
+
+// create answers a decoded request. It is the one path of POST
+// /v1/responses and of each response.create on the door's WebSocket, so
+// that what the door learns (continuation, compaction) serves both.
+func (h Handler) create(c *gin.Context, wire *Request) {
 	door.SetModel(c, wire.Model)
 	if h.Cloud != nil && h.Cloud.Serves(wire.Model) {
-		h.Cloud.Create(c, &wire)
+		h.Cloud.Create(c, wire)
 		return
 	}
 	if wire.Background {
@@ -78,7 +85,7 @@ func (h Handler) Create(c *gin.Context) {
 		}
 		history = prev.Items
 	}
-	dec, err := ToRequest(&wire, history)
+	dec, err := ToRequest(wire, history)
 	if err != nil {
 		door.WriteError(c, door.AsError(err))
 		return
@@ -90,7 +97,7 @@ func (h Handler) Create(c *gin.Context) {
 	if !ok {
 		return
 	}
-	base := NewResponse(NewID(), time.Now().Unix(), &wire)
+	base := NewResponse(NewID(), time.Now().Unix(), wire)
 	// The request's own MCP servers are listed before the answer, as
 	// the API does: one mcp_list_tools item each.
 	lists := ListTools(dec.Request.MCPServers, prepared.RemoteTools)
@@ -104,14 +111,14 @@ func (h Handler) Create(c *gin.Context) {
 		}
 		h.Kit.Stream(c, prepared, w)
 		if resp := w.Response(); resp.Status == StatusCompleted || resp.Status == StatusIncomplete {
-			h.keep(c, &wire, dec, resp, w.OutputItems())
+			h.keep(c, wire, dec, resp, w.OutputItems())
 		}
 		return
 	}
 	h.Kit.Complete(c, prepared, func(ans *models.Answer) any {
 		resp := FromAnswer(base, ans, dec.Names)
 		resp.Output = append(lists, resp.Output...)
-		h.keep(c, &wire, dec, resp, nil)
+		h.keep(c, wire, dec, resp, nil)
 		return resp
 	})
 }
