@@ -50,6 +50,9 @@ type Options struct {
 	// Responses keeps responses for previous_response_id (nil: a store
 	// in memory with responses.DefaultStoreLimits).
 	Responses *responses.Store
+	// ResponsesSocket bounds the connections of the Responses WebSocket
+	// (zero values: responses' defaults, pings every PingInterval).
+	ResponsesSocket responses.SocketLimits
 	// Usage, when not nil, records every answered request and serves
 	// GET /v1/organization/usage/completions to the holder of AdminKey
 	// (empty: the endpoint is off).
@@ -108,8 +111,9 @@ func New(opts Options) http.Handler {
 		MaxBodyBytes: opts.MaxBodyBytes, BodyReadTimeout: opts.BodyReadTimeout, PingInterval: opts.PingInterval,
 		Drain: opts.Drain, Metrics: opts.Metrics, RecordUsage: opts.Usage != nil}
 	s := &server{Options: opts, kit: kit, started: time.Now().Unix()}
+	kit.Turn = s.turn
 	tokens := &anthropic.TokenCounter{}
-	rs := responses.Handler{Kit: kit, Store: opts.Responses}
+	rs := responses.Handler{Kit: kit, Store: opts.Responses, SocketLimits: socketLimits(opts)}
 	var cloudAgents *cloudagents.Handler
 	if opts.Cloud != nil {
 		cloudAgents = &cloudagents.Handler{Kit: kit, Cloud: opts.Cloud}
@@ -220,4 +224,23 @@ func (s *server) listModels(c *gin.Context) {
 		return
 	}
 	c.JSON(http.StatusOK, openai.ModelListOf(names, s.started))
+}
+
+// socketLimits are the Responses WebSocket's limits, the defaults for
+// those opts leaves zero.
+func socketLimits(opts Options) responses.SocketLimits {
+	l := opts.ResponsesSocket
+	if l.Idle == 0 {
+		l.Idle = responses.DefaultSocketIdle
+	}
+	if l.MaxTurns == 0 {
+		l.MaxTurns = responses.DefaultSocketMaxTurns
+	}
+	if l.MaxBytes == 0 {
+		l.MaxBytes = responses.DefaultSocketMaxBytes
+	}
+	if l.PingInterval == 0 {
+		l.PingInterval = opts.PingInterval
+	}
+	return l
 }

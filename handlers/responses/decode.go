@@ -133,7 +133,7 @@ func ToRequest(req *Request, history []json.RawMessage) (*Decoded, error) {
 			}
 		}
 	}
-	if c.turns == 0 {
+	if c.turns == 0 && (req.Generate == nil || *req.Generate) { // a warm-up may hold instructions alone
 		return nil, models.InvalidRequest("input", "input must contain at least one user message, assistant message or function_call_output")
 	}
 	r.Messages = append(r.Messages, c.msgs...)

@@ -94,6 +94,8 @@ func New(cfg *config.Config, logger *slog.Logger, opts Options) (*Server, error)
 		Responses: responses.NewStore(q, responses.StoreLimits{
 			Max: cfg.ResponsesStoreMax, MaxBytes: cfg.ResponsesStoreBytes, TTL: cfg.ResponsesStoreTTL.Duration(),
 		}),
+		ResponsesSocket: responses.SocketLimits{Idle: cfg.ResponsesWSIdle.Duration(), MaxTurns: cfg.ResponsesWSMaxTurns,
+			MaxBytes: cfg.ResponsesWSMaxBytes, PingInterval: cfg.PingInterval.Duration()},
 		Usage: ledger, AdminKey: cfg.AdminKey, Backend: cfg.Backend,
 		Metrics: gw.Metrics, Readiness: gw.Readiness, TrustedProxies: cfg.TrustedProxies,
 		AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins, BodyReadTimeout: cfg.BodyReadTimeout.Duration(), Drain: drain,
