@@ -38,7 +38,7 @@ func offlineEnv(extra ...string) []string {
 }
 
 func codexBinary(t *testing.T) string {
-	return agentBinary(t, "CODEX_BIN", "codex", "@openai/codex@0.169.0")
+	return agentBinary(t, "CODEX_BIN", "codex", "@openai/codex@0.171.0")
 }
 
 // TestCodexCLIRunsAToolCall drives the real Codex CLI headless (codex exec)

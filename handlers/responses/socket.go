@@ -115,6 +115,8 @@ func (h Handler) serveSocket(c *gin.Context, conn *socket.Conn) (socket.StatusCo
 			return socket.StatusNormal, "turn limit reached (RESPONSES_WS_MAX_TURNS)"
 		}
 		tc, answer := conn.Turn(c, turns, m.Data)
+		h.Kit.Logger.Debug("responses: websocket turn", "request_id", door.RequestID(tc), "bytes", len(m.Data),
+			"continues", gjson.GetBytes(m.Data, "previous_response_id").String() != "", "generate", gjson.GetBytes(m.Data, "generate").Raw)
 		serve := func() {
 			var wire Request
 			if apiErr := h.Kit.ReadJSON(tc, &wire); apiErr != nil {
