@@ -33,8 +33,8 @@ type Options struct {
 	// while no answer was in progress.
 	Idle time.Duration
 	// PingInterval is how often the server pings (zero: never), which
-	// keeps proxies from closing a quiet connection; a pong missing for
-	// as long ends the connection.
+	// keeps proxies from closing a quiet connection; a ping that cannot
+	// be written ends the connection.
 	PingInterval time.Duration
 }
 
@@ -160,8 +160,7 @@ func (c *Conn) read() {
 	}
 }
 
-// ping pings every PingInterval until the connection ends; a pong that
-// does not come within the interval ends the connection.
+// ping pings every PingInterval until the connection ends.
 func (c *Conn) ping() {
 	defer c.jobs.Done()
 	t := time.NewTicker(c.opts.PingInterval)
@@ -175,7 +174,10 @@ func (c *Conn) ping() {
 		ctx, cancel := context.WithTimeout(c.ctx, c.opts.PingInterval)
 		err := c.ws.Ping(ctx)
 		cancel()
-		if err != nil && c.ctx.Err() == nil {
+		// A pong may be late from a client that reads only during a
+		// turn; silence is the idle bound's business. A ping that cannot
+		// be written means the client is gone.
+		if err != nil && c.ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) {
 			c.cancel(fmt.Errorf("ping: %w", err))
 			_ = c.ws.CloseNow()
 			return
