@@ -51,7 +51,8 @@ type Options struct {
 	// in memory with responses.DefaultStoreLimits).
 	Responses *responses.Store
 	// ResponsesSocket bounds the connections of the Responses WebSocket
-	// (zero values: responses' defaults, pings every PingInterval).
+	// (zero values: responses' defaults, pings every PingInterval); its
+	// Group, when set, is what the server's shutdown closes them by.
 	ResponsesSocket responses.SocketLimits
 	// Usage, when not nil, records every answered request and serves
 	// GET /v1/organization/usage/completions to the holder of AdminKey

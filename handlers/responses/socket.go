@@ -30,6 +30,8 @@ type SocketLimits struct {
 	MaxBytes int64
 	// PingInterval is how often the server pings (PING_INTERVAL).
 	PingInterval time.Duration
+	// Group holds the connections for the server's shutdown (nil: none).
+	Group *socket.Group
 }
 
 // Defaults of the WebSocket's limits, as config has them.
@@ -72,7 +74,12 @@ func (h Handler) Socket(c *gin.Context) {
 		return
 	}
 	lim := h.SocketLimits
-	conn, err := socket.Accept(c.Writer, c.Request, socket.Options{MaxMessageBytes: h.Kit.MaxBodyBytes, Idle: lim.Idle, PingInterval: lim.PingInterval})
+	conn, err := socket.Accept(c.Writer, c.Request, socket.Options{MaxMessageBytes: h.Kit.MaxBodyBytes, Idle: lim.Idle, PingInterval: lim.PingInterval, Group: lim.Group})
+	if errors.Is(err, socket.ErrShuttingDown) {
+		door.WriteError(c, &models.Error{Status: http.StatusServiceUnavailable, Kind: models.KindOverloaded, Code: "shutting_down", RetryAfter: 1,
+			Message: "the gateway is shutting down; open the WebSocket again"})
+		return
+	}
 	if err != nil {
 		c.Set(door.KeyError, err.Error()) // Accept answered the status
 		return
@@ -89,6 +96,8 @@ func (h Handler) serveSocket(c *gin.Context, conn *socket.Conn) (socket.StatusCo
 	for turns := 0; ; {
 		m, err := conn.Next()
 		switch {
+		case errors.Is(err, socket.ErrGoingAway):
+			return socket.StatusGoingAway, "the gateway is shutting down"
 		case errors.Is(err, socket.ErrIdle):
 			return socket.StatusNormal, fmt.Sprintf("idle for %s (RESPONSES_WS_IDLE_TIMEOUT)", lim.Idle)
 		case errors.Is(err, socket.ErrTooBig):

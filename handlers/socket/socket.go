@@ -36,6 +36,8 @@ type Options struct {
 	// keeps proxies from closing a quiet connection; a ping that cannot
 	// be written ends the connection.
 	PingInterval time.Duration
+	// Group, when set, holds the connection for the server's shutdown.
+	Group *Group
 }
 
 // StatusCode is a close code, as RFC 6455 numbers them.
@@ -102,6 +104,9 @@ const queued = 2
 // Accept upgrades the request. The caller has checked the client (auth,
 // Origin: the router's guard) and must Close the connection.
 func Accept(w http.ResponseWriter, r *http.Request, opts Options) (*Conn, error) {
+	if opts.Group != nil && !opts.Group.join() {
+		return nil, ErrShuttingDown // nothing written: the caller answers
+	}
 	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{
 		// The router's guard has checked Origin against ALLOWED_ORIGINS,
 		// as for every request; a second check here would refuse the
@@ -113,6 +118,9 @@ func Accept(w http.ResponseWriter, r *http.Request, opts Options) (*Conn, error)
 		CompressionMode: websocket.CompressionNoContextTakeover,
 	})
 	if err != nil {
+		if opts.Group != nil {
+			opts.Group.leave()
+		}
 		return nil, fmt.Errorf("accepting the WebSocket: %w", err)
 	}
 	// One byte over the limit tells a message that is too big; the
@@ -187,8 +195,18 @@ func (c *Conn) ping() {
 
 // Next waits for the client's next message. It returns ErrTooBig for a
 // message over the limit, ErrIdle after Idle without one, and the
-// connection's end (context.Cause) when it has ended.
+// connection's end (context.Cause) when it has ended, and ErrGoingAway
+// once its Group is shutting down.
 func (c *Conn) Next() (Message, error) {
+	var closing <-chan struct{}
+	if c.opts.Group != nil {
+		closing = c.opts.Group.closing
+		select {
+		case <-closing: // no new turn once the shutdown began
+			return Message{}, ErrGoingAway
+		default:
+		}
+	}
 	var idle <-chan time.Time
 	if c.opts.Idle > 0 {
 		t := time.NewTimer(c.opts.Idle)
@@ -202,6 +220,8 @@ func (c *Conn) Next() (Message, error) {
 		}
 	case <-idle:
 		return Message{}, ErrIdle
+	case <-closing:
+		return Message{}, ErrGoingAway
 	case <-c.tooBig:
 		return Message{}, ErrTooBig
 	case <-c.ctx.Done():
@@ -246,6 +266,9 @@ func (c *Conn) Close(code StatusCode, reason string) {
 	_ = c.ws.Close(code, reason)
 	c.cancel(errors.New("closed by the server"))
 	c.jobs.Wait()
+	if c.opts.Group != nil {
+		c.opts.Group.leave()
+	}
 }
 
 // Gone reports whether the connection ended from the client's side (it
