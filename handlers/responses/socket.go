@@ -1,6 +1,7 @@
 package responses
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -199,6 +200,10 @@ func (m *memory) get(id string) ([]json.RawMessage, bool) {
 	return nil, false
 }
 
+// put keeps the conversation items ending response id. The items are
+// copied, but for those the last response kept already holds: a new item
+// is a slice of its message, which would otherwise be kept whole (tools
+// and all) for as long as the conversation is.
 func (m *memory) put(id string, items []json.RawMessage) {
 	var n int64
 	for _, it := range items {
@@ -207,7 +212,19 @@ func (m *memory) put(id string, items []json.RawMessage) {
 	if m.maxBytes > 0 && n > m.maxBytes {
 		return
 	}
-	m.kept = append(m.kept, remembered{id: id, items: items, bytes: n})
+	var last []json.RawMessage
+	if len(m.kept) > 0 {
+		last = m.kept[len(m.kept)-1].items
+	}
+	own := make([]json.RawMessage, len(items))
+	for i, it := range items {
+		if i < len(last) && len(it) > 0 && len(last[i]) == len(it) && &last[i][0] == &it[0] {
+			own[i] = last[i]
+		} else {
+			own[i] = bytes.Clone(it)
+		}
+	}
+	m.kept = append(m.kept, remembered{id: id, items: own, bytes: n})
 	m.bytes += n
 	for len(m.kept) > 1 && (len(m.kept) > maxRemembered || (m.maxBytes > 0 && m.bytes > m.maxBytes)) {
 		m.bytes -= m.kept[0].bytes

@@ -41,3 +41,22 @@ func TestMemoryBounds(t *testing.T) {
 	_, ok = m.get("a")
 	assert.False(t, ok)
 }
+
+// TestMemoryOwnsItsItems: an item kept is a copy, not a slice of the
+// message it came in (which would keep the whole message alive); the
+// items the last response holds already are shared, not copied again.
+func TestMemoryOwnsItsItems(t *testing.T) {
+	msg := []byte(`{"input":[{"a":1}],"tools":"` + strings.Repeat("t", 1000) + `"}`)
+	first := []json.RawMessage{msg[10:17]}
+	m := &memory{maxBytes: 1 << 20}
+	m.put("r1", first)
+	kept, _ := m.get("r1")
+	copy(msg[10:17], "XXXXXXX")
+	assert.Equal(t, `{"a":1}`, string(kept[0]), "a copy, not the message's bytes")
+
+	next := append(kept[:1:1], json.RawMessage(`{"b":2}`))
+	m.put("r2", next)
+	again, _ := m.get("r2")
+	assert.Same(t, &kept[0][0], &again[0][0], "the history is shared with the response before")
+	assert.Equal(t, `{"b":2}`, string(again[1]))
+}
