@@ -85,6 +85,8 @@ func TestCodexCLIOverTheWebSocket(t *testing.T) {
 	assert.NotContains(t, logs, "method=POST", "nothing went over HTTP POST:\n%s", logs)
 	assert.GreaterOrEqual(t, strings.Count(logs, "turn="), 3, "a warm-up and two turns:\n%s", logs)
 	assert.NotContains(t, logs, "status=4", logs)
+	assert.Regexp(t, `websocket open" request_id=\S+ compression="permessage-deflate[^"]*" beta="responses_websockets=`, logs,
+		"Codex offered permessage-deflate, and it was taken")
 	// The warm-up first, then turns that name the one before and send
 	// only their new items.
 	assert.Contains(t, logs, `msg="responses: websocket turn" request_id=`, logs)

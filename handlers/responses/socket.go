@@ -85,6 +85,8 @@ func (h Handler) Socket(c *gin.Context) {
 		c.Set(door.KeyError, err.Error()) // Accept answered the status
 		return
 	}
+	h.Kit.Logger.Debug("responses: websocket open", "request_id", door.RequestID(c),
+		"compression", c.Writer.Header().Get("Sec-WebSocket-Extensions"), "beta", utils.Clip(c.GetHeader("OpenAI-Beta"), utils.QuoteLen))
 	code, reason := h.serveSocket(c, conn)
 	conn.Close(code, reason)
 }
