@@ -140,7 +140,7 @@ type Config struct {
 	// ResponsesWSIdle, ResponsesWSMaxTurns and ResponsesWSMaxBytes bound
 	// a connection of the Responses WebSocket: its silence between turns,
 	// its response.create messages, and the conversations it keeps.
-	ResponsesWSIdle     Seconds `env:"RESPONSES_WS_IDLE_TIMEOUT" envDefault:"600"`
+	ResponsesWSIdle     Seconds `env:"RESPONSES_WS_IDLE_TIMEOUT" envDefault:"3600"`
 	ResponsesWSMaxTurns int     `env:"RESPONSES_WS_MAX_TURNS" envDefault:"1000"`
 	ResponsesWSMaxBytes int64   `env:"RESPONSES_WS_MAX_BYTES" envDefault:"67108864"`
 	// StateURL picks the state store: empty, a file under StateDir;

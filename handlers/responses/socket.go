@@ -37,7 +37,7 @@ type SocketLimits struct {
 
 // Defaults of the WebSocket's limits, as config has them.
 const (
-	DefaultSocketIdle     = 10 * time.Minute
+	DefaultSocketIdle     = time.Hour
 	DefaultSocketMaxTurns = 1000
 	DefaultSocketMaxBytes = 64 << 20
 )
