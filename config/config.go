@@ -137,6 +137,12 @@ type Config struct {
 	ResponsesStoreMax   int     `env:"RESPONSES_STORE_MAX" envDefault:"1000"`
 	ResponsesStoreBytes int64   `env:"RESPONSES_STORE_BYTES" envDefault:"268435456"`
 	ResponsesStoreTTL   Seconds `env:"RESPONSES_STORE_TTL" envDefault:"3600"`
+	// ResponsesWSIdle, ResponsesWSMaxTurns and ResponsesWSMaxBytes bound
+	// a connection of the Responses WebSocket: its silence between turns,
+	// its response.create messages, and the conversations it keeps.
+	ResponsesWSIdle     Seconds `env:"RESPONSES_WS_IDLE_TIMEOUT" envDefault:"3600"`
+	ResponsesWSMaxTurns int     `env:"RESPONSES_WS_MAX_TURNS" envDefault:"1000"`
+	ResponsesWSMaxBytes int64   `env:"RESPONSES_WS_MAX_BYTES" envDefault:"67108864"`
 	// StateURL picks the state store: empty, a file under StateDir;
 	// redis:// or rediss://, a Redis shared by every replica; memory:,
 	// this process's memory. StateDir empty: $XDG_STATE_HOME/cursor2api,
@@ -433,6 +439,15 @@ func (c *Config) validate() error {
 	}
 	if c.ResponsesStoreTTL.Duration() < time.Second {
 		bad("RESPONSES_STORE_TTL=%s: must be at least 1 second", c.ResponsesStoreTTL.Duration())
+	}
+	if d := c.ResponsesWSIdle.Duration(); d < time.Second {
+		bad("RESPONSES_WS_IDLE_TIMEOUT=%s: must be at least 1 second", d)
+	}
+	if c.ResponsesWSMaxTurns < 1 {
+		bad("RESPONSES_WS_MAX_TURNS=%d: use a positive number of responses per connection", c.ResponsesWSMaxTurns)
+	}
+	if c.ResponsesWSMaxBytes < 1<<20 {
+		bad("RESPONSES_WS_MAX_BYTES=%d: use at least 1048576 (1 MiB): an agent's conversation is kept whole", c.ResponsesWSMaxBytes)
 	}
 	c.StateURL, c.AdminKey = strings.TrimSpace(c.StateURL), strings.TrimSpace(c.AdminKey)
 	if u := c.StateURL; u != "" && u != "memory:" && !strings.HasPrefix(u, "redis://") && !strings.HasPrefix(u, "rediss://") {

@@ -53,6 +53,10 @@ type Options struct {
 	// CompactionSecret seals the Responses door's compaction items
 	// (config.CompactionKey); the same on every replica.
 	CompactionSecret string
+	// ResponsesSocket bounds the connections of the Responses WebSocket
+	// (zero values: responses' defaults, pings every PingInterval); its
+	// Group, when set, is what the server's shutdown closes them by.
+	ResponsesSocket responses.SocketLimits
 	// Usage, when not nil, records every answered request and serves
 	// GET /v1/organization/usage/completions to the holder of AdminKey
 	// (empty: the endpoint is off).
@@ -111,8 +115,9 @@ func New(opts Options) http.Handler {
 		MaxBodyBytes: opts.MaxBodyBytes, BodyReadTimeout: opts.BodyReadTimeout, PingInterval: opts.PingInterval,
 		Drain: opts.Drain, Metrics: opts.Metrics, RecordUsage: opts.Usage != nil}
 	s := &server{Options: opts, kit: kit, started: time.Now().Unix()}
+	kit.Turn = s.turn
 	tokens := &anthropic.TokenCounter{}
-	rs := responses.Handler{Kit: kit, Store: opts.Responses, Sealer: responses.NewSealer(opts.CompactionSecret)}
+	rs := responses.Handler{Kit: kit, Store: opts.Responses, Sealer: responses.NewSealer(opts.CompactionSecret), SocketLimits: socketLimits(opts)}
 	var cloudAgents *cloudagents.Handler
 	if opts.Cloud != nil {
 		cloudAgents = &cloudagents.Handler{Kit: kit, Cloud: opts.Cloud}
@@ -171,7 +176,7 @@ func New(opts Options) http.Handler {
 	}
 	r.NoRoute(byRequest, func(c *gin.Context) {
 		door.WriteError(c, &models.Error{Status: http.StatusNotFound, Kind: models.KindNotFound, Code: "not_found",
-			Message: fmt.Sprintf("no route %s %s: this gateway serves GET /v1/models, POST /v1/chat/completions, POST /v1/responses, POST /v1/messages, POST /v1/messages/count_tokens and the Gemini API under /v1beta/models", utils.Clip(c.Request.Method, utils.QuoteLen), utils.Clip(c.Request.URL.Path, utils.QuoteLen))})
+			Message: fmt.Sprintf("no route %s %s: this gateway serves GET /v1/models, POST /v1/chat/completions, POST /v1/responses (or its WebSocket, GET with Upgrade: websocket), POST /v1/messages, POST /v1/messages/count_tokens and the Gemini API under /v1beta/models", utils.Clip(c.Request.Method, utils.QuoteLen), utils.Clip(c.Request.URL.Path, utils.QuoteLen))})
 	})
 	r.NoMethod(byRequest, func(c *gin.Context) {
 		door.WriteError(c, &models.Error{Status: http.StatusMethodNotAllowed, Kind: models.KindInvalidRequest, Code: "method_not_allowed",
@@ -223,4 +228,23 @@ func (s *server) listModels(c *gin.Context) {
 		return
 	}
 	c.JSON(http.StatusOK, openai.ModelListOf(names, s.started))
+}
+
+// socketLimits are the Responses WebSocket's limits, the defaults for
+// those opts leaves zero.
+func socketLimits(opts Options) responses.SocketLimits {
+	l := opts.ResponsesSocket
+	if l.Idle == 0 {
+		l.Idle = responses.DefaultSocketIdle
+	}
+	if l.MaxTurns == 0 {
+		l.MaxTurns = responses.DefaultSocketMaxTurns
+	}
+	if l.MaxBytes == 0 {
+		l.MaxBytes = responses.DefaultSocketMaxBytes
+	}
+	if l.PingInterval == 0 {
+		l.PingInterval = opts.PingInterval
+	}
+	return l
 }

@@ -98,6 +98,8 @@ func newStack(t testing.TB, env map[string]string, reply func(int, cursortest.Re
 		MaxBodyBytes: cfg.MaxBodyBytes, PingInterval: cfg.PingInterval.Duration(), Version: "test-version", Logger: logger,
 		Usage: ledger, AdminKey: cfg.AdminKey, Backend: cfg.Backend, CompactionSecret: cfg.CompactionKey(),
 		Responses: store.Store, Metrics: gw.Metrics, Readiness: gw.Readiness,
+		ResponsesSocket: responses.SocketLimits{Idle: cfg.ResponsesWSIdle.Duration(), MaxTurns: cfg.ResponsesWSMaxTurns,
+			MaxBytes: cfg.ResponsesWSMaxBytes, PingInterval: cfg.PingInterval.Duration()},
 		AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins, BodyReadTimeout: cfg.BodyReadTimeout.Duration(),
 		Cloud: gw.Cloud,
 		Tools: gw.MCPTools(),

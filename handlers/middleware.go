@@ -44,35 +44,44 @@ func accessLog(logger *slog.Logger) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		start := time.Now()
 		c.Next()
-		status := c.Writer.Status()
-		if s := c.GetInt(door.KeyStatus); s != 0 {
-			status = s
-		}
-		level := slog.LevelInfo
-		e := c.GetString(door.KeyError)
-		if e != "" && status >= 500 {
-			level = slog.LevelWarn
-		}
-		if !logger.Enabled(c.Request.Context(), level) {
-			return // LOG_LEVEL drops the line: build none of it
-		}
-		attrs := []any{
-			"request_id", c.GetString(door.KeyRequestID),
-			"door", door.Of(c).Name,
-			"client", utils.Clip(c.ClientIP(), utils.QuoteLen),
-			"method", utils.Clip(c.Request.Method, utils.QuoteLen),
-			"path", utils.Clip(c.Request.URL.Path, utils.QuoteLen),
-			"model", utils.Clip(c.GetString(door.KeyModel), utils.QuoteLen),
-			"status", status,
-			"duration_ms", time.Since(start).Milliseconds(),
-		}
-		if e != "" {
-			// The doors clip what they quote of the client; the sink
-			// bounds the line whatever a message holds.
-			attrs = append(attrs, "error", utils.Clip(e, errorClipLen))
-		}
-		logger.Log(c.Request.Context(), level, "request", attrs...)
+		logRequest(logger, c, start)
 	}
+}
+
+// logRequest writes the access line of a request (or a WebSocket turn)
+// that started at start and is answered.
+func logRequest(logger *slog.Logger, c *gin.Context, start time.Time) {
+	status := c.Writer.Status()
+	if s := c.GetInt(door.KeyStatus); s != 0 {
+		status = s
+	}
+	level := slog.LevelInfo
+	e := c.GetString(door.KeyError)
+	if e != "" && status >= 500 {
+		level = slog.LevelWarn
+	}
+	if !logger.Enabled(c.Request.Context(), level) {
+		return // LOG_LEVEL drops the line: build none of it
+	}
+	attrs := []any{
+		"request_id", c.GetString(door.KeyRequestID),
+		"door", door.Of(c).Name,
+		"client", utils.Clip(c.ClientIP(), utils.QuoteLen),
+		"method", utils.Clip(c.Request.Method, utils.QuoteLen),
+		"path", utils.Clip(c.Request.URL.Path, utils.QuoteLen),
+		"model", utils.Clip(c.GetString(door.KeyModel), utils.QuoteLen),
+		"status", status,
+		"duration_ms", time.Since(start).Milliseconds(),
+	}
+	if n := c.GetInt(door.KeyTurn); n > 0 {
+		attrs = append(attrs, "turn", n)
+	}
+	if e != "" {
+		// The doors clip what they quote of the client; the sink
+		// bounds the line whatever a message holds.
+		attrs = append(attrs, "error", utils.Clip(e, errorClipLen))
+	}
+	logger.Log(c.Request.Context(), level, "request", attrs...)
 }
 
 // auth requires one of the configured keys as a bearer token (or in

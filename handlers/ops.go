@@ -35,6 +35,11 @@ func (s *server) ready(c *gin.Context) {
 // "other", so that clients cannot grow the metric without bound.
 func (s *server) countRequests(c *gin.Context) {
 	c.Next()
+	s.count(c)
+}
+
+// count counts an answered request (or WebSocket turn).
+func (s *server) count(c *gin.Context) {
 	status := c.Writer.Status()
 	if v := c.GetInt(door.KeyStatus); v != 0 {
 		status = v
@@ -50,4 +55,19 @@ func (s *server) listTools(c *gin.Context) {
 		data = s.Tools()
 	}
 	c.JSON(http.StatusOK, gin.H{"object": "list", "data": data})
+}
+
+// turn runs one turn of a WebSocket (serve, on its own context c) inside
+// what the router runs around a request: the access line, the metrics
+// and the usage record.
+func (s *server) turn(c *gin.Context, serve func()) {
+	start := time.Now()
+	serve()
+	if s.Metrics != nil {
+		s.count(c)
+	}
+	if s.Usage != nil {
+		s.record(c)
+	}
+	logRequest(s.Logger, c, start)
 }

@@ -20,6 +20,11 @@ import (
 // ledger writes in batches).
 func (s *server) recordUsage(c *gin.Context) {
 	c.Next()
+	s.record(c)
+}
+
+// record adds an answered request (or WebSocket turn) to the ledger.
+func (s *server) record(c *gin.Context) {
 	if !c.GetBool(door.KeyAnswer) {
 		return
 	}

@@ -15,8 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/tidwall/gjson"
 
 	"cursor2api/services/cursortest"
 )
@@ -324,5 +326,62 @@ func TestStreamSurvivesProxyReadTimeout(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestProxyPassesTheResponsesWebSocket opens the Responses WebSocket
+// through each proxy with its shipped config, as Codex does with
+// openai_base_url (offering permessage-deflate), and runs two turns on
+// one connection with a silence longer than the proxy's read timeout
+// between them: the upgrade passes, and the gateway's pings keep the
+// quiet connection open.
+func TestProxyPassesTheResponsesWebSocket(t *testing.T) {
+	for _, kind := range proxyKinds {
+		t.Run(kind.name, func(t *testing.T) {
+			if _, err := exec.LookPath(kind.binary); err != nil {
+				t.Skipf("%s is not installed (apt-get install %s)", kind.binary, kind.binary)
+			}
+			frames := cursortest.Frames(nil, nil, []string{"through the proxy"})
+			up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body)
+				w.Header().Set("Content-Type", "text/event-stream")
+				for _, f := range frames {
+					fmt.Fprintf(w, "data: %s\n\n", f)
+				}
+			}))
+			t.Cleanup(up.Close)
+			gw, _, _ := startGateway(t, map[string]string{"CURSOR_API_URL": up.URL, "TLS_FINGERPRINT": "off", "X_IS_HUMAN_MODE": "static:x",
+				"PING_INTERVAL": "1", "API_KEY": "sk-proxy"})
+			port := freePort(t)
+			kind.start(t, port, strings.TrimPrefix(gw, "http://"), "2s", false)
+
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			conn, resp, err := websocket.Dial(ctx, fmt.Sprintf("ws://127.0.0.1:%d/v1/responses", port), &websocket.DialOptions{
+				HTTPHeader:      http.Header{"Authorization": {"Bearer sk-proxy"}, "OpenAI-Beta": {"responses_websockets=2026-02-06"}},
+				CompressionMode: websocket.CompressionContextTakeover,
+			})
+			require.NoError(t, err, "the upgrade through %s", kind.name)
+			defer conn.CloseNow()
+			assert.Contains(t, resp.Header.Get("Sec-WebSocket-Extensions"), "permessage-deflate", "compression is negotiated through the proxy")
+			turn := func() string {
+				msg := `{"type":"response.create","model":"claude-sonnet-4.6","store":false,"input":"hi"}`
+				require.NoError(t, conn.Write(ctx, websocket.MessageText, []byte(msg)))
+				for {
+					_, ev, err := conn.Read(ctx)
+					require.NoError(t, err)
+					if typ := gjson.GetBytes(ev, "type").String(); typ == "response.completed" || typ == "error" || typ == "response.failed" {
+						return string(ev)
+					}
+				}
+			}
+			first := turn()
+			assert.Equal(t, "response.completed", gjson.Get(first, "type").String(), first)
+			assert.Equal(t, "through the proxy", gjson.Get(first, "response.output.0.content.0.text").String(), first)
+			// Quiet for twice the proxy's read timeout.
+			time.Sleep(4 * time.Second)
+			second := turn()
+			assert.Equal(t, "response.completed", gjson.Get(second, "type").String(), "the connection outlived the read timeout: %s", second)
+		})
 	}
 }

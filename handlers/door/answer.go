@@ -45,6 +45,11 @@ type Kit struct {
 	Metrics *metrics.Metrics
 	// RecordUsage notes each answer's usage for the usage ledger.
 	RecordUsage bool
+	// Turn, when set, runs serve, one turn of a WebSocket on its own
+	// context c, inside what the router runs around each request (the
+	// access line, the metrics, the usage record), so that a turn counts
+	// as a request does.
+	Turn func(c *gin.Context, serve func())
 }
 
 // Prepare hands a door's request to the core, with what the client says

@@ -38,6 +38,7 @@ const (
 	KeyAnswer    = "answer" // the request asked for a model's answer
 	KeyUsage     = "usage"  // its models.Usage, once finished
 	KeyClient    = "client" // the client key's usage.KeyID
+	KeyTurn      = "turn"   // the number of a WebSocket turn, from 1
 )
 
 // Use marks the requests of a route group as d's, so that every error on

@@ -34,23 +34,23 @@ func (h Handler) sealer(c *gin.Context) func(string) string {
 // compaction answers a POST /v1/responses whose input ends with a
 // compaction_trigger: one compaction item, streamed or whole, kept like
 // any response unless store is false.
-func (h Handler) compaction(c *gin.Context, wire *Request, dec *Decoded, prepared *chat.Prepared, base Response) {
+func (h Handler) compaction(c *gin.Context, wire *Request, dec *Decoded, prepared *chat.Prepared, base Response, ws *socketTurn) {
 	if h.Sealer == nil {
 		door.WriteError(c, errCompactionOff)
 		return
 	}
 	seal := h.sealer(c)
-	if wire.Stream {
-		w := NewCompactionWriter(door.EventStream(c, nil), base, seal)
+	if wire.Stream || ws != nil {
+		w := NewCompactionWriter(ws.events(c), base, seal)
 		h.Kit.Stream(c, prepared, w)
 		if resp := w.Response(); resp.Status == StatusCompleted {
-			h.keep(c, wire, dec, resp, w.OutputItems())
+			h.keep(c, wire, dec, resp, w.OutputItems(), ws)
 		}
 		return
 	}
 	h.Kit.Complete(c, prepared, func(ans *models.Answer) any {
 		resp := CompactionFromAnswer(base, seal(ans.Text), ans.Usage)
-		h.keep(c, wire, dec, resp, nil)
+		h.keep(c, wire, dec, resp, nil, nil)
 		return resp
 	})
 }

@@ -141,7 +141,7 @@ func ToRequestWith(req *Request, history []json.RawMessage, open func(string) (s
 			}
 		}
 	}
-	if c.turns == 0 {
+	if c.turns == 0 && (req.Generate == nil || *req.Generate) { // a warm-up may hold instructions alone
 		return nil, models.InvalidRequest("input", "input must contain at least one user message, assistant message or function_call_output")
 	}
 	r.Messages = append(r.Messages, c.msgs...)

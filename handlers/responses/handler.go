@@ -38,11 +38,14 @@ type Handler struct {
 	Cloud Cloud
 	// Sealer seals and opens compaction items (nil: compaction is off).
 	Sealer *Sealer
+	// SocketLimits bound the connections of the door's WebSocket.
+	SocketLimits SocketLimits
 }
 
 // Routes adds the door's routes to g (at Prefix).
 func (h Handler) Routes(g gin.IRoutes) {
 	g.POST("", h.Create)
+	g.GET("", h.Socket)
 	g.POST("/compact", h.Compact)
 	g.GET("/:id", h.Get)
 	g.DELETE("/:id", h.Delete)
@@ -56,9 +59,21 @@ func (h Handler) Create(c *gin.Context) {
 		door.WriteError(c, apiErr)
 		return
 	}
+	h.create(c, &wire, nil)
+}
+
+// create answers a decoded request. It is the one path of POST
+// /v1/responses and of each response.create on the door's WebSocket, so
+// that what the door learns (continuation, compaction) serves both.
+// ws is the WebSocket's turn, nil over HTTP.
+func (h Handler) create(c *gin.Context, wire *Request, ws *socketTurn) {
 	door.SetModel(c, wire.Model)
 	if h.Cloud != nil && h.Cloud.Serves(wire.Model) {
-		h.Cloud.Create(c, &wire)
+		if ws != nil {
+			door.WriteError(c, models.InvalidRequest("model", "the cloud models (%s) are served over HTTP: POST /v1/responses", utils.Clip(wire.Model, utils.QuoteLen)))
+			return
+		}
+		h.Cloud.Create(c, wire)
 		return
 	}
 	if wire.Background {
@@ -67,7 +82,10 @@ func (h Handler) Create(c *gin.Context) {
 	}
 	requestID := door.RequestID(c)
 	var history []json.RawMessage
-	if wire.PreviousResponseID != "" {
+	if id := wire.PreviousResponseID; id != "" && ws != nil {
+		history, _ = ws.mem.get(id)
+	}
+	if wire.PreviousResponseID != "" && history == nil {
 		prev, ok, err := h.previous(c, wire.PreviousResponseID)
 		if err != nil {
 			door.WriteError(c, h.Kit.StoreError(c, err))
@@ -81,7 +99,7 @@ func (h Handler) Create(c *gin.Context) {
 		}
 		history = prev.Items
 	}
-	dec, err := ToRequestWith(&wire, history, h.opener(c))
+	dec, err := ToRequestWith(wire, history, h.opener(c))
 	if err != nil {
 		door.WriteError(c, door.AsError(err))
 		return
@@ -89,20 +107,24 @@ func (h Handler) Create(c *gin.Context) {
 	if len(dec.Ignored) > 0 {
 		h.Kit.Logger.Debug("responses: ignored built-in tools and their items", "request_id", requestID, "ignored", utils.Clip(strings.Join(dec.Ignored, ", "), 500))
 	}
+	if wire.Generate != nil && !*wire.Generate {
+		h.warmUp(c, wire, dec, ws)
+		return
+	}
 	prepared, ok := h.Kit.Prepare(c, dec.Request)
 	if !ok {
 		return
 	}
-	base := NewResponse(NewID(), time.Now().Unix(), &wire)
+	base := NewResponse(NewID(), time.Now().Unix(), wire)
 	if dec.Compaction {
-		h.compaction(c, &wire, dec, prepared, base)
+		h.compaction(c, wire, dec, prepared, base, ws)
 		return
 	}
 	// The request's own MCP servers are listed before the answer, as
 	// the API does: one mcp_list_tools item each.
 	lists := ListTools(dec.Request.MCPServers, prepared.RemoteTools)
-	if wire.Stream {
-		w := NewStreamWriter(door.EventStream(c, nil), base, dec.Names)
+	if wire.Stream || ws != nil {
+		w := NewStreamWriter(ws.events(c), base, dec.Names)
 		if len(lists) > 0 {
 			if err := w.ListTools(lists); err != nil {
 				h.Kit.Fail(c, err, w)
@@ -111,14 +133,14 @@ func (h Handler) Create(c *gin.Context) {
 		}
 		h.Kit.Stream(c, prepared, w)
 		if resp := w.Response(); resp.Status == StatusCompleted || resp.Status == StatusIncomplete {
-			h.keep(c, &wire, dec, resp, w.OutputItems())
+			h.keep(c, wire, dec, resp, w.OutputItems(), ws)
 		}
 		return
 	}
 	h.Kit.Complete(c, prepared, func(ans *models.Answer) any {
 		resp := FromAnswer(base, ans, dec.Names)
 		resp.Output = append(lists, resp.Output...)
-		h.keep(c, &wire, dec, resp, nil)
+		h.keep(c, wire, dec, resp, nil, nil)
 		return resp
 	})
 }
@@ -146,9 +168,10 @@ func (h Handler) previous(c *gin.Context, id string) (Kept, bool, error) {
 
 // keep stores a completed (or incomplete) response with its
 // conversation, unless the request said store: false. out are its output items as JSON when
-// the stream writer has them already, nil to encode them here.
-func (h Handler) keep(c *gin.Context, wire *Request, dec *Decoded, resp Response, out []json.RawMessage) {
-	if !wire.Stored() {
+// the stream writer has them already, nil to encode them here. A
+// WebSocket's turn is remembered by its connection, whatever store says.
+func (h Handler) keep(c *gin.Context, wire *Request, dec *Decoded, resp Response, out []json.RawMessage, ws *socketTurn) {
+	if !wire.Stored() && ws == nil {
 		return
 	}
 	items := out
@@ -160,6 +183,12 @@ func (h Handler) keep(c *gin.Context, wire *Request, dec *Decoded, resp Response
 		}
 	}
 	items = append(dec.Items[:len(dec.Items):len(dec.Items)], items...)
+	if ws != nil {
+		ws.mem.put(resp.ID, items)
+		if !wire.Stored() {
+			return
+		}
+	}
 	// A failed write is queued for a retry; the answer stands.
 	if err := h.Store.Put(c.Request.Context(), resp.ID, Stored{Owner: door.Tenant(c), Response: resp, Items: items, Output: out}); err != nil {
 		h.Kit.Logger.Warn("responses: not stored yet", "request_id", door.RequestID(c), "error", utils.Clip(err.Error(), 300))

@@ -29,13 +29,17 @@ type Request struct {
 	Stream            bool              `json:"stream"`
 	// Background asks for the response to run on after the request
 	// returns (the cloud models only).
-	Background         bool              `json:"background,omitempty"`
-	Store              *bool             `json:"store,omitempty"`
-	PreviousResponseID string            `json:"previous_response_id,omitempty"`
-	Metadata           map[string]string `json:"metadata,omitempty"`
-	Text               *TextConfig       `json:"text,omitempty"`
-	Reasoning          *Reasoning        `json:"reasoning,omitempty"`
-	MaxOutputTokens    *int              `json:"max_output_tokens,omitempty"`
+	Background         bool   `json:"background,omitempty"`
+	Store              *bool  `json:"store,omitempty"`
+	PreviousResponseID string `json:"previous_response_id,omitempty"`
+	// Generate false asks for no answer (Codex's warm-up on the
+	// WebSocket): the response completes empty at once, and a later
+	// request continues from its input.
+	Generate        *bool             `json:"generate,omitempty"`
+	Metadata        map[string]string `json:"metadata,omitempty"`
+	Text            *TextConfig       `json:"text,omitempty"`
+	Reasoning       *Reasoning        `json:"reasoning,omitempty"`
+	MaxOutputTokens *int              `json:"max_output_tokens,omitempty"`
 	// PromptCacheKey is the client's key of the conversation (Codex sends
 	// its conversation id), kept raw so that a value of another type is
 	// ignored rather than refused.

@@ -19,6 +19,7 @@ import (
 	"cursor2api/config"
 	"cursor2api/handlers"
 	"cursor2api/handlers/responses"
+	"cursor2api/handlers/socket"
 	"cursor2api/services"
 	"cursor2api/services/metrics"
 	"cursor2api/services/readiness"
@@ -52,6 +53,9 @@ type Server struct {
 	// still open then end with an error event instead of being cut
 	// mid-chunk.
 	endDrain context.CancelFunc
+	// sockets are the open WebSockets, which http.Server.Shutdown does
+	// not wait for: the shutdown closes them after their turn.
+	sockets *socket.Group
 	// state is the queue of writes to the state store (STATE_URL), and
 	// ledger the usage ledger that writes through it.
 	state     *state.Queue
@@ -88,18 +92,21 @@ func New(cfg *config.Config, logger *slog.Logger, opts Options) (*Server, error)
 		}
 	}
 	drain, endDrain := context.WithCancel(context.Background())
+	sockets := socket.NewGroup()
 	handler := handlers.New(handlers.Options{
 		Chat: gw.Chat, Catalog: gw.Catalog, Aliases: gw.Aliases, APIKeys: cfg.APIKeys,
 		MaxBodyBytes: cfg.MaxBodyBytes, PingInterval: cfg.PingInterval.Duration(), Version: opts.Version, Logger: logger,
 		Responses: responses.NewStore(q, responses.StoreLimits{
 			Max: cfg.ResponsesStoreMax, MaxBytes: cfg.ResponsesStoreBytes, TTL: cfg.ResponsesStoreTTL.Duration(),
 		}),
+		ResponsesSocket: responses.SocketLimits{Idle: cfg.ResponsesWSIdle.Duration(), MaxTurns: cfg.ResponsesWSMaxTurns,
+			MaxBytes: cfg.ResponsesWSMaxBytes, PingInterval: cfg.PingInterval.Duration(), Group: sockets},
 		Usage: ledger, AdminKey: cfg.AdminKey, Backend: cfg.Backend, CompactionSecret: cfg.CompactionKey(),
 		Metrics: gw.Metrics, Readiness: gw.Readiness, TrustedProxies: cfg.TrustedProxies,
 		AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins, BodyReadTimeout: cfg.BodyReadTimeout.Duration(), Drain: drain,
 		XIsHuman: xIsHumanHealth(gw), Cloud: gw.Cloud, Tools: gw.MCPTools(),
 	})
-	return &Server{cfg: cfg, logger: logger, version: opts.Version, gw: gw, handler: handler, endDrain: endDrain, state: q, ledger: ledger}, nil
+	return &Server{cfg: cfg, logger: logger, version: opts.Version, gw: gw, handler: handler, endDrain: endDrain, sockets: sockets, state: q, ledger: ledger}, nil
 }
 
 // Close waits for the writes of the native back door's key rests under
@@ -175,7 +182,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	logger.Info("shutting down: draining in-flight requests", "timeout", cfg.ShutdownTimeout.Duration())
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout.Duration())
 	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
+	socketsDone := make(chan error, 1)
+	go func() { socketsDone <- s.sockets.Shutdown(shutdownCtx) }()
+	err = srv.Shutdown(shutdownCtx)
+	if sockErr := <-socketsDone; err == nil {
+		err = sockErr
+	}
+	if err != nil {
 		logger.Warn("drain timed out; ending the remaining answers", "error", err)
 		s.endDrain()
 		// The answers end at once; give their last events a moment to go out.
@@ -184,6 +197,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		if err := srv.Shutdown(lastWords); err != nil {
 			_ = srv.Close()
 		}
+		_ = s.sockets.Shutdown(lastWords)
 	}
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err

@@ -24,6 +24,7 @@ var NoPing = []byte{}
 // Writer writes the events of one response.
 type Writer struct {
 	w     io.Writer
+	send  func(data ...[]byte) error // message mode: see NewMessageWriter
 	flush func()
 	start func()
 	ping  []byte
@@ -79,6 +80,14 @@ func NewWriter(w io.Writer, flush, start func(), ping []byte) *Writer {
 	return &Writer{w: w, flush: flush, start: start, ping: ping, born: time.Now()}
 }
 
+// NewMessageWriter returns a Writer for a transport that frames messages
+// itself (a WebSocket): each event's data, without the SSE lines around
+// it, is one call of send, in pieces to be sent as one message. It sends
+// no pings; the transport has its own.
+func NewMessageWriter(send func(data ...[]byte) error) *Writer {
+	return &Writer{send: send, ping: NoPing, born: time.Now()}
+}
+
 // Started reports whether anything has been written, so that the HTTP
 // status can no longer change.
 func (s *Writer) Started() bool {
@@ -122,6 +131,11 @@ var eventEnd = []byte("\n\n")
 
 // event frames one event in f and writes it; s.mu is held.
 func (s *Writer) event(f *frame, name string, data ...[]byte) error {
+	if s.send != nil {
+		s.committed = true
+		s.lastWrite = time.Since(s.born)
+		return s.send(data...)
+	}
 	b := f.buf[:0]
 	if name != "" {
 		b = append(b, "event: "...)
@@ -153,6 +167,10 @@ func (s *Writer) event(f *frame, name string, data ...[]byte) error {
 func (s *Writer) Data(line string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.send != nil {
+		s.committed = true
+		return s.send([]byte(line))
+	}
 	return s.write([]byte("data: " + line + "\n\n"))
 }
 

@@ -242,3 +242,27 @@ func TestWriterHold(t *testing.T) {
 		})
 	}
 }
+
+// TestMessageWriter: in message mode each event is one message of its
+// data alone, in pieces as written; there are no pings.
+func TestMessageWriter(t *testing.T) {
+	var msgs []string
+	w := NewMessageWriter(func(data ...[]byte) error {
+		var b strings.Builder
+		for _, d := range data {
+			b.Write(d)
+		}
+		msgs = append(msgs, b.String())
+		return nil
+	})
+	assert.False(t, w.Started())
+	require.NoError(t, w.PingIfIdle(0))
+	assert.Empty(t, msgs, "no pings")
+	require.NoError(t, w.EventJSON("response.created", []byte(`{"type":`), []byte(`"response.created"}`)))
+	require.NoError(t, w.Event("error", map[string]string{"type": "error"}))
+	w.Hold()
+	require.NoError(t, w.Data("[DONE]"))
+	w.Release()
+	assert.Equal(t, []string{`{"type":"response.created"}`, `{"type":"error"}`, `[DONE]`}, msgs)
+	assert.True(t, w.Started())
+}
