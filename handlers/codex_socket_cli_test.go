@@ -17,13 +17,15 @@ import (
 // at url as most guides set Codex up: openai_base_url alone, Codex's own
 // OpenAI provider, which opens the Responses WebSocket. With it Codex
 // takes the key from CODEX_API_KEY (codex exec), or from codex login
-// --with-api-key when login is set; never from OPENAI_API_KEY.
-func runCodexOpenAI(t *testing.T, bin, url, work, prompt string, login bool) []byte {
+// --with-api-key when login is set; never from OPENAI_API_KEY. extra
+// are more top-level lines of config.toml.
+func runCodexOpenAI(t *testing.T, bin, url, work, prompt string, login bool, extra ...string) []byte {
 	t.Helper()
 	home := t.TempDir()
 	config := `model = "claude-sonnet-4.6"
 openai_base_url = "` + url + `/v1"
 check_for_update_on_startup = false
+` + strings.Join(extra, "\n") + `
 
 [analytics]
 enabled = false
@@ -107,4 +109,38 @@ func TestCodexCLIOverTheWebSocketWithALoggedInKey(t *testing.T) {
 	assert.Contains(t, string(out), "Logged in fine.")
 	assert.NotContains(t, string(out), "Reconnecting", "%s", out)
 	assert.NotContains(t, s.logs.String(), "status=401", s.logs.String())
+}
+
+// TestCodexCLICompactsOverTheWebSocket: with openai_base_url alone, a
+// session whose context passes model_auto_compact_token_limit compacts
+// over the WebSocket (compaction_trigger in a response.create) and goes
+// on, on the same connection, to its final answer.
+func TestCodexCLICompactsOverTheWebSocket(t *testing.T) {
+	bin := codexBinary(t)
+	s := newStack(t, map[string]string{"API_KEY": "sk-codex"}, compactingModel(t))
+	work := t.TempDir()
+	out := string(runCodexOpenAI(t, bin, s.URL, work, "Create out.txt saying 'made by codex'.", false, "model_auto_compact_token_limit = 200"))
+
+	made, err := os.ReadFile(filepath.Join(work, "out.txt"))
+	require.NoError(t, err, "Codex did not run the call:\n%s", out)
+	assert.Equal(t, "made by codex", string(made))
+	assert.NotContains(t, out, "Reconnecting", out)
+	assert.NotContains(t, out, "Falling back", out)
+	assert.NotContains(t, out, "compaction output item", out)
+	assert.Contains(t, out, "Finished after the compaction.", "the session goes on to its final answer:\n%s", out)
+
+	reqs := s.up.Requests()
+	require.Len(t, reqs, 3, "the call, the summary, the answer after it:\n%s", out)
+	assert.Contains(t, reqs[1].Messages[len(reqs[1].Messages)-1].Text, "handoff summary", "the gateway asks its model for the summary")
+	var after strings.Builder
+	for _, m := range reqs[2].Messages {
+		after.WriteString(m.Role + ": " + m.Text + "\n")
+	}
+	assert.Contains(t, after.String(), codexCompactSummary, "the compaction item opens into the summary")
+	assert.NotContains(t, after.String(), "exec_command with", "in place of the history")
+
+	s.Close()
+	logs := s.logs.String()
+	assert.NotContains(t, logs, "method=POST", "every turn went over the WebSocket:\n%s", logs)
+	assert.NotContains(t, logs, "status=4", logs)
 }
