@@ -182,6 +182,22 @@ func TestKubernetesManifest(t *testing.T) {
 	ing := decodeFile(t, "../deploy/kubernetes/ingress.yaml")["Ingress"]
 	assert.Equal(t, "off", ing.Metadata.Annotations["nginx.ingress.kubernetes.io/proxy-buffering"])
 	assert.Equal(t, "3600", ing.Metadata.Annotations["nginx.ingress.kubernetes.io/proxy-read-timeout"])
+	checkIngressKeepsSockets(t, ing.Metadata.Annotations)
+}
+
+// checkIngressKeepsSockets: ingress-nginx passes a WebSocket upgrade by
+// itself, and closes one silent for proxy-read-timeout or
+// proxy-send-timeout (60 s by default); the gateway pings every
+// PING_INTERVAL (15 s), so both must be set well above it.
+func checkIngressKeepsSockets(t *testing.T, annotations map[string]string) {
+	t.Helper()
+	for _, k := range []string{"proxy-read-timeout", "proxy-send-timeout"} {
+		v, err := strconv.Atoi(annotations["nginx.ingress.kubernetes.io/"+k])
+		if assert.NoError(t, err, "the Ingress sets %s", k) {
+			assert.GreaterOrEqual(t, v, 4*15, "%s outlasts several of the gateway's pings on a quiet WebSocket", k)
+		}
+	}
+	assert.NotContains(t, annotations, "nginx.ingress.kubernetes.io/connection-proxy-header", "the Connection: upgrade header passes as ingress-nginx sets it")
 }
 
 // TestHelmChart renders the chart with helm (HELM names the binary, else
@@ -203,6 +219,7 @@ func TestHelmChart(t *testing.T) {
 	checkManifest(t, objs)
 	require.Contains(t, objs, "Ingress")
 	assert.Equal(t, "off", objs["Ingress"].Metadata.Annotations["nginx.ingress.kubernetes.io/proxy-buffering"])
+	checkIngressKeepsSockets(t, objs["Ingress"].Metadata.Annotations)
 	require.Contains(t, objs, "redis/Deployment", "the chart runs a Redis by default")
 
 	// The Redis option off: state per pod, and then the affinity.
