@@ -23,6 +23,7 @@ import (
 	"cursor2api/handlers/responses"
 	"cursor2api/models"
 	"cursor2api/services/chat"
+	"cursor2api/services/clientkeys"
 	"cursor2api/services/cloud"
 	"cursor2api/services/metrics"
 	"cursor2api/services/readiness"
@@ -36,8 +37,11 @@ type Options struct {
 	Catalog *models.Catalog
 	// Aliases resolve the model names of the Anthropic door (Claude
 	// Code's dated ids) to published models.
-	Aliases      models.Aliases
-	APIKeys      []string
+	Aliases models.Aliases
+	APIKeys []string
+	// ClientKeys, when set, are the client keys in force (API_KEYS_FILE
+	// and API_KEY), in place of APIKeys.
+	ClientKeys   *clientkeys.Set
 	MaxBodyBytes int64
 	// PingInterval is the silence after which a stream gets a keepalive
 	// (at most one per interval). Zero disables pings.
@@ -108,6 +112,10 @@ type frontDoor struct {
 // New returns the gateway's HTTP handler. A path with a trailing slash is
 // served as the path without it.
 func New(opts Options) http.Handler {
+	if opts.ClientKeys == nil {
+		// No file: the plain list cannot be wrong.
+		opts.ClientKeys, _ = clientkeys.Load("", opts.APIKeys)
+	}
 	if opts.Responses == nil {
 		opts.Responses = responses.NewMemoryStore(responses.DefaultStoreLimits, nil)
 	}
@@ -159,7 +167,7 @@ func New(opts Options) http.Handler {
 		if opts.Usage != nil {
 			hs = append(hs, s.recordUsage)
 		}
-		return append(hs, auth(opts.APIKeys))
+		return append(hs, auth(opts.ClientKeys))
 	}
 	for _, d := range doors {
 		d.routes(r.Group(d.prefix, entry(door.Use(d.Door))...))

@@ -25,6 +25,7 @@ import (
 	"cursor2api/config"
 	"cursor2api/handlers/responses"
 	"cursor2api/services"
+	"cursor2api/services/clientkeys"
 	"cursor2api/services/cursortest"
 	"cursor2api/services/state"
 	"cursor2api/services/usage"
@@ -41,6 +42,8 @@ type stack struct {
 	store *testStore
 	// ledger is the usage ledger, on the store's memory.
 	ledger *usage.Ledger
+	// keys are the client keys in force.
+	keys *clientkeys.Set
 }
 
 // testStore is a Responses store in memory whose clock and size a test
@@ -87,6 +90,8 @@ func newStack(t testing.TB, env map[string]string, reply func(int, cursortest.Re
 	require.NoError(t, err)
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: level}))
 
+	keys, err := clientkeys.Load(cfg.APIKeysFile, cfg.APIKeys)
+	require.NoError(t, err)
 	gw, err := services.FromConfig(cfg, logger, services.StaticHuman("test-x-is-human"))
 	require.NoError(t, err)
 	store := newTestStore(responses.StoreLimits{
@@ -94,7 +99,7 @@ func newStack(t testing.TB, env map[string]string, reply func(int, cursortest.Re
 	})
 	ledger := usage.New(state.NewQueue(store.mem, 0, nil), 0, nil)
 	handler := New(Options{
-		Chat: gw.Chat, Catalog: gw.Catalog, Aliases: gw.Aliases, APIKeys: cfg.APIKeys,
+		Chat: gw.Chat, Catalog: gw.Catalog, Aliases: gw.Aliases, APIKeys: cfg.APIKeys, ClientKeys: keys,
 		MaxBodyBytes: cfg.MaxBodyBytes, PingInterval: cfg.PingInterval.Duration(), Version: "test-version", Logger: logger,
 		Usage: ledger, AdminKey: cfg.AdminKey, Backend: cfg.Backend, CompactionSecret: cfg.CompactionKey(),
 		Responses: store.Store, Metrics: gw.Metrics, Readiness: gw.Readiness,
@@ -113,7 +118,7 @@ func newStack(t testing.TB, env map[string]string, reply func(int, cursortest.Re
 			t.Logf("gateway log:\n%s", logs.String())
 		}
 	})
-	return &stack{Server: srv, up: up, cfg: cfg, logs: logs, store: store, ledger: ledger}
+	return &stack{Server: srv, up: up, cfg: cfg, logs: logs, store: store, ledger: ledger, keys: keys}
 }
 
 // callTriggerRE matches the per-request trigger of the tool protocol.
