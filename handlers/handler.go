@@ -41,7 +41,10 @@ type Options struct {
 	APIKeys []string
 	// ClientKeys, when set, are the client keys in force (API_KEYS_FILE
 	// and API_KEY), in place of APIKeys.
-	ClientKeys   *clientkeys.Set
+	ClientKeys *clientkeys.Set
+	// Limits count the keys' use against their limits (nil: in this
+	// process, clientkeys.NewMemory).
+	Limits       clientkeys.Counter
 	MaxBodyBytes int64
 	// PingInterval is the silence after which a stream gets a keepalive
 	// (at most one per interval). Zero disables pings.
@@ -116,6 +119,9 @@ func New(opts Options) http.Handler {
 		// No file: the plain list cannot be wrong.
 		opts.ClientKeys, _ = clientkeys.Load("", opts.APIKeys)
 	}
+	if opts.Limits == nil {
+		opts.Limits = clientkeys.NewMemory()
+	}
 	if opts.Responses == nil {
 		opts.Responses = responses.NewMemoryStore(responses.DefaultStoreLimits, nil)
 	}
@@ -123,7 +129,7 @@ func New(opts Options) http.Handler {
 		MaxBodyBytes: opts.MaxBodyBytes, BodyReadTimeout: opts.BodyReadTimeout, PingInterval: opts.PingInterval,
 		Drain: opts.Drain, Metrics: opts.Metrics, RecordUsage: opts.Usage != nil}
 	s := &server{Options: opts, kit: kit, started: time.Now().Unix()}
-	kit.Turn = s.turn
+	kit.Turn, kit.Admit = s.turn, s.admit
 	tokens := &anthropic.TokenCounter{}
 	rs := responses.Handler{Kit: kit, Store: opts.Responses, Sealer: responses.NewSealer(opts.CompactionSecret), SocketLimits: socketLimits(opts)}
 	var cloudAgents *cloudagents.Handler
@@ -167,7 +173,7 @@ func New(opts Options) http.Handler {
 		if opts.Usage != nil {
 			hs = append(hs, s.recordUsage)
 		}
-		return append(hs, auth(opts.ClientKeys))
+		return append(hs, auth(opts.ClientKeys), s.limit)
 	}
 	for _, d := range doors {
 		d.routes(r.Group(d.prefix, entry(door.Use(d.Door))...))

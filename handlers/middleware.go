@@ -125,6 +125,7 @@ func auth(keys *clientkeys.Set) gin.HandlerFunc {
 		}
 		c.Set(door.KeyClient, key.Fingerprint)
 		c.Set(door.KeyClientName, key.Name)
+		c.Set(keyClientKey, key)
 		c.Next()
 	}
 }

@@ -71,6 +71,7 @@ func (s *server) listTools(c *gin.Context) {
 func (s *server) turn(c *gin.Context, serve func()) {
 	start := time.Now()
 	serve()
+	s.countTokens(c)
 	if s.Metrics != nil {
 		s.count(c)
 	}
