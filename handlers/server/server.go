@@ -65,8 +65,10 @@ type Server struct {
 	state  *state.Queue
 	ledger *usage.Ledger
 	// keys are the client keys in force, reloaded while serving.
-	keys      *clientkeys.Set
-	closeOnce sync.Once
+	keys *clientkeys.Set
+	// redisLimits, on Redis, renews the leases of this replica's slots.
+	redisLimits *clientkeys.Redis
+	closeOnce   sync.Once
 }
 
 // New builds the gateway cfg describes and opens its state store (for
@@ -102,10 +104,18 @@ func New(cfg *config.Config, logger *slog.Logger, opts Options) (*Server, error)
 			return readiness.State{Engine: st.Engine, Status: st.Status, Queued: st.Queued, FailedWrites: st.Failed, LastError: st.LastError}
 		}
 	}
+	// The keys' limits are counted where the state is shared: in Redis
+	// across replicas, else in this process.
+	var limits clientkeys.Counter = clientkeys.NewMemory()
+	var redisLimits *clientkeys.Redis
+	if rs, ok := store.(*state.Redis); ok {
+		redisLimits = clientkeys.NewRedis(rs.Client(), clientkeys.DefaultLease)
+		limits = redisLimits
+	}
 	drain, endDrain := context.WithCancel(context.Background())
 	sockets := socket.NewGroup()
 	handler := handlers.New(handlers.Options{
-		Chat: gw.Chat, Catalog: gw.Catalog, Aliases: gw.Aliases, APIKeys: cfg.APIKeys, ClientKeys: keys,
+		Chat: gw.Chat, Catalog: gw.Catalog, Aliases: gw.Aliases, APIKeys: cfg.APIKeys, ClientKeys: keys, Limits: limits,
 		MaxBodyBytes: cfg.MaxBodyBytes, PingInterval: cfg.PingInterval.Duration(), Version: opts.Version, Logger: logger,
 		Responses: responses.NewStore(q, responses.StoreLimits{
 			Max: cfg.ResponsesStoreMax, MaxBytes: cfg.ResponsesStoreBytes, TTL: cfg.ResponsesStoreTTL.Duration(),
@@ -117,7 +127,7 @@ func New(cfg *config.Config, logger *slog.Logger, opts Options) (*Server, error)
 		AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins, BodyReadTimeout: cfg.BodyReadTimeout.Duration(), Drain: drain,
 		XIsHuman: xIsHumanHealth(gw), Cloud: gw.Cloud, Tools: gw.MCPTools(),
 	})
-	return &Server{cfg: cfg, logger: logger, version: opts.Version, gw: gw, handler: handler, endDrain: endDrain, sockets: sockets, state: q, ledger: ledger, keys: keys}, nil
+	return &Server{cfg: cfg, logger: logger, version: opts.Version, gw: gw, handler: handler, endDrain: endDrain, sockets: sockets, state: q, ledger: ledger, keys: keys, redisLimits: redisLimits}, nil
 }
 
 // Close waits for the writes of the native back door's key rests under
@@ -156,6 +166,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	var stateJobs sync.WaitGroup
 	stateJobs.Go(func() { s.state.Run(stateCtx, stateInterval) })
 	stateJobs.Go(func() { s.ledger.Run(stateCtx, stateInterval) })
+	if s.redisLimits != nil {
+		stateJobs.Go(func() { s.redisLimits.Run(stateCtx) })
+	}
 	if cfg.APIKeysFile != "" {
 		hup := make(chan os.Signal, 1)
 		signal.Notify(hup, syscall.SIGHUP)
