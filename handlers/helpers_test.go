@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
@@ -92,6 +93,19 @@ func newStack(t testing.TB, env map[string]string, reply func(int, cursortest.Re
 
 	keys, err := clientkeys.Load(cfg.APIKeysFile, cfg.APIKeys)
 	require.NoError(t, err)
+	// On a Redis STATE_URL the keys' limits are counted there, as
+	// handlers/server does: stacks on one Redis are replicas.
+	var limits clientkeys.Counter
+	if strings.HasPrefix(cfg.StateURL, "redis://") {
+		ro, err := redis.ParseURL(cfg.StateURL)
+		require.NoError(t, err)
+		rc := redis.NewClient(ro)
+		rl := clientkeys.NewRedis(rc, clientkeys.DefaultLease)
+		ctx, stop := context.WithCancel(context.Background())
+		go rl.Run(ctx)
+		t.Cleanup(func() { stop(); _ = rc.Close() })
+		limits = rl
+	}
 	gw, err := services.FromConfig(cfg, logger, services.StaticHuman("test-x-is-human"))
 	require.NoError(t, err)
 	store := newTestStore(responses.StoreLimits{
@@ -99,7 +113,7 @@ func newStack(t testing.TB, env map[string]string, reply func(int, cursortest.Re
 	})
 	ledger := usage.New(state.NewQueue(store.mem, 0, nil), 0, nil)
 	handler := New(Options{
-		Chat: gw.Chat, Catalog: gw.Catalog, Aliases: gw.Aliases, APIKeys: cfg.APIKeys, ClientKeys: keys,
+		Chat: gw.Chat, Catalog: gw.Catalog, Aliases: gw.Aliases, APIKeys: cfg.APIKeys, ClientKeys: keys, Limits: limits,
 		MaxBodyBytes: cfg.MaxBodyBytes, PingInterval: cfg.PingInterval.Duration(), Version: "test-version", Logger: logger,
 		Usage: ledger, AdminKey: cfg.AdminKey, Backend: cfg.Backend, CompactionSecret: cfg.CompactionKey(),
 		Responses: store.Store, Metrics: gw.Metrics, Readiness: gw.Readiness,

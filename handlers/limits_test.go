@@ -15,6 +15,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"cursor2api/services/cursortest"
+	"cursor2api/services/state/redistest"
 )
 
 // TestLimitsEveryDoorsShape: a request over its key's rpm is a 429 in its
@@ -155,4 +156,64 @@ func TestLimitsWebSocketTurn(t *testing.T) {
 	assert.EqualValues(t, 429, ev.Get("status").Int(), ev.Raw)
 	assert.Contains(t, ev.Get("error.message").String(), `"codex"`)
 	assert.Len(t, s.up.Requests(), 1)
+}
+
+// TestLimitsTwoGatewaysOnOneRedis: two gateways on one Redis are
+// replicas: a key limited to 3 requests per minute gets exactly 3 through
+// the two together, and one limited to 2 concurrent streams gets a 429 on
+// the third, and its slot back when a stream ends.
+func TestLimitsTwoGatewaysOnOneRedis(t *testing.T) {
+	rs := redistest.Start(t)
+	file := writeKeys(t, "keys:\n  - {name: team, key: sk-team, limits: {rpm: 3}}\n  - {name: streams, key: sk-streams, limits: {concurrent: 2}}\n")
+	release := make(chan struct{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	held := make(chan struct{}, 2)
+	upstream := func(_ int, req cursortest.Request) cursortest.Response {
+		if strings.Contains(string(req.Body), "hold on") {
+			held <- struct{}{}
+			<-release
+		}
+		return cursortest.Text(nil, "ok")
+	}
+	env := map[string]string{"API_KEYS_FILE": file, "STATE_URL": rs.URL()}
+	a, b := newStack(t, env, upstream), newStack(t, env, upstream)
+	if time.Now().Second() > 50 {
+		time.Sleep(time.Duration(61-time.Now().Second()) * time.Second) // one minute's window for the whole count
+	}
+	chat := `{"model":"claude-sonnet-4.6","messages":[{"role":"user","content":"hi"}]}`
+	ok := 0
+	for i := range 8 {
+		s := a
+		if i%2 == 1 {
+			s = b
+		}
+		switch r := s.chat(t, chat, "Authorization", "Bearer sk-team"); r.status {
+		case http.StatusOK:
+			ok++
+		case http.StatusTooManyRequests:
+			assert.Contains(t, gjson.Get(r.body, "error.message").String(), `"team"`)
+		default:
+			t.Fatalf("request %d: %d %s", i, r.status, r.body)
+		}
+	}
+	assert.Equal(t, 3, ok, "exactly rpm through the two")
+
+	stream := `{"model":"claude-sonnet-4.6","stream":true,"messages":[{"role":"user","content":"hold on"}]}`
+	done := make(chan reply, 2)
+	for _, s := range []*stack{a, b} {
+		go func() { done <- s.chat(t, stream, "Authorization", "Bearer sk-streams") }()
+		select {
+		case <-held:
+		case <-time.After(20 * time.Second):
+			t.Fatal("a stream never reached the upstream")
+		}
+	}
+	r := a.chat(t, chat, "Authorization", "Bearer sk-streams")
+	require.Equal(t, http.StatusTooManyRequests, r.status, r.body)
+	assert.Contains(t, gjson.Get(r.body, "error.message").String(), "concurrent")
+	once.Do(func() { close(release) })
+	require.Equal(t, http.StatusOK, (<-done).status)
+	require.Equal(t, http.StatusOK, (<-done).status)
+	assert.Equal(t, http.StatusOK, b.chat(t, chat, "Authorization", "Bearer sk-streams").status, "the slots came back")
 }
