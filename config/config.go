@@ -51,6 +51,10 @@ type Config struct {
 	Host    string   `env:"HOST" envDefault:"127.0.0.1"`
 	Port    int      `env:"PORT" envDefault:"8002"`
 	APIKeys []string `env:"API_KEY" envSeparator:","`
+	// APIKeysFile names client keys and gives them limits (YAML or
+	// JSON; services/clientkeys), beside API_KEY's; reread on SIGHUP and
+	// when it changes.
+	APIKeysFile string `env:"API_KEYS_FILE"`
 
 	// Models are the public models; "auto" (the default) publishes what
 	// the web chat accepts, learned from it at start and refreshed.

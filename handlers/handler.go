@@ -23,6 +23,7 @@ import (
 	"cursor2api/handlers/responses"
 	"cursor2api/models"
 	"cursor2api/services/chat"
+	"cursor2api/services/clientkeys"
 	"cursor2api/services/cloud"
 	"cursor2api/services/metrics"
 	"cursor2api/services/readiness"
@@ -36,8 +37,14 @@ type Options struct {
 	Catalog *models.Catalog
 	// Aliases resolve the model names of the Anthropic door (Claude
 	// Code's dated ids) to published models.
-	Aliases      models.Aliases
-	APIKeys      []string
+	Aliases models.Aliases
+	APIKeys []string
+	// ClientKeys, when set, are the client keys in force (API_KEYS_FILE
+	// and API_KEY), in place of APIKeys.
+	ClientKeys *clientkeys.Set
+	// Limits count the keys' use against their limits (nil: in this
+	// process, clientkeys.NewMemory).
+	Limits       clientkeys.Counter
 	MaxBodyBytes int64
 	// PingInterval is the silence after which a stream gets a keepalive
 	// (at most one per interval). Zero disables pings.
@@ -108,6 +115,13 @@ type frontDoor struct {
 // New returns the gateway's HTTP handler. A path with a trailing slash is
 // served as the path without it.
 func New(opts Options) http.Handler {
+	if opts.ClientKeys == nil {
+		// No file: the plain list cannot be wrong.
+		opts.ClientKeys, _ = clientkeys.Load("", opts.APIKeys)
+	}
+	if opts.Limits == nil {
+		opts.Limits = clientkeys.NewMemory()
+	}
 	if opts.Responses == nil {
 		opts.Responses = responses.NewMemoryStore(responses.DefaultStoreLimits, nil)
 	}
@@ -115,7 +129,7 @@ func New(opts Options) http.Handler {
 		MaxBodyBytes: opts.MaxBodyBytes, BodyReadTimeout: opts.BodyReadTimeout, PingInterval: opts.PingInterval,
 		Drain: opts.Drain, Metrics: opts.Metrics, RecordUsage: opts.Usage != nil}
 	s := &server{Options: opts, kit: kit, started: time.Now().Unix()}
-	kit.Turn = s.turn
+	kit.Turn, kit.Admit = s.turn, s.admit
 	tokens := &anthropic.TokenCounter{}
 	rs := responses.Handler{Kit: kit, Store: opts.Responses, Sealer: responses.NewSealer(opts.CompactionSecret), SocketLimits: socketLimits(opts)}
 	var cloudAgents *cloudagents.Handler
@@ -159,7 +173,7 @@ func New(opts Options) http.Handler {
 		if opts.Usage != nil {
 			hs = append(hs, s.recordUsage)
 		}
-		return append(hs, auth(opts.APIKeys))
+		return append(hs, auth(opts.ClientKeys), s.limit)
 	}
 	for _, d := range doors {
 		d.routes(r.Group(d.prefix, entry(door.Use(d.Door))...))

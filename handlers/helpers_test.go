@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
@@ -25,6 +26,7 @@ import (
 	"cursor2api/config"
 	"cursor2api/handlers/responses"
 	"cursor2api/services"
+	"cursor2api/services/clientkeys"
 	"cursor2api/services/cursortest"
 	"cursor2api/services/state"
 	"cursor2api/services/usage"
@@ -41,6 +43,8 @@ type stack struct {
 	store *testStore
 	// ledger is the usage ledger, on the store's memory.
 	ledger *usage.Ledger
+	// keys are the client keys in force.
+	keys *clientkeys.Set
 }
 
 // testStore is a Responses store in memory whose clock and size a test
@@ -87,6 +91,21 @@ func newStack(t testing.TB, env map[string]string, reply func(int, cursortest.Re
 	require.NoError(t, err)
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: level}))
 
+	keys, err := clientkeys.Load(cfg.APIKeysFile, cfg.APIKeys)
+	require.NoError(t, err)
+	// On a Redis STATE_URL the keys' limits are counted there, as
+	// handlers/server does: stacks on one Redis are replicas.
+	var limits clientkeys.Counter
+	if strings.HasPrefix(cfg.StateURL, "redis://") {
+		ro, err := redis.ParseURL(cfg.StateURL)
+		require.NoError(t, err)
+		rc := redis.NewClient(ro)
+		rl := clientkeys.NewRedis(rc, clientkeys.DefaultLease)
+		ctx, stop := context.WithCancel(context.Background())
+		go rl.Run(ctx)
+		t.Cleanup(func() { stop(); _ = rc.Close() })
+		limits = rl
+	}
 	gw, err := services.FromConfig(cfg, logger, services.StaticHuman("test-x-is-human"))
 	require.NoError(t, err)
 	store := newTestStore(responses.StoreLimits{
@@ -94,7 +113,7 @@ func newStack(t testing.TB, env map[string]string, reply func(int, cursortest.Re
 	})
 	ledger := usage.New(state.NewQueue(store.mem, 0, nil), 0, nil)
 	handler := New(Options{
-		Chat: gw.Chat, Catalog: gw.Catalog, Aliases: gw.Aliases, APIKeys: cfg.APIKeys,
+		Chat: gw.Chat, Catalog: gw.Catalog, Aliases: gw.Aliases, APIKeys: cfg.APIKeys, ClientKeys: keys, Limits: limits,
 		MaxBodyBytes: cfg.MaxBodyBytes, PingInterval: cfg.PingInterval.Duration(), Version: "test-version", Logger: logger,
 		Usage: ledger, AdminKey: cfg.AdminKey, Backend: cfg.Backend, CompactionSecret: cfg.CompactionKey(),
 		Responses: store.Store, Metrics: gw.Metrics, Readiness: gw.Readiness,
@@ -113,7 +132,7 @@ func newStack(t testing.TB, env map[string]string, reply func(int, cursortest.Re
 			t.Logf("gateway log:\n%s", logs.String())
 		}
 	})
-	return &stack{Server: srv, up: up, cfg: cfg, logs: logs, store: store, ledger: ledger}
+	return &stack{Server: srv, up: up, cfg: cfg, logs: logs, store: store, ledger: ledger, keys: keys}
 }
 
 // callTriggerRE matches the per-request trigger of the tool protocol.

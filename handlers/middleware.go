@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"crypto/subtle"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -14,7 +13,7 @@ import (
 	"cursor2api/handlers/door"
 	"cursor2api/handlers/gemini"
 	"cursor2api/models"
-	"cursor2api/services/usage"
+	"cursor2api/services/clientkeys"
 	"cursor2api/utils"
 )
 
@@ -84,16 +83,13 @@ func logRequest(logger *slog.Logger, c *gin.Context, start time.Time) {
 	logger.Log(c.Request.Context(), level, "request", attrs...)
 }
 
-// auth requires one of the configured keys as a bearer token (or in
-// x-api-key, which Anthropic-style clients send). Keys are compared in
-// constant time.
-func auth(keys []string) gin.HandlerFunc {
-	secrets := make([][]byte, len(keys))
-	for i, k := range keys {
-		secrets[i] = []byte(k)
-	}
+// auth requires one of the client keys in force as a bearer token (or in
+// x-api-key, which Anthropic-style clients send). Keys are compared by
+// their SHA-256, in constant time; the key's fingerprint and name are kept
+// for what the request creates, the usage ledger and the limits.
+func auth(keys *clientkeys.Set) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		if len(secrets) == 0 {
+		if keys.Empty() {
 			c.Next()
 			return
 		}
@@ -121,16 +117,15 @@ func auth(keys []string) gin.HandlerFunc {
 			door.Abort(c, authErr)
 			return
 		}
-		ok := 0
-		for _, s := range secrets {
-			ok |= subtle.ConstantTimeCompare([]byte(given), s)
-		}
-		if ok != 1 {
+		key, ok := keys.Match(given)
+		if !ok {
 			door.Abort(c, &models.Error{Status: http.StatusUnauthorized, Kind: models.KindAuthentication, Code: "invalid_api_key",
-				Message: "invalid API key: check the key your client sends against the gateway's API_KEY"})
+				Message: "invalid API key: check the key your client sends against the gateway's API_KEY or API_KEYS_FILE"})
 			return
 		}
-		c.Set(door.KeyClient, usage.KeyID(given))
+		c.Set(door.KeyClient, key.Fingerprint)
+		c.Set(door.KeyClientName, key.Name)
+		c.Set(keyClientKey, key)
 		c.Next()
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"cursor2api/handlers/door"
+	"cursor2api/models"
 )
 
 // readyTimeout bounds the back door's own readiness check.
@@ -45,6 +46,13 @@ func (s *server) count(c *gin.Context) {
 		status = v
 	}
 	s.Metrics.Request(door.Of(c).Name, s.kit.ModelLabel(c.GetString(door.KeyModel)), status)
+	if id := c.GetString(door.KeyClient); id != "" && c.GetBool(door.KeyAnswer) {
+		var tokens int64
+		if u, ok := c.Value(door.KeyUsage).(models.Usage); ok {
+			tokens = int64(u.InputTokens) + int64(u.OutputTokens)
+		}
+		s.Metrics.ClientRequest(c.GetString(door.KeyClientName), id, tokens)
+	}
 }
 
 // listTools answers GET /v1/tools: the tools of the configured MCP servers
@@ -63,6 +71,7 @@ func (s *server) listTools(c *gin.Context) {
 func (s *server) turn(c *gin.Context, serve func()) {
 	start := time.Now()
 	serve()
+	s.countTokens(c)
 	if s.Metrics != nil {
 		s.count(c)
 	}

@@ -130,8 +130,8 @@ func (s *server) usageCompletions(c *gin.Context) {
 				r.Model = &g.Model
 			}
 			if q.ByKey {
-				id := g.KeyID
-				r.APIKeyID = &id
+				id, name := g.KeyID, s.ClientKeys.NameOf(g.KeyID)
+				r.APIKeyID, r.APIKeyName = &id, &name
 			}
 			ub.Results = append(ub.Results, r)
 		}
@@ -163,8 +163,11 @@ type usageResult struct {
 	ProjectID         *string `json:"project_id"`
 	UserID            *string `json:"user_id"`
 	APIKeyID          *string `json:"api_key_id"`
-	Model             *string `json:"model"`
-	Batch             *bool   `json:"batch"`
+	// APIKeyName is the name API_KEYS_FILE gives the key now ("" for a
+	// key of API_KEY or one no longer in the file); the gateway's own.
+	APIKeyName *string `json:"api_key_name,omitempty"`
+	Model      *string `json:"model"`
+	Batch      *bool   `json:"batch"`
 }
 
 // adminAuth requires ADMIN_KEY as a bearer token; with no ADMIN_KEY the

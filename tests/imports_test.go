@@ -77,6 +77,9 @@ var importRules = map[string][]string{
 	"services/state":           {"utils"},
 	"services/state/redistest": nil,
 	"services/usage":           {"utils", "services/state"},
+	// The client keys (API_KEY, API_KEYS_FILE) and their limits: no wire
+	// format; counters shared through the state store.
+	"services/clientkeys": {"utils", "services/state"},
 	// Cursor's Cloud Agents client (not a chat back door: the Responses
 	// door serves its runs directly), and its fake for tests.
 	"services/cloud":           {"models", "utils"},
@@ -107,10 +110,10 @@ var importRules = map[string][]string{
 	"handlers/cloudagents": with(doorKit, "handlers/door", "handlers/socket", "handlers/openai", "handlers/responses", "services/state", "services/cloud"),
 	// The router reaches back doors only through the core.
 	"handlers": with(doorKit, "handlers/door", "handlers/socket", "handlers/openai", "handlers/responses", "handlers/anthropic", "handlers/gemini", "handlers/cloudagents",
-		"services/state", "services/usage", "services/cloud"),
+		"services/state", "services/usage", "services/cloud", "services/clientkeys"),
 	// Runs the gateway a configuration describes, for main and bench:
 	// the one HTTP package that reads config (handlers itself never does).
-	"handlers/server": with(wiring, "services", "handlers/sse", "handlers/door", "handlers/socket", "handlers/openai", "handlers/responses", "handlers/anthropic", "handlers/gemini", "handlers/cloudagents", "handlers", "services/state", "services/usage"),
+	"handlers/server": with(wiring, "services", "handlers/sse", "handlers/door", "handlers/socket", "handlers/openai", "handlers/responses", "handlers/anthropic", "handlers/gemini", "handlers/cloudagents", "handlers", "services/state", "services/usage", "services/clientkeys"),
 	"":                nil, // main: anything
 	// The Docker smoke test's fake upstream command.
 	"scripts/fakeupstream": {"services/cursortest"},
@@ -125,7 +128,7 @@ var importRules = map[string][]string{
 	"services/human/xih": with(wiring, "services"),
 	// The benchmark program runs its gateway through server, as main does.
 	"bench": with(wiring, "services", "services/cursortest", "handlers/server", "handlers/sse", "handlers/door", "handlers/socket", "handlers/openai", "handlers/cloudagents", "handlers/responses", "handlers/anthropic", "handlers/gemini", "handlers",
-		"services/state", "services/usage", "services/native/nativetest", "services/native/agentv1", "services/native/agentv1/agentv1connect", "bench/loadgen"),
+		"services/state", "services/usage", "services/clientkeys", "services/native/nativetest", "services/native/agentv1", "services/native/agentv1/agentv1connect", "bench/loadgen"),
 	// The out-of-process benchmark runs the gateway's binary: it only
 	// borrows the fake's frames.
 	"bench/e2e": {"services/cursortest", "bench/loadgen"},

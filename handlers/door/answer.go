@@ -50,6 +50,10 @@ type Kit struct {
 	// access line, the metrics, the usage record), so that a turn counts
 	// as a request does.
 	Turn func(c *gin.Context, serve func())
+	// Admit, when set, holds a WebSocket turn to its client key's limits
+	// as a request is held: a release to call when the turn ends, or the
+	// error to answer instead.
+	Admit func(c *gin.Context) (release func(), e *models.Error)
 }
 
 // Prepare hands a door's request to the core, with what the client says

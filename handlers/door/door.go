@@ -38,7 +38,10 @@ const (
 	KeyAnswer    = "answer" // the request asked for a model's answer
 	KeyUsage     = "usage"  // its models.Usage, once finished
 	KeyClient    = "client" // the client key's usage.KeyID
-	KeyTurn      = "turn"   // the number of a WebSocket turn, from 1
+	// KeyClientName is the name API_KEYS_FILE gives the client key ("":
+	// a key of API_KEY).
+	KeyClientName = "client_name"
+	KeyTurn       = "turn" // the number of a WebSocket turn, from 1
 )
 
 // Use marks the requests of a route group as d's, so that every error on

@@ -131,7 +131,16 @@ func (h Handler) serveSocket(c *gin.Context, conn *socket.Conn) (socket.StatusCo
 			"continues", gjson.GetBytes(m.Data, "previous_response_id").String() != "", "generate", gjson.GetBytes(m.Data, "generate").Raw)
 		serve := func() {
 			var wire Request
-			if apiErr := h.Kit.ReadJSON(tc, &wire); apiErr != nil {
+			var refused *models.Error
+			if h.Kit.Admit != nil {
+				var release func()
+				if release, refused = h.Kit.Admit(tc); refused == nil {
+					defer release() // the turn's slot, until its last event
+				}
+			}
+			if refused != nil {
+				door.WriteError(tc, refused)
+			} else if apiErr := h.Kit.ReadJSON(tc, &wire); apiErr != nil {
 				door.WriteError(tc, apiErr)
 			} else {
 				h.create(tc, &wire, st)

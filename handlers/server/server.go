@@ -11,7 +11,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"os/signal"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/net/netutil"
@@ -21,6 +24,7 @@ import (
 	"cursor2api/handlers/responses"
 	"cursor2api/handlers/socket"
 	"cursor2api/services"
+	"cursor2api/services/clientkeys"
 	"cursor2api/services/metrics"
 	"cursor2api/services/readiness"
 	"cursor2api/services/state"
@@ -58,9 +62,13 @@ type Server struct {
 	sockets *socket.Group
 	// state is the queue of writes to the state store (STATE_URL), and
 	// ledger the usage ledger that writes through it.
-	state     *state.Queue
-	ledger    *usage.Ledger
-	closeOnce sync.Once
+	state  *state.Queue
+	ledger *usage.Ledger
+	// keys are the client keys in force, reloaded while serving.
+	keys *clientkeys.Set
+	// redisLimits, on Redis, renews the leases of this replica's slots.
+	redisLimits *clientkeys.Redis
+	closeOnce   sync.Once
 }
 
 // New builds the gateway cfg describes and opens its state store (for
@@ -68,6 +76,11 @@ type Server struct {
 // nothing; Serve does. A Server that is never served is closed with
 // Close.
 func New(cfg *config.Config, logger *slog.Logger, opts Options) (*Server, error) {
+	// A bad keys file stops the start, with its line, before anything opens.
+	keys, keysErr := clientkeys.Load(cfg.APIKeysFile, cfg.APIKeys)
+	if keysErr != nil {
+		return nil, keysErr
+	}
 	// The store first: the gateway keeps some of its state there (the
 	// native back door's key rests).
 	store, err := state.Open(context.Background(), state.Options{URL: cfg.StateURL, Dir: cfg.StateDir, Sync: cfg.StateSync, ConnectTimeout: cfg.StateConnectTimeout.Duration(), Logger: logger})
@@ -91,10 +104,18 @@ func New(cfg *config.Config, logger *slog.Logger, opts Options) (*Server, error)
 			return readiness.State{Engine: st.Engine, Status: st.Status, Queued: st.Queued, FailedWrites: st.Failed, LastError: st.LastError}
 		}
 	}
+	// The keys' limits are counted where the state is shared: in Redis
+	// across replicas, else in this process.
+	var limits clientkeys.Counter = clientkeys.NewMemory()
+	var redisLimits *clientkeys.Redis
+	if rs, ok := store.(*state.Redis); ok {
+		redisLimits = clientkeys.NewRedis(rs.Client(), clientkeys.DefaultLease)
+		limits = redisLimits
+	}
 	drain, endDrain := context.WithCancel(context.Background())
 	sockets := socket.NewGroup()
 	handler := handlers.New(handlers.Options{
-		Chat: gw.Chat, Catalog: gw.Catalog, Aliases: gw.Aliases, APIKeys: cfg.APIKeys,
+		Chat: gw.Chat, Catalog: gw.Catalog, Aliases: gw.Aliases, APIKeys: cfg.APIKeys, ClientKeys: keys, Limits: limits,
 		MaxBodyBytes: cfg.MaxBodyBytes, PingInterval: cfg.PingInterval.Duration(), Version: opts.Version, Logger: logger,
 		Responses: responses.NewStore(q, responses.StoreLimits{
 			Max: cfg.ResponsesStoreMax, MaxBytes: cfg.ResponsesStoreBytes, TTL: cfg.ResponsesStoreTTL.Duration(),
@@ -106,7 +127,7 @@ func New(cfg *config.Config, logger *slog.Logger, opts Options) (*Server, error)
 		AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins, BodyReadTimeout: cfg.BodyReadTimeout.Duration(), Drain: drain,
 		XIsHuman: xIsHumanHealth(gw), Cloud: gw.Cloud, Tools: gw.MCPTools(),
 	})
-	return &Server{cfg: cfg, logger: logger, version: opts.Version, gw: gw, handler: handler, endDrain: endDrain, sockets: sockets, state: q, ledger: ledger}, nil
+	return &Server{cfg: cfg, logger: logger, version: opts.Version, gw: gw, handler: handler, endDrain: endDrain, sockets: sockets, state: q, ledger: ledger, keys: keys, redisLimits: redisLimits}, nil
 }
 
 // Close waits for the writes of the native back door's key rests under
@@ -145,6 +166,15 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	var stateJobs sync.WaitGroup
 	stateJobs.Go(func() { s.state.Run(stateCtx, stateInterval) })
 	stateJobs.Go(func() { s.ledger.Run(stateCtx, stateInterval) })
+	if s.redisLimits != nil {
+		stateJobs.Go(func() { s.redisLimits.Run(stateCtx) })
+	}
+	if cfg.APIKeysFile != "" {
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+		stateJobs.Go(func() { s.keys.Watch(stateCtx, clientkeys.DefaultPoll, hup, logger) })
+	}
 	defer func() {
 		stopState()
 		stateJobs.Wait()
@@ -157,7 +187,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
 	}
-	if !cfg.Loopback() && len(cfg.APIKeys) == 0 {
+	if !cfg.Loopback() && s.keys.Empty() {
 		logger.Warn("listening beyond loopback with no API_KEY: anyone who can reach this port can use the gateway", "addr", ln.Addr().String())
 	}
 	logger.Info("cursor2api listening", append([]any{"addr", ln.Addr().String(), "version", s.version}, banner(cfg, s.gw.Catalog.Names())...)...)

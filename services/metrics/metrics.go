@@ -31,6 +31,9 @@ type Metrics struct {
 	reg *prometheus.Registry
 
 	requests      *prometheus.CounterVec
+	clientReqs    *prometheus.CounterVec
+	clientTokens  *prometheus.CounterVec
+	clientLimited *prometheus.CounterVec
 	firstToken    *prometheus.HistogramVec
 	activeStreams prometheus.Gauge
 
@@ -56,6 +59,17 @@ func New() *Metrics {
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "requests_total",
 		Help: "Requests answered, by front door, model (\"other\" for names not in the catalog) and HTTP status (499: client gone)."},
 		[]string{"door", "model", "status"})
+	// Labelled by the configured keys only (a request with an unknown key
+	// is refused before it is counted here), so bounded by the keys file.
+	m.clientReqs = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "client_key_requests_total",
+		Help: "Requests answered, by client key: its name in API_KEYS_FILE (\"\" for API_KEY's) and fingerprint."},
+		[]string{"key_name", "key_id"})
+	m.clientTokens = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "client_key_tokens_total",
+		Help: "Input plus output tokens of the answers, by client key."},
+		[]string{"key_name", "key_id"})
+	m.clientLimited = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "client_key_limited_total",
+		Help: "Requests refused by a client key's limit (rpm, tokens_per_day, concurrent)."},
+		[]string{"key_name", "key_id", "limit"})
 	m.firstToken = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: "time_to_first_token_seconds",
 		Help: "Time from the start of a streamed answer to its first text, reasoning or tool call.", Buckets: latencyBuckets},
 		[]string{"door", "model"})
@@ -80,6 +94,7 @@ func New() *Metrics {
 		Help: "Failures to fetch the x-is-human challenge script or to get a value."})
 	m.egressErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "egress_proxy_failures_total",
 		Help: "Failures (403, 429, connection errors) that put an egress proxy in cooldown, by proxy."}, []string{"proxy"})
+	m.reg.MustRegister(m.clientReqs, m.clientTokens, m.clientLimited)
 	m.reg.MustRegister(m.requests, m.firstToken, m.activeStreams, m.upstreamRequests, m.upstreamLatency, m.upstreamRetries,
 		m.toolCalls, m.heldTurns, m.retries, m.badCalls, m.humanFailures, m.egressErrors,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -98,6 +113,19 @@ func (m *Metrics) Handler() http.Handler {
 // Request counts one answered request.
 func (m *Metrics) Request(door, model string, status int) {
 	m.requests.WithLabelValues(door, model, strconv.Itoa(status)).Inc()
+}
+
+// ClientRequest counts one answered request of a client key and its tokens.
+func (m *Metrics) ClientRequest(name, id string, tokens int64) {
+	m.clientReqs.WithLabelValues(name, id).Inc()
+	if tokens > 0 {
+		m.clientTokens.WithLabelValues(name, id).Add(float64(tokens))
+	}
+}
+
+// ClientLimited counts a request a client key's limit refused.
+func (m *Metrics) ClientLimited(name, id, limit string) {
+	m.clientLimited.WithLabelValues(name, id, limit).Inc()
 }
 
 // StreamStarted counts a stream in progress until done is called.

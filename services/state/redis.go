@@ -189,3 +189,7 @@ func (r *Redis) Counters(ctx context.Context, table, key string) (map[string]int
 	}
 	return out, nil
 }
+
+// Client is the store's Redis client, for the parts that keep counters
+// of their own in the same Redis (the client keys' limits).
+func (r *Redis) Client() *redis.Client { return r.client }
