@@ -110,7 +110,7 @@ func New(o Options) *Console {
 		signKey: mac.Sum(nil),
 		page:    template.Must(template.New("page.html").Funcs(funcs).ParseFS(assets, "assets/page.html")),
 		signIn:  template.Must(template.New("signin.html").Funcs(funcs).ParseFS(assets, "assets/signin.html")),
-		traffic: &trafficCache{hours: map[int64][]usage.Group{}},
+		traffic: &trafficCache{hours: map[int64][]group{}, ids: map[string]int32{}},
 	}
 }
 

@@ -19,53 +19,75 @@ import (
 const settle = 10 * time.Minute
 
 // trafficCache keeps the settled hours of the last 30 days, grouped by
-// key, model and door, so a page reads only the recent hours again.
+// key, model and door, so a page reads only the recent hours again. Names
+// are interned: a page sums 30 days of groups by index, not by string.
 type trafficCache struct {
 	mu    sync.Mutex
-	hours map[int64][]usage.Group
+	hours map[int64][]group
+	ids   map[string]int32
+	names []string
+}
+
+// group is a usage.Group with its names interned.
+type group struct {
+	key, model, door int32
+	c                usage.Counts
+}
+
+func (tc *trafficCache) intern(name string) int32 {
+	id, ok := tc.ids[name]
+	if !ok {
+		id = int32(len(tc.names))
+		tc.ids[name] = id
+		tc.names = append(tc.names, name)
+	}
+	return id
 }
 
 // hoursOf returns the groups of each hour in [from, to), from the cache
-// or the ledger.
-func (cs *Console) hoursOf(ctx context.Context, from, to time.Time) (map[int64][]usage.Group, error) {
+// or the ledger, and the names their indexes stand for.
+func (cs *Console) hoursOf(ctx context.Context, from, to time.Time) (map[int64][]group, []string, error) {
 	tc := cs.traffic
-	out := make(map[int64][]usage.Group, int(to.Sub(from)/time.Hour)+1)
+	out := make(map[int64][]group, int(to.Sub(from)/time.Hour)+1)
 	now := cs.o.Now()
 	tc.mu.Lock()
+	defer tc.mu.Unlock()
 	for h := range tc.hours {
 		if h < from.Unix() {
 			delete(tc.hours, h) // past the window: the map stays bounded
 		}
 	}
-	var missing []time.Time
+	if len(tc.names) > 100_000 {
+		// names of keys and models long gone: start again
+		clear(tc.hours)
+		clear(tc.ids)
+		tc.names = tc.names[:0]
+	}
 	for h := from; h.Before(to); h = h.Add(time.Hour) {
 		if gs, ok := tc.hours[h.Unix()]; ok {
 			out[h.Unix()] = gs
-		} else {
-			missing = append(missing, h)
+			continue
 		}
-	}
-	tc.mu.Unlock()
-	for _, h := range missing {
 		if err := ctx.Err(); err != nil {
-			return out, err
+			return out, tc.names, err
 		}
 		bs, err := cs.o.Usage.Query(ctx, usage.Query{Start: h, End: h.Add(time.Hour), Width: usage.Hour, ByKey: true, ByModel: true, ByDoor: true})
 		if err != nil {
-			return out, fmt.Errorf("usage of %s: %w", h.Format(time.RFC3339), err)
+			return out, tc.names, fmt.Errorf("usage of %s: %w", h.Format(time.RFC3339), err)
 		}
-		var gs []usage.Group
+		var gs []group
 		if len(bs) > 0 {
-			gs = bs[0].Groups
+			gs = make([]group, 0, len(bs[0].Groups))
+			for _, g := range bs[0].Groups {
+				gs = append(gs, group{tc.intern(g.KeyID), tc.intern(g.Model), tc.intern(g.Door), g.Counts})
+			}
 		}
 		out[h.Unix()] = gs
 		if h.Add(time.Hour + settle).Before(now) {
-			tc.mu.Lock()
 			tc.hours[h.Unix()] = gs
-			tc.mu.Unlock()
 		}
 	}
-	return out, nil
+	return out, slices.Clone(tc.names), nil
 }
 
 // Row is a line of a usage table.
@@ -130,19 +152,12 @@ func (cs *Console) traffic24And30(ctx context.Context, now time.Time, v *View) e
 	hourStart := now.Truncate(time.Hour).Add(-23 * time.Hour)
 	dayStart := now.Truncate(24*time.Hour).AddDate(0, 0, -29)
 	end := now.Truncate(time.Hour).Add(time.Hour)
-	hours, err := cs.hoursOf(ctx, dayStart, end)
+	hours, names, err := cs.hoursOf(ctx, dayStart, end)
 	if err != nil {
 		return err
 	}
-	keys, models, doors := map[string]*Row{}, map[string]*Row{}, map[string]*Row{}
-	row := func(m map[string]*Row, name string) *Row {
-		r := m[name]
-		if r == nil {
-			r = &Row{Name: name}
-			m[name] = r
-		}
-		return r
-	}
+	// Rows by interned name, one table per kind.
+	keys, models, doors := make([]Row, len(names)), make([]Row, len(names)), make([]Row, len(names))
 	for i := range 24 {
 		h := hourStart.Add(time.Duration(i) * time.Hour)
 		v.Hourly = append(v.Hourly, Point{Start: h, Label: h.Format("15:00")})
@@ -155,24 +170,25 @@ func (cs *Console) traffic24And30(ctx context.Context, now time.Time, v *View) e
 		t := time.Unix(h, 0).UTC()
 		inDay := !t.Before(hourStart)
 		di := int(t.Sub(dayStart) / (24 * time.Hour))
-		for _, g := range gs {
+		for i := range gs {
+			g := &gs[i]
 			if di >= 0 && di < len(v.Daily) {
-				addCounts(&v.Daily[di].Counts, g.Counts)
+				addCounts(&v.Daily[di].Counts, g.c)
 			}
-			addCounts(&v.Month, g.Counts)
-			addCounts(&row(keys, g.KeyID).Month, g.Counts)
-			addCounts(&row(models, g.Model).Month, g.Counts)
-			addCounts(&row(doors, g.Door).Month, g.Counts)
+			addCounts(&v.Month, g.c)
+			addCounts(&keys[g.key].Month, g.c)
+			addCounts(&models[g.model].Month, g.c)
+			addCounts(&doors[g.door].Month, g.c)
 			if inDay {
-				addCounts(&v.Hourly[int(t.Sub(hourStart)/time.Hour)].Counts, g.Counts)
-				addCounts(&v.Day, g.Counts)
-				addCounts(&row(keys, g.KeyID).Day, g.Counts)
-				addCounts(&row(models, g.Model).Day, g.Counts)
-				addCounts(&row(doors, g.Door).Day, g.Counts)
+				addCounts(&v.Hourly[int(t.Sub(hourStart)/time.Hour)].Counts, g.c)
+				addCounts(&v.Day, g.c)
+				addCounts(&keys[g.key].Day, g.c)
+				addCounts(&models[g.model].Day, g.c)
+				addCounts(&doors[g.door].Day, g.c)
 			}
 		}
 	}
-	v.Keys, v.Models, v.Doors = sorted(keys), sorted(models), sorted(doors)
+	v.Keys, v.Models, v.Doors = sorted(keys, names), sorted(models, names), sorted(doors, names)
 	v.HourChart = chartOf(v.Hourly, 3)
 	v.DayChart = chartOf(v.Daily, 5)
 	return nil
@@ -217,11 +233,16 @@ func addCounts(c *usage.Counts, o usage.Counts) {
 	c.Errors += o.Errors
 }
 
-// sorted lists rows by requests over 30 days, the busiest first.
-func sorted(m map[string]*Row) []Row {
-	out := make([]Row, 0, len(m))
-	for _, r := range m {
-		out = append(out, *r)
+// sorted lists the rows with traffic, named, by requests over 30 days,
+// the busiest first.
+func sorted(rows []Row, names []string) []Row {
+	var out []Row
+	for i, r := range rows {
+		if r.Month.Requests == 0 && r.Month.Errors == 0 {
+			continue
+		}
+		r.Name = names[i]
+		out = append(out, r)
 	}
 	slices.SortFunc(out, func(a, b Row) int {
 		return cmp.Or(cmp.Compare(b.Month.Requests, a.Month.Requests), cmp.Compare(a.Name, b.Name))
