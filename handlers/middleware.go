@@ -59,8 +59,10 @@ func logRequest(logger *slog.Logger, errs *console.Errors, c *gin.Context, start
 	}
 	level := slog.LevelInfo
 	e := c.GetString(door.KeyError)
-	if e != "" && errs != nil {
-		// Clipped here, scrubbed of anything like a key by the ring.
+	if e != "" && errs != nil && c.FullPath() != "" && !strings.HasPrefix(c.FullPath(), "/console") {
+		// Failures of the gateway's routes, not of stray paths (scanners,
+		// favicons) or of the console itself. Clipped here, scrubbed of
+		// anything like a key by the ring.
 		errs.Add(console.ErrorEntry{Time: start, RequestID: c.GetString(door.KeyRequestID), Door: door.Of(c).Name,
 			Model: c.GetString(door.KeyModel), Status: status, Message: utils.Clip(e, errorClipLen)})
 	}
