@@ -57,7 +57,9 @@ func guard(hosts, origins []string, timeout time.Duration) gin.HandlerFunc {
 			c.Next()
 			return
 		}
-		if !isJSON(r.Header.Get("Content-Type")) {
+		// The console's sign-in and sign-out are HTML forms; the Origin
+		// check above and their SameSite=Strict cookie keep other sites out.
+		if !isJSON(r.Header.Get("Content-Type")) && !(strings.HasPrefix(r.URL.Path, "/console/") && isForm(r.Header.Get("Content-Type"))) {
 			door.Abort(c, &models.Error{Status: http.StatusUnsupportedMediaType, Kind: models.KindInvalidRequest, Code: "unsupported_media_type",
 				Message: fmt.Sprintf("the request body has Content-Type %q; send JSON with the header Content-Type: application/json", utils.Clip(r.Header.Get("Content-Type"), utils.QuoteLen))})
 			return
@@ -131,6 +133,12 @@ func originAllowed(allowed []string, origin string) bool {
 		}
 	}
 	return false
+}
+
+// isForm accepts an HTML form's urlencoded body.
+func isForm(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && mt == "application/x-www-form-urlencoded"
 }
 
 // isJSON accepts application/json and every +json type, with parameters.

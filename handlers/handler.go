@@ -17,6 +17,7 @@ import (
 
 	"cursor2api/handlers/anthropic"
 	"cursor2api/handlers/cloudagents"
+	"cursor2api/handlers/console"
 	"cursor2api/handlers/door"
 	"cursor2api/handlers/gemini"
 	"cursor2api/handlers/openai"
@@ -94,6 +95,12 @@ type Options struct {
 	// Tools, when set, lists the tools the gateway runs itself (MCP) for
 	// GET /v1/tools, as a JSON-able list.
 	Tools func() any
+	// Settings are the configuration in force, secrets masked
+	// (console.SettingsOf), for the console (served with AdminKey).
+	Settings []console.Setting
+	// ConsoleKeys, when set, names the client keys on the console and
+	// tells their limits and use (the hook for named keys).
+	ConsoleKeys func() []console.KeyView
 }
 
 // server holds what the routes outside the doors share; it is built once
@@ -102,6 +109,8 @@ type server struct {
 	Options
 	kit     *door.Kit
 	started int64 // "created" of the model list
+	// errors are the last failed requests, for the console (nil: off).
+	errors *console.Errors
 }
 
 // frontDoor is a row of the door table: the door, the path prefix that
@@ -129,6 +138,9 @@ func New(opts Options) http.Handler {
 		MaxBodyBytes: opts.MaxBodyBytes, BodyReadTimeout: opts.BodyReadTimeout, PingInterval: opts.PingInterval,
 		Drain: opts.Drain, Metrics: opts.Metrics, RecordUsage: opts.Usage != nil}
 	s := &server{Options: opts, kit: kit, started: time.Now().Unix()}
+	if opts.AdminKey != "" {
+		s.errors = &console.Errors{}
+	}
 	kit.Turn, kit.Admit = s.turn, s.admit
 	tokens := &anthropic.TokenCounter{}
 	rs := responses.Handler{Kit: kit, Store: opts.Responses, Sealer: responses.NewSealer(opts.CompactionSecret), SocketLimits: socketLimits(opts)}
@@ -154,7 +166,7 @@ func New(opts Options) http.Handler {
 		panic(fmt.Sprintf("trusted proxies: %v", err))
 	}
 	r.RedirectTrailingSlash = false // stripTrailingSlash serves them instead
-	r.Use(door.Use(openai.Door), requestID, accessLog(opts.Logger), gin.CustomRecovery(func(c *gin.Context, rec any) {
+	r.Use(door.Use(openai.Door), requestID, accessLog(opts.Logger, s.errors), gin.CustomRecovery(func(c *gin.Context, rec any) {
 		opts.Logger.Error("panic", "request_id", door.RequestID(c), "panic", fmt.Sprint(rec))
 		door.Abort(c, &models.Error{Status: http.StatusInternalServerError, Kind: models.KindAPI, Message: "internal error; the gateway's log has the details"})
 	}), guard(opts.AllowedHosts, opts.AllowedOrigins, opts.BodyReadTimeout))
@@ -184,6 +196,7 @@ func New(opts Options) http.Handler {
 	if opts.Usage != nil {
 		r.GET("/v1/organization/usage/completions", door.Use(openai.Door), adminAuth(opts.AdminKey), s.usageCompletions)
 	}
+	s.consoleRoutes(r)
 	if cloudAgents != nil && opts.Cloud.Webhooks != nil {
 		// Cursor signs its deliveries; it has no key of this gateway.
 		r.POST("/v1/cloud/webhook", door.Use(openai.Door), cloudAgents.Webhook)
@@ -261,4 +274,31 @@ func socketLimits(opts Options) responses.SocketLimits {
 		l.PingInterval = opts.PingInterval
 	}
 	return l
+}
+
+// consoleRoutes serves the operator's console at /console when ADMIN_KEY
+// is set; without it the console is off: a 404 in OpenAI's shape.
+func (s *server) consoleRoutes(r *gin.Engine) {
+	if s.AdminKey == "" {
+		off := func(c *gin.Context) {
+			door.WriteError(c, &models.Error{Status: http.StatusNotFound, Kind: models.KindNotFound, Code: "not_found",
+				Message: "the console is off: set ADMIN_KEY on the gateway to serve it at /console"})
+		}
+		r.Any(console.Prefix, door.Use(openai.Door), off)
+		r.Any(console.Prefix+"/*path", door.Use(openai.Door), off)
+		return
+	}
+	o := console.Options{AdminKey: s.AdminKey, Version: s.Version, Started: time.Unix(s.started, 0), Backend: s.Backend,
+		Usage: s.Usage, Errors: s.errors, Settings: s.Settings, Keys: s.ConsoleKeys, Logger: s.Logger}
+	if s.Readiness != nil {
+		o.Ready = func(ctx context.Context) readiness.Report {
+			ctx, cancel := context.WithTimeout(ctx, readyTimeout)
+			defer cancel()
+			return s.Readiness.Report(ctx)
+		}
+	}
+	for _, k := range s.APIKeys {
+		o.ClientKeys = append(o.ClientKeys, usage.KeyID(k))
+	}
+	console.New(o).Routes(r.Group(console.Prefix, door.Use(openai.Door)))
 }

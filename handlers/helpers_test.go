@@ -24,6 +24,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"cursor2api/config"
+	"cursor2api/handlers/console"
 	"cursor2api/handlers/responses"
 	"cursor2api/services"
 	"cursor2api/services/clientkeys"
@@ -121,7 +122,7 @@ func newStack(t testing.TB, env map[string]string, reply func(int, cursortest.Re
 			MaxBytes: cfg.ResponsesWSMaxBytes, PingInterval: cfg.PingInterval.Duration()},
 		AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins, BodyReadTimeout: cfg.BodyReadTimeout.Duration(),
 		Cloud: gw.Cloud,
-		Tools: gw.MCPTools(),
+		Tools: gw.MCPTools(), Settings: console.SettingsOf(cfg),
 	})
 	srv := httptest.NewServer(handler)
 	gw.StartMCP(context.Background())

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"cursor2api/handlers/console"
 	"cursor2api/handlers/door"
 	"cursor2api/handlers/gemini"
 	"cursor2api/models"
@@ -38,24 +39,32 @@ func requestID(c *gin.Context) {
 // errorClipLen bounds the error message in an access log line.
 const errorClipLen = 500
 
-// accessLog writes one line per request. It never logs keys or prompts.
-func accessLog(logger *slog.Logger) gin.HandlerFunc {
+// accessLog writes one line per request, and keeps the failed ones in
+// errs (when not nil) for the console. It never logs keys or prompts.
+func accessLog(logger *slog.Logger, errs *console.Errors) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		start := time.Now()
 		c.Next()
-		logRequest(logger, c, start)
+		logRequest(logger, errs, c, start)
 	}
 }
 
 // logRequest writes the access line of a request (or a WebSocket turn)
 // that started at start and is answered.
-func logRequest(logger *slog.Logger, c *gin.Context, start time.Time) {
+func logRequest(logger *slog.Logger, errs *console.Errors, c *gin.Context, start time.Time) {
 	status := c.Writer.Status()
 	if s := c.GetInt(door.KeyStatus); s != 0 {
 		status = s
 	}
 	level := slog.LevelInfo
 	e := c.GetString(door.KeyError)
+	if e != "" && errs != nil && c.FullPath() != "" && !strings.HasPrefix(c.FullPath(), "/console") {
+		// Failures of the gateway's routes, not of stray paths (scanners,
+		// favicons) or of the console itself. Clipped here, scrubbed of
+		// anything like a key by the ring.
+		errs.Add(console.ErrorEntry{Time: start, RequestID: c.GetString(door.KeyRequestID), Door: door.Of(c).Name,
+			Model: c.GetString(door.KeyModel), Status: status, Message: utils.Clip(e, errorClipLen)})
+	}
 	if e != "" && status >= 500 {
 		level = slog.LevelWarn
 	}

@@ -78,5 +78,5 @@ func (s *server) turn(c *gin.Context, serve func()) {
 	if s.Usage != nil {
 		s.record(c)
 	}
-	logRequest(s.Logger, c, start)
+	logRequest(s.Logger, s.errors, c, start)
 }

@@ -108,12 +108,14 @@ var importRules = map[string][]string{
 	"handlers/responses": with(doorKit, "handlers/door", "handlers/socket", "handlers/openai", "services/state"),
 	// Cloud Agents behind the Responses door (not a chat back door).
 	"handlers/cloudagents": with(doorKit, "handlers/door", "handlers/socket", "handlers/openai", "handlers/responses", "services/state", "services/cloud"),
+	// The operator's console: pages over the ledger and /ready's report.
+	"handlers/console": {"models", "utils", "services/upstream", "services/usage", "services/state", "services/readiness"},
 	// The router reaches back doors only through the core.
 	"handlers": with(doorKit, "handlers/door", "handlers/socket", "handlers/openai", "handlers/responses", "handlers/anthropic", "handlers/gemini", "handlers/cloudagents",
-		"services/state", "services/usage", "services/cloud", "services/clientkeys"),
+		"handlers/console", "services/state", "services/usage", "services/cloud", "services/clientkeys"),
 	// Runs the gateway a configuration describes, for main and bench:
 	// the one HTTP package that reads config (handlers itself never does).
-	"handlers/server": with(wiring, "services", "handlers/sse", "handlers/door", "handlers/socket", "handlers/openai", "handlers/responses", "handlers/anthropic", "handlers/gemini", "handlers/cloudagents", "handlers", "services/state", "services/usage", "services/clientkeys"),
+	"handlers/server": with(wiring, "services", "handlers/sse", "handlers/door", "handlers/socket", "handlers/openai", "handlers/responses", "handlers/anthropic", "handlers/gemini", "handlers/cloudagents", "handlers", "handlers/console", "services/state", "services/usage", "services/clientkeys"),
 	"":                nil, // main: anything
 	// The Docker smoke test's fake upstream command.
 	"scripts/fakeupstream": {"services/cursortest"},
@@ -127,7 +129,7 @@ var importRules = map[string][]string{
 	// `cursor2api xih` runs the x-is-human check as the web chat wires it.
 	"services/human/xih": with(wiring, "services"),
 	// The benchmark program runs its gateway through server, as main does.
-	"bench": with(wiring, "services", "services/cursortest", "handlers/server", "handlers/sse", "handlers/door", "handlers/socket", "handlers/openai", "handlers/cloudagents", "handlers/responses", "handlers/anthropic", "handlers/gemini", "handlers",
+	"bench": with(wiring, "services", "services/cursortest", "handlers/server", "handlers/sse", "handlers/door", "handlers/socket", "handlers/openai", "handlers/cloudagents", "handlers/responses", "handlers/anthropic", "handlers/gemini", "handlers", "handlers/console",
 		"services/state", "services/usage", "services/clientkeys", "services/native/nativetest", "services/native/agentv1", "services/native/agentv1/agentv1connect", "bench/loadgen"),
 	// The out-of-process benchmark runs the gateway's binary: it only
 	// borrows the fake's frames.

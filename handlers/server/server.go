@@ -21,6 +21,7 @@ import (
 
 	"cursor2api/config"
 	"cursor2api/handlers"
+	"cursor2api/handlers/console"
 	"cursor2api/handlers/responses"
 	"cursor2api/handlers/socket"
 	"cursor2api/services"
@@ -125,7 +126,7 @@ func New(cfg *config.Config, logger *slog.Logger, opts Options) (*Server, error)
 		Usage: ledger, AdminKey: cfg.AdminKey, Backend: cfg.Backend, CompactionSecret: cfg.CompactionKey(),
 		Metrics: gw.Metrics, Readiness: gw.Readiness, TrustedProxies: cfg.TrustedProxies,
 		AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins, BodyReadTimeout: cfg.BodyReadTimeout.Duration(), Drain: drain,
-		XIsHuman: xIsHumanHealth(gw), Cloud: gw.Cloud, Tools: gw.MCPTools(),
+		XIsHuman: xIsHumanHealth(gw), Cloud: gw.Cloud, Tools: gw.MCPTools(), Settings: console.SettingsOf(cfg),
 	})
 	return &Server{cfg: cfg, logger: logger, version: opts.Version, gw: gw, handler: handler, endDrain: endDrain, sockets: sockets, state: q, ledger: ledger, keys: keys, redisLimits: redisLimits}, nil
 }

@@ -197,18 +197,20 @@ const (
 )
 
 // Query asks for the records of [Start, End) in buckets of Width, grouped
-// by the model and/or the client key.
+// by the model, the client key and/or the front door.
 type Query struct {
 	Start, End time.Time
 	Width      Width
 	ByModel    bool
 	ByKey      bool
+	ByDoor     bool
 }
 
 // Group is the usage of one group of one bucket.
 type Group struct {
 	Model  string // set when grouped by model
 	KeyID  string // set when grouped by key
+	Door   string // set when grouped by door
 	Counts Counts
 }
 
@@ -250,6 +252,9 @@ func (l *Ledger) Query(ctx context.Context, q Query) ([]Bucket, error) {
 				if q.ByModel {
 					g.Model = parts[2]
 				}
+				if q.ByDoor {
+					g.Door = parts[1]
+				}
 				c, seen := groups[g]
 				if !seen {
 					order = append(order, g)
@@ -275,6 +280,6 @@ func (l *Ledger) Query(ctx context.Context, q Query) ([]Bucket, error) {
 
 func sortGroups(gs []Group) {
 	slices.SortFunc(gs, func(a, b Group) int {
-		return cmp.Or(strings.Compare(a.Model, b.Model), strings.Compare(a.KeyID, b.KeyID))
+		return cmp.Or(strings.Compare(a.Model, b.Model), strings.Compare(a.KeyID, b.KeyID), strings.Compare(a.Door, b.Door))
 	})
 }

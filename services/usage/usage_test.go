@@ -63,6 +63,13 @@ func TestLedgerBucketsAndGroups(t *testing.T) {
 				{KeyID: "key_b", Counts: Counts{Requests: 1, InputTokens: 7, OutputTokens: 3}},
 			}, days[0].Groups)
 
+			doors, err := l.Query(t.Context(), Query{Start: h0, End: h0.Add(24 * time.Hour), Width: Day, ByDoor: true, ByKey: true})
+			require.NoError(t, err)
+			assert.Equal(t, []Group{
+				{KeyID: "key_a", Door: "openai", Counts: Counts{Requests: 2, InputTokens: 150, OutputTokens: 15, CachedTokens: 40, Errors: 1}},
+				{KeyID: "key_b", Door: "openai", Counts: Counts{Requests: 1, InputTokens: 7, OutputTokens: 3}},
+			}, doors[0].Groups)
+
 			all, err := l.Query(t.Context(), Query{Start: h0, End: h0.Add(24 * time.Hour), Width: Day})
 			require.NoError(t, err)
 			assert.Equal(t, []Group{{Counts: Counts{Requests: 3, InputTokens: 157, OutputTokens: 18, CachedTokens: 40, Errors: 1}}}, all[0].Groups)
