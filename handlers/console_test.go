@@ -80,3 +80,28 @@ func TestConsoleThroughTheGateway(t *testing.T) {
 	}
 	assert.Contains(t, page, "ADMIN_KEY</code></td><td><code>"+console.Masked)
 }
+
+// TestConsoleShowsNamedKeysAndTheirLimits: a key of API_KEYS_FILE shows on
+// the console by its name, beside its fingerprint, with each limit and how
+// much of it the traffic used.
+func TestConsoleShowsNamedKeysAndTheirLimits(t *testing.T) {
+	file := writeKeys(t, "keys:\n  - {name: alice, key: sk-alice, limits: {rpm: 5, concurrent: 2}}\n")
+	s := newStack(t, map[string]string{"API_KEYS_FILE": file, "ADMIN_KEY": "adm-secret-1"}, script(t, []string{"one"}, []string{"two"}))
+	for range 2 {
+		r := s.chat(t, `{"model":"claude-sonnet-4.6","messages":[{"role":"user","content":"hi"}]}`, "Authorization", "Bearer sk-alice")
+		require.Equal(t, http.StatusOK, r.status, r.body)
+	}
+	req, err := http.NewRequest(http.MethodGet, s.URL+"/console", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer adm-secret-1")
+	got, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	b, _ := io.ReadAll(got.Body)
+	got.Body.Close()
+	page := string(b)
+	require.Equal(t, http.StatusOK, got.StatusCode, page)
+	assert.Contains(t, page, "alice", "the key's name")
+	assert.Regexp(t, `rpm 2/5 \(`, page, "the minute's two requests against its limit")
+	assert.Contains(t, page, "concurrent 0/2", "no request in flight")
+	assert.NotContains(t, page, "sk-alice")
+}

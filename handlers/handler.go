@@ -131,6 +131,9 @@ func New(opts Options) http.Handler {
 	if opts.Limits == nil {
 		opts.Limits = clientkeys.NewMemory()
 	}
+	if opts.ConsoleKeys == nil {
+		opts.ConsoleKeys = consoleKeys(opts.ClientKeys, opts.Limits)
+	}
 	if opts.Responses == nil {
 		opts.Responses = responses.NewMemoryStore(responses.DefaultStoreLimits, nil)
 	}
@@ -301,4 +304,29 @@ func (s *server) consoleRoutes(r *gin.Engine) {
 		o.ClientKeys = append(o.ClientKeys, usage.KeyID(k))
 	}
 	console.New(o).Routes(r.Group(console.Prefix, door.Use(openai.Door)))
+}
+
+// consoleKeys lists the client keys in force for the console: names,
+// limits and how much of each is used now, within a bound on the store.
+func consoleKeys(keys *clientkeys.Set, limits clientkeys.Counter) func() []console.KeyView {
+	return func() []console.KeyView {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		listed := clientkeys.List(ctx, keys, limits, time.Now())
+		views := make([]console.KeyView, 0, len(listed))
+		for _, k := range listed {
+			v := console.KeyView{ID: k.Fingerprint, Name: k.Name}
+			for _, l := range []console.Limit{
+				{Name: "rpm", Used: k.Use.RPM, Max: k.Limits.RPM},
+				{Name: "tokens_per_day", Used: k.Use.TokensToday, Max: k.Limits.TokensPerDay},
+				{Name: "concurrent", Used: k.Use.Concurrent, Max: k.Limits.Concurrent},
+			} {
+				if l.Max > 0 {
+					v.Limits = append(v.Limits, l)
+				}
+			}
+			views = append(views, v)
+		}
+		return views
+	}
 }
