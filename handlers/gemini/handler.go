@@ -82,13 +82,8 @@ func (h Handler) generate(c *gin.Context, name string, stream bool) {
 		return
 	}
 	sse := stream && c.Query("alt") == "sse"
-	req, err := ToRequest(&wire, name, sse)
-	if err != nil {
-		door.WriteError(c, door.AsError(err))
-		return
-	}
-	if _, err := h.Kit.ResolveModel(name); err != nil {
-		door.WriteError(c, door.AsError(err))
+	req, ok := h.convert(c, &wire, name, sse)
+	if !ok {
 		return
 	}
 	prepared, ok := h.Kit.Prepare(c, req)
@@ -114,6 +109,20 @@ func (h Handler) generate(c *gin.Context, name string, stream bool) {
 	})
 }
 
+// convert converts a request body for the model name (ToRequest) and
+// checks the name; on false the error is answered.
+func (h Handler) convert(c *gin.Context, body *GenerateContentRequest, name string, sse bool) (*models.Request, bool) {
+	req, err := ToRequest(body, name, sse)
+	if err == nil {
+		_, err = h.Kit.ResolveModel(name)
+	}
+	if err != nil {
+		door.WriteError(c, door.AsError(err))
+		return nil, false
+	}
+	return req, true
+}
+
 // countTokens answers :countTokens with an estimate of the request's
 // input tokens (cl100k_base, as the Anthropic door counts).
 func (h Handler) countTokens(c *gin.Context, name string) {
@@ -126,13 +135,8 @@ func (h Handler) countTokens(c *gin.Context, name string) {
 	if wire.Whole != nil {
 		body = wire.Whole
 	}
-	req, err := ToRequest(body, name, false)
-	if err != nil {
-		door.WriteError(c, door.AsError(err))
-		return
-	}
-	if _, err := h.Kit.ResolveModel(name); err != nil {
-		door.WriteError(c, door.AsError(err))
+	req, ok := h.convert(c, body, name, false)
+	if !ok {
 		return
 	}
 	var text strings.Builder
