@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"math"
 	"net/http"
 	"time"
@@ -71,7 +72,11 @@ func (s *server) countTokens(c *gin.Context) {
 	if !ok || u.InputTokens+u.OutputTokens == 0 {
 		return
 	}
-	if err := s.Limits.AddTokens(c.Request.Context(), key.Fingerprint, int64(u.InputTokens)+int64(u.OutputTokens), time.Now()); err != nil {
+	// On a context of its own: a client that leaves as its answer ends
+	// must not take its tokens off the day's count.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request.Context()), 5*time.Second)
+	defer cancel()
+	if err := s.Limits.AddTokens(ctx, key.Fingerprint, int64(u.InputTokens)+int64(u.OutputTokens), time.Now()); err != nil {
 		s.Logger.Warn("client keys: an answer's tokens were not counted", "request_id", door.RequestID(c), "key_id", key.Fingerprint, "error", err)
 	}
 }
