@@ -217,16 +217,9 @@ type attemptsKey struct{}
 // Upstream counts the HTTP attempts of each turn of up, so that Transport
 // can tell a retry from a first attempt.
 func (m *Metrics) Upstream(up upstream.Upstream) upstream.Upstream {
-	return countedUpstream{up}
-}
-
-type countedUpstream struct{ upstream.Upstream }
-
-// Unwrap returns the back door counted, for upstream.IsNative.
-func (c countedUpstream) Unwrap() upstream.Upstream { return c.Upstream }
-
-func (c countedUpstream) Stream(ctx context.Context, req upstream.Request, fn func(upstream.Delta) error) (*models.Usage, error) {
-	return c.Upstream.Stream(context.WithValue(ctx, attemptsKey{}, new(atomic.Int32)), req, fn)
+	return upstream.Wrap(up, func(ctx context.Context, req upstream.Request, fn func(upstream.Delta) error, next upstream.StreamFunc) (*models.Usage, error) {
+		return next(context.WithValue(ctx, attemptsKey{}, new(atomic.Int32)), req, fn)
+	})
 }
 
 // Transport records the status and latency of every attempt of an

@@ -159,27 +159,19 @@ func (t *Tracker) Failed(err error) {
 // abandoned, or one the upstream refused for the request's own sake (a
 // 4xx other than 401, 403 and 429, e.g. a model it does not serve), says
 // nothing about the upstream's health and is not recorded.
-func (t *Tracker) Upstream(up upstream.Upstream) upstream.Upstream { return tracked{up, t} }
-
-type tracked struct {
-	upstream.Upstream
-	t *Tracker
-}
-
-// Unwrap returns the back door tracked, for upstream.IsNative.
-func (u tracked) Unwrap() upstream.Upstream { return u.Upstream }
-
-func (u tracked) Stream(ctx context.Context, req upstream.Request, fn func(upstream.Delta) error) (*models.Usage, error) {
-	usage, err := u.Upstream.Stream(ctx, req, fn)
-	switch {
-	case err == nil:
-		u.t.Succeeded()
-	case ctx.Err() != nil || errors.Is(err, context.Canceled):
-		// the client left
-	case upstreamFault(err):
-		u.t.Failed(err)
-	}
-	return usage, err
+func (t *Tracker) Upstream(up upstream.Upstream) upstream.Upstream {
+	return upstream.Wrap(up, func(ctx context.Context, req upstream.Request, fn func(upstream.Delta) error, next upstream.StreamFunc) (*models.Usage, error) {
+		usage, err := next(ctx, req, fn)
+		switch {
+		case err == nil:
+			t.Succeeded()
+		case ctx.Err() != nil || errors.Is(err, context.Canceled):
+			// the client left
+		case upstreamFault(err):
+			t.Failed(err)
+		}
+		return usage, err
+	})
 }
 
 // upstreamFault reports whether err is the upstream's (or the way to it)

@@ -116,6 +116,27 @@ type Native interface {
 	NativeTools() bool
 }
 
+// StreamFunc is an Upstream's Stream as a function.
+type StreamFunc func(ctx context.Context, req Request, fn func(Delta) error) (*models.Usage, error)
+
+// Wrap returns up with each turn run by around, which calls next for up's
+// own turn and may watch or change what it returns. The wrapper keeps
+// IsNative's answer: metrics and health tracking are not back doors.
+func Wrap(up Upstream, around func(ctx context.Context, req Request, fn func(Delta) error, next StreamFunc) (*models.Usage, error)) Upstream {
+	return wrapped{up, around}
+}
+
+type wrapped struct {
+	up     Upstream
+	around func(context.Context, Request, func(Delta) error, StreamFunc) (*models.Usage, error)
+}
+
+func (w wrapped) Stream(ctx context.Context, req Request, fn func(Delta) error) (*models.Usage, error) {
+	return w.around(ctx, req, fn, w.up.Stream)
+}
+
+func (w wrapped) Unwrap() Upstream { return w.up }
+
 // IsNative reports whether up takes tools natively. Wrappers that add
 // metrics or health tracking keep the answer of the back door they wrap
 // by implementing Unwrap.

@@ -178,36 +178,28 @@ func (l *LearnedModels) Learned(allowed []string) error {
 // refreshes the catalog at once and answers 400 with what is served now. It
 // does not retry on another model: the client chose this one, and a family
 // name reaches the new list through MODEL_ALIASES next time.
-func (l *LearnedModels) Guard(up upstream.Upstream) upstream.Upstream { return guarded{up, l} }
-
-type guarded struct {
-	upstream.Upstream
-	l *LearnedModels
-}
-
-// Unwrap returns the back door guarded, for upstream.IsNative.
-func (g guarded) Unwrap() upstream.Upstream { return g.Upstream }
-
-func (g guarded) Stream(ctx context.Context, req upstream.Request, fn func(upstream.Delta) error) (*models.Usage, error) {
-	usage, err := g.Upstream.Stream(ctx, req, fn)
-	var e *models.Error
-	var cause *UpstreamStatusError
-	if err == nil || !errors.As(err, &e) || e.Code != codeModelRefused || !errors.As(err, &cause) {
-		return usage, err
-	}
-	allowed, perr := ParseAllowedModels(cause.Message)
-	if perr == nil {
-		perr = g.l.Learned(allowed)
-	}
-	if perr != nil {
-		g.l.Logger.Warn("models: the upstream refused a published model without a usable list", "model", req.Model, "error", perr)
-		return usage, err
-	}
-	return usage, &models.Error{
-		Status: http.StatusBadRequest, Kind: models.KindInvalidRequest, Code: codeModelRefused, Param: "model", Err: err,
-		Message: fmt.Sprintf("the upstream no longer accepts %s; the gateway refreshed its list and now serves: %s (try again: names that MODEL_ALIASES maps, such as claude-* and gpt-*, now reach it)",
-			req.Model, strings.Join(g.l.Catalog.Names(), ", ")),
-	}
+func (l *LearnedModels) Guard(up upstream.Upstream) upstream.Upstream {
+	return upstream.Wrap(up, func(ctx context.Context, req upstream.Request, fn func(upstream.Delta) error, next upstream.StreamFunc) (*models.Usage, error) {
+		usage, err := next(ctx, req, fn)
+		var e *models.Error
+		var cause *UpstreamStatusError
+		if err == nil || !errors.As(err, &e) || e.Code != codeModelRefused || !errors.As(err, &cause) {
+			return usage, err
+		}
+		allowed, perr := ParseAllowedModels(cause.Message)
+		if perr == nil {
+			perr = l.Learned(allowed)
+		}
+		if perr != nil {
+			l.Logger.Warn("models: the upstream refused a published model without a usable list", "model", req.Model, "error", perr)
+			return usage, err
+		}
+		return usage, &models.Error{
+			Status: http.StatusBadRequest, Kind: models.KindInvalidRequest, Code: codeModelRefused, Param: "model", Err: err,
+			Message: fmt.Sprintf("the upstream no longer accepts %s; the gateway refreshed its list and now serves: %s (try again: names that MODEL_ALIASES maps, such as claude-* and gpt-*, now reach it)",
+				req.Model, strings.Join(l.Catalog.Names(), ", ")),
+		}
+	})
 }
 
 // codeModelRefused is the error code of an upstream "Invalid model".
