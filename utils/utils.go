@@ -44,6 +44,18 @@ const CallIDPrefix = "call_"
 // by the part after the first '_'.
 func NewCallID() string { return CallIDPrefix + RandomString(Alphanumerics, 24) }
 
+// CallIDKey is the part of a call id that survives the doors'
+// re-prefixing: what follows its first '_' (all of an id without one).
+func CallIDKey(id string) string {
+	if _, key, ok := strings.Cut(id, "_"); ok {
+		return key
+	}
+	return id
+}
+
+// CallIDAs gives a call id a door's own prefix ("toolu_").
+func CallIDAs(prefix, id string) string { return prefix + CallIDKey(id) }
+
 // CutRunes returns s cut to at most n bytes without splitting a rune:
 // the gateway's one rune-safe cut. Nothing is left of s when n <= 0.
 func CutRunes(s string, n int) string {

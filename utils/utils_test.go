@@ -42,6 +42,21 @@ func TestNewCallID(t *testing.T) {
 	assert.NotEqual(t, a, b)
 }
 
+func TestCallIDKeyAndAs(t *testing.T) {
+	for _, tc := range []struct{ id, key, toolu string }{
+		{"call_abc", "abc", "toolu_abc"},
+		{"toolu_abc", "abc", "toolu_abc"},    // a door's id comes back to the same key
+		{"mcptoolu_a_b", "a_b", "toolu_a_b"}, // only the first '_' parts the prefix
+		{"plain", "plain", "toolu_plain"},    // a client's own id without one
+		{"", "", "toolu_"},
+	} {
+		assert.Equal(t, tc.key, CallIDKey(tc.id), tc.id)
+		assert.Equal(t, tc.toolu, CallIDAs("toolu_", tc.id), tc.id)
+	}
+	id := NewCallID()
+	assert.Equal(t, CallIDKey(id), CallIDKey(CallIDAs("fc_", id)), "a minted id survives re-prefixing")
+}
+
 func TestCutRunesAndClip(t *testing.T) {
 	cases := []struct {
 		in   string

@@ -6,15 +6,11 @@ import (
 	"strings"
 
 	"cursor2api/models"
+	"cursor2api/utils"
 )
 
 // MCPToolUseID gives a core call id the prefix of Anthropic's MCP calls.
-func MCPToolUseID(id string) string {
-	if _, rest, ok := strings.Cut(id, "_"); ok {
-		return "mcptoolu_" + rest
-	}
-	return "mcptoolu_" + id
-}
+func MCPToolUseID(id string) string { return utils.CallIDAs("mcptoolu_", id) }
 
 // MCPToolUseBlock is the mcp_tool_use block of a call the gateway ran.
 func MCPToolUseBlock(run models.ToolRun) ResponseBlock {

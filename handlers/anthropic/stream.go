@@ -3,7 +3,6 @@ package anthropic
 import (
 	"encoding/json"
 	"strconv"
-	"strings"
 
 	"cursor2api/handlers/door"
 	"cursor2api/handlers/sse"
@@ -62,12 +61,7 @@ func (s *StreamWriter) StopSequence(seq string) { s.stopSeq = seq }
 func NewMessageID() string { return "msg_" + utils.RandomString(utils.Alphanumerics, 24) }
 
 // ToolUseID gives a core call id ("call_…") Anthropic's toolu_ prefix.
-func ToolUseID(id string) string {
-	if _, rest, ok := strings.Cut(id, "_"); ok {
-		return "toolu_" + rest
-	}
-	return "toolu_" + id
-}
+func ToolUseID(id string) string { return utils.CallIDAs("toolu_", id) }
 
 // signature stands in for the signature Anthropic puts on thinking: the
 // gateway has none to give, and clients only send it back.

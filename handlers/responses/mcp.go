@@ -51,7 +51,7 @@ func mcpCallItem(it *OutputItem) any {
 // mcpItem is the mcp_call item of a run the gateway made.
 func mcpItem(run models.ToolRun) OutputItem {
 	server, tool := run.Label()
-	it := OutputItem{ID: "mcp_" + strings.TrimPrefix(run.ID, "call_"), Type: ItemMCPCall, ServerLabel: server, Name: tool, Arguments: run.Arguments, Status: StatusCompleted}
+	it := OutputItem{ID: utils.CallIDAs("mcp_", run.ID), Type: ItemMCPCall, ServerLabel: server, Name: tool, Arguments: run.Arguments, Status: StatusCompleted}
 	if run.IsError {
 		it.Status, it.Error = StatusFailed, run.Output
 		if it.Error == "" {

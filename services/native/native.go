@@ -354,7 +354,7 @@ func trailingResults(conv []models.Message) ([]string, map[string]models.Message
 	results := map[string]models.Message{}
 	for i := len(conv) - 1; i >= 0 && conv[i].Role == models.RoleTool; i-- {
 		ids = append(ids, conv[i].ToolCallID)
-		results[callKey(conv[i].ToolCallID)] = conv[i]
+		results[utils.CallIDKey(conv[i].ToolCallID)] = conv[i]
 	}
 	return ids, results
 }

@@ -2,18 +2,11 @@ package native
 
 import (
 	"errors"
-	"strings"
 	"sync"
 	"time"
-)
 
-// callKey is the part of a call id that survives the doors' re-prefixing.
-func callKey(id string) string {
-	if _, k, ok := strings.Cut(id, "_"); ok {
-		return k
-	}
-	return id
-}
+	"cursor2api/utils"
+)
 
 var (
 	errExpired = errors.New("the turn waited for its tool results past CURSOR_PARK_TTL")
@@ -57,7 +50,7 @@ func (p *parking) park(r *run, ids []string) bool {
 	}
 	e := &parked{r: r}
 	for _, id := range ids {
-		k := callKey(id)
+		k := utils.CallIDKey(id)
 		e.keys = append(e.keys, k)
 		p.byKey[k] = e
 	}
@@ -89,7 +82,7 @@ func (p *parking) take(ids []string, tenant string) *run {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, id := range ids {
-		if e, ok := p.byKey[callKey(id)]; ok && e.r.tenant == tenant {
+		if e, ok := p.byKey[utils.CallIDKey(id)]; ok && e.r.tenant == tenant {
 			p.removeLocked(e)
 			e.timer.Stop()
 			return e.r

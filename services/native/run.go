@@ -356,7 +356,7 @@ func (r *run) resume(results map[string]models.Message) error {
 		content := []*agentv1.McpToolResultContentItem{{Content: &agentv1.McpToolResultContentItem_Text{
 			Text: &agentv1.McpTextContent{Text: "(the client sent no result for this call)"}}}}
 		isError := true
-		if m, ok := results[callKey(pc.id)]; ok {
+		if m, ok := results[utils.CallIDKey(pc.id)]; ok {
 			imgs, err := images(m)
 			if err != nil {
 				return err
