@@ -1,6 +1,7 @@
 package utils
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"math/bits"
@@ -226,4 +227,27 @@ func hex4(s []byte) (rune, bool) {
 		r = r<<4 | rune(c)
 	}
 	return r, true
+}
+
+// DecodeTextOrArray reads a content field that clients send as a string,
+// an array, a single object standing for an array of one, or null (which
+// calls neither). The outer decoder has checked data: a string is not
+// scanned twice more. Any other value is bad.
+func DecodeTextOrArray(data []byte, bad error, text func(string) error, array func([]byte) error) error {
+	data = bytes.TrimSpace(data)
+	switch {
+	case len(data) == 0 || bytes.Equal(data, []byte("null")):
+		return nil
+	case data[0] == '"':
+		s, err := DecodeJSONString(data)
+		if err != nil {
+			return err
+		}
+		return text(s)
+	case data[0] == '[':
+		return array(data)
+	case data[0] == '{':
+		return array(append(append([]byte("["), data...), ']'))
+	}
+	return bad
 }

@@ -2,11 +2,13 @@ package utils
 
 import (
 	"encoding/json"
+	"errors"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/tidwall/gjson"
 )
 
@@ -112,5 +114,29 @@ func TestPlainField(t *testing.T) {
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.object, got, tc.want)
 		}
+	}
+}
+
+func TestDecodeTextOrArray(t *testing.T) {
+	bad := errors.New("bad")
+	for _, tc := range []struct {
+		in, text, array string
+		err             error
+	}{
+		{in: `null`},
+		{in: `  `},
+		{in: `"h\u00e9"`, text: "hé"},
+		{in: ` [1,2] `, array: `[1,2]`},
+		{in: `{"type":"text"}`, array: `[{"type":"text"}]`},
+		{in: `42`, err: bad},
+		{in: `true`, err: bad},
+	} {
+		var text, array string
+		err := DecodeTextOrArray([]byte(tc.in), bad,
+			func(s string) error { text = s; return nil },
+			func(a []byte) error { array = string(a); return nil })
+		assert.Equal(t, tc.err, err, tc.in)
+		assert.Equal(t, tc.text, text, tc.in)
+		assert.Equal(t, tc.array, array, tc.in)
 	}
 }

@@ -9,9 +9,8 @@
 package anthropic
 
 import (
-	"bytes"
 	"encoding/json"
-	"fmt"
+	"errors"
 
 	"cursor2api/utils"
 	"cursor2api/utils/jsondec"
@@ -49,37 +48,13 @@ type Content []Block
 // UnmarshalJSON accepts a string, null, an array of blocks, or a single
 // block object.
 func (c *Content) UnmarshalJSON(data []byte) error {
-	data = bytes.TrimSpace(data)
 	*c = nil
-	switch {
-	case len(data) == 0 || bytes.Equal(data, []byte("null")):
-		return nil
-	case data[0] == '"':
-		// Checked by the outer decoder already: encoding/json would scan
-		// the text twice more.
-		s, err := utils.DecodeJSONString(data)
-		if err != nil {
-			return err
-		}
-		*c = Content{{Type: "text", Text: s}}
-		return nil
-	case data[0] == '[':
-		var blocks []Block
-		if err := jsondec.Unmarshal(data, &blocks); err != nil {
-			return err
-		}
-		*c = blocks
-		return nil
-	case data[0] == '{':
-		var b Block
-		if err := jsondec.Unmarshal(data, &b); err != nil {
-			return err
-		}
-		*c = Content{b}
-		return nil
-	}
-	return fmt.Errorf("content must be a string or an array of content blocks")
+	return utils.DecodeTextOrArray(data, errContent,
+		func(s string) error { *c = Content{{Type: "text", Text: s}}; return nil },
+		func(array []byte) error { return jsondec.Unmarshal(array, (*[]Block)(c)) })
 }
+
+var errContent = errors.New("content must be a string or an array of content blocks")
 
 // Block is one content block. Which fields are set depends on Type:
 // text (Text), image and document (Source), tool_use (ID, Name, Input),

@@ -9,6 +9,7 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -102,29 +103,18 @@ func imageURL(raw json.RawMessage) (url string, ok bool) {
 // objects with a "type"; text parts contribute their "text", others are
 // recorded by type. A bare string inside the array is taken as text.
 func (c *Content) UnmarshalJSON(data []byte) error {
-	data = bytes.TrimSpace(data)
 	*c = Content{}
-	switch {
-	case len(data) == 0 || bytes.Equal(data, []byte("null")):
-		return nil
-	case data[0] == '"':
-		// The outer decoder has checked the string already: decoding it
-		// with encoding/json would scan the whole prompt twice more.
-		text, err := utils.DecodeJSONString(data)
-		c.Text = text
-		return err
-	case data[0] == '[':
-		if c.partsOfPlainShape(data) {
-			return nil
-		}
-		return c.parts(data)
-	case data[0] == '{':
-		// A single part object instead of an array: seen from hand-written clients.
-		return c.UnmarshalJSON(append(append([]byte("["), data...), ']'))
-	default:
-		return fmt.Errorf("content must be a string, an array of parts, or null")
-	}
+	return utils.DecodeTextOrArray(data, errContent,
+		func(s string) error { c.Text = s; return nil },
+		func(array []byte) error {
+			if c.partsOfPlainShape(array) {
+				return nil
+			}
+			return c.parts(array)
+		})
 }
+
+var errContent = errors.New("content must be a string, an array of parts, or null")
 
 // parts is the general reading of an array of parts.
 func (c *Content) parts(data []byte) error {
