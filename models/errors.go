@@ -3,6 +3,7 @@ package models
 import (
 	"fmt"
 	"net/http"
+	"strings"
 )
 
 // ErrorKind is the class of an Error; each door names it in its own terms.
@@ -43,6 +44,16 @@ func (e *Error) Error() string {
 }
 
 func (e *Error) Unwrap() error { return e.Err }
+
+// Named is the message led by the field at fault, for the doors whose
+// error objects have no place for it ("max_tokens: must be at least 1"),
+// unless the message already names it.
+func (e *Error) Named() string {
+	if e.Param == "" || strings.Contains(e.Message, e.Param) {
+		return e.Message
+	}
+	return e.Param + ": " + e.Message
+}
 
 // InvalidRequest is a 400 naming the offending parameter.
 func InvalidRequest(param, format string, args ...any) *Error {

@@ -1,8 +1,6 @@
 package anthropic
 
 import (
-	"strings"
-
 	"cursor2api/models"
 )
 
@@ -40,14 +38,8 @@ func errorType(k models.ErrorKind) string {
 	return "invalid_request_error"
 }
 
-// ErrorBodyOf renders a neutral error as Anthropic's error body. The
-// field at fault, which Anthropic's object has no place for, leads the
-// message as Anthropic's own messages do ("max_tokens: ...") unless the
-// message already names it.
+// ErrorBodyOf renders a neutral error as Anthropic's error body, the
+// field at fault leading the message as in Anthropic's own.
 func ErrorBodyOf(e *models.Error) ErrorBody {
-	msg := e.Message
-	if e.Param != "" && !strings.HasPrefix(msg, e.Param) {
-		msg = e.Param + ": " + msg
-	}
-	return ErrorBody{Type: "error", Error: ErrorObject{Type: errorType(e.Kind), Message: msg}}
+	return ErrorBody{Type: "error", Error: ErrorObject{Type: errorType(e.Kind), Message: e.Named()}}
 }

@@ -2,7 +2,6 @@ package gemini
 
 import (
 	"net/http"
-	"strings"
 
 	"cursor2api/models"
 )
@@ -49,13 +48,8 @@ func statusName(e *models.Error) string {
 	return "INVALID_ARGUMENT"
 }
 
-// ErrorBodyOf renders a neutral error as Google's error body. The field
-// at fault, which the object has no place for, leads the message unless
-// the message already names it.
+// ErrorBodyOf renders a neutral error as Google's error body, the field
+// at fault leading the message.
 func ErrorBodyOf(e *models.Error) ErrorBody {
-	msg := e.Message
-	if e.Param != "" && !strings.Contains(msg, e.Param) {
-		msg = e.Param + ": " + msg
-	}
-	return ErrorBody{Error: ErrorObject{Code: e.Status, Message: msg, Status: statusName(e)}}
+	return ErrorBody{Error: ErrorObject{Code: e.Status, Message: e.Named(), Status: statusName(e)}}
 }
