@@ -36,6 +36,14 @@ func RandomString(alphabet string, n int) string {
 	return string(out)
 }
 
+// Default returns v, or def when v is zero or less: an option left unset.
+func Default[T ~int | ~int32 | ~int64 | ~float64](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
 // CallIDPrefix starts every tool call id the gateway mints.
 const CallIDPrefix = "call_"
 

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
@@ -166,4 +167,12 @@ func TestStringObject(t *testing.T) {
 			t.Errorf("StringObject(%q) = %s does not read back: %v", value, got, err)
 		}
 	}
+}
+
+func TestDefault(t *testing.T) {
+	assert.Equal(t, 5*time.Second, Default(0, 5*time.Second))
+	assert.Equal(t, 5*time.Second, Default(-time.Second, 5*time.Second), "a negative option is unset too")
+	assert.Equal(t, time.Second, Default(time.Second, 5*time.Second))
+	assert.Equal(t, 7, Default(7, 100))
+	assert.Equal(t, 0.5, Default(0, 0.5))
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"cursor2api/utils"
 )
 
 // ModelPrefix names the cloud models: "cursor-cloud" runs on the
@@ -63,15 +65,9 @@ type Service struct {
 
 // New returns the service cfg describes.
 func New(cfg Config, client *Client) *Service {
-	if cfg.MaxWait <= 0 {
-		cfg.MaxWait = 30 * time.Minute
-	}
-	if cfg.PollInterval <= 0 {
-		cfg.PollInterval = 5 * time.Second
-	}
-	if cfg.ModelsTTL <= 0 {
-		cfg.ModelsTTL = 10 * time.Minute
-	}
+	cfg.MaxWait = utils.Default(cfg.MaxWait, 30*time.Minute)
+	cfg.PollInterval = utils.Default(cfg.PollInterval, 5*time.Second)
+	cfg.ModelsTTL = utils.Default(cfg.ModelsTTL, 10*time.Minute)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -183,18 +183,10 @@ func (p *Provider) Mode() string { return p.opts.Mode.Kind }
 
 // NewProvider returns a Provider; defaults fill the zero durations.
 func NewProvider(opts Options) *Provider {
-	if opts.TTL <= 0 {
-		opts.TTL = 5 * time.Minute
-	}
-	if opts.Budget <= 0 {
-		opts.Budget = 15 * time.Second
-	}
-	if opts.Wait <= 0 {
-		opts.Wait = opts.Budget
-	}
-	if opts.Backoff <= 0 {
-		opts.Backoff = 30 * time.Second
-	}
+	opts.TTL = utils.Default(opts.TTL, 5*time.Minute)
+	opts.Budget = utils.Default(opts.Budget, 15*time.Second)
+	opts.Wait = utils.Default(opts.Wait, opts.Budget)
+	opts.Backoff = utils.Default(opts.Backoff, 30*time.Second)
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -106,24 +106,12 @@ type server struct {
 
 // New returns a Bridge for opts.Servers; Start connects them.
 func New(opts Options) *Bridge {
-	if opts.CallTimeout <= 0 {
-		opts.CallTimeout = 60 * time.Second
-	}
-	if opts.MaxResultBytes <= 0 {
-		opts.MaxResultBytes = 100_000
-	}
-	if opts.ConnectTimeout <= 0 {
-		opts.ConnectTimeout = 30 * time.Second
-	}
-	if opts.MaxResponseBytes <= 0 {
-		opts.MaxResponseBytes = 4 << 20
-	}
-	if opts.MaxTools <= 0 {
-		opts.MaxTools = 200
-	}
-	if opts.MinBackoff <= 0 {
-		opts.MinBackoff = time.Second
-	}
+	opts.CallTimeout = utils.Default(opts.CallTimeout, 60*time.Second)
+	opts.MaxResultBytes = utils.Default(opts.MaxResultBytes, 100_000)
+	opts.ConnectTimeout = utils.Default(opts.ConnectTimeout, 30*time.Second)
+	opts.MaxResponseBytes = utils.Default(opts.MaxResponseBytes, 4<<20)
+	opts.MaxTools = utils.Default(opts.MaxTools, 200)
+	opts.MinBackoff = utils.Default(opts.MinBackoff, time.Second)
 	if opts.MaxBackoff < opts.MinBackoff {
 		opts.MaxBackoff = max(60*time.Second, opts.MinBackoff)
 	}

@@ -50,9 +50,7 @@ func (e *RemoteError) Error() string { return e.Message }
 // side by side, all within Options.ConnectTimeout.
 func (r *Remote) Dial(ctx context.Context, servers []models.MCPServer) (*Bridge, error) {
 	maxServers := r.MaxServers
-	if maxServers <= 0 {
-		maxServers = 10
-	}
+	maxServers = utils.Default(maxServers, 10)
 	if len(servers) > maxServers {
 		return nil, &RemoteError{Param: servers[maxServers].Param, Refused: true,
 			Message: fmt.Sprintf("a request may name at most %d MCP servers (the gateway's MCP_MAX_REQUEST_SERVERS); this one names %d", maxServers, len(servers))}
@@ -63,9 +61,7 @@ func (r *Remote) Dial(ctx context.Context, servers []models.MCPServer) (*Bridge,
 	}
 	opts := r.Options
 	opts.Servers, opts.Allowed, opts.HTTPClient = nil, nil, nil
-	if opts.ConnectTimeout <= 0 {
-		opts.ConnectTimeout = 30 * time.Second
-	}
+	opts.ConnectTimeout = utils.Default(opts.ConnectTimeout, 30*time.Second)
 	ctx, cancel := context.WithTimeout(ctx, opts.ConnectTimeout)
 	defer cancel()
 	configs := make(map[string]ServerConfig, len(servers))

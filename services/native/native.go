@@ -141,27 +141,13 @@ func New(o Options) *Client {
 	if o.HTTP2 == nil {
 		o.HTTP2 = HTTP2Client(nil)
 	}
-	if o.IdleTimeout <= 0 {
-		o.IdleTimeout = 60 * time.Second
-	}
-	if o.StallTimeout <= 0 {
-		o.StallTimeout = 5 * time.Minute
-	}
-	if o.HeartbeatEvery <= 0 {
-		o.HeartbeatEvery = 5 * time.Second
-	}
-	if o.CallSettle <= 0 {
-		o.CallSettle = 300 * time.Millisecond
-	}
-	if o.ParkTTL <= 0 {
-		o.ParkTTL = 5 * time.Minute
-	}
-	if o.ParkBytes <= 0 {
-		o.ParkBytes = 256 << 20
-	}
-	if o.RunBlobBytes <= 0 {
-		o.RunBlobBytes = min(o.ParkBytes, 64<<20)
-	}
+	o.IdleTimeout = utils.Default(o.IdleTimeout, 60*time.Second)
+	o.StallTimeout = utils.Default(o.StallTimeout, 5*time.Minute)
+	o.HeartbeatEvery = utils.Default(o.HeartbeatEvery, 5*time.Second)
+	o.CallSettle = utils.Default(o.CallSettle, 300*time.Millisecond)
+	o.ParkTTL = utils.Default(o.ParkTTL, 5*time.Minute)
+	o.ParkBytes = utils.Default(o.ParkBytes, 256<<20)
+	o.RunBlobBytes = utils.Default(o.RunBlobBytes, min(o.ParkBytes, 64<<20))
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"cursor2api/services/state"
+	"cursor2api/utils"
 )
 
 // DefaultRetention is how long records are kept (USAGE_RETENTION).
@@ -110,9 +111,7 @@ type Ledger struct {
 // New returns a ledger on q's store that keeps records for retention
 // (0: DefaultRetention).
 func New(q *state.Queue, retention time.Duration, logger *slog.Logger) *Ledger {
-	if retention <= 0 {
-		retention = DefaultRetention
-	}
+	retention = utils.Default(retention, DefaultRetention)
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}

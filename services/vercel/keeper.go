@@ -110,18 +110,10 @@ type flight struct {
 
 // New returns a keeper; zero options take their defaults.
 func New(opts Options) *Keeper {
-	if opts.Attempts <= 0 {
-		opts.Attempts = DefaultAttempts
-	}
-	if opts.Timeout <= 0 {
-		opts.Timeout = DefaultTimeout
-	}
-	if opts.Backoff <= 0 {
-		opts.Backoff = DefaultBackoff
-	}
-	if opts.Margin <= 0 {
-		opts.Margin = DefaultMargin
-	}
+	opts.Attempts = utils.Default(opts.Attempts, DefaultAttempts)
+	opts.Timeout = utils.Default(opts.Timeout, DefaultTimeout)
+	opts.Backoff = utils.Default(opts.Backoff, DefaultBackoff)
+	opts.Margin = utils.Default(opts.Margin, DefaultMargin)
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
