@@ -138,7 +138,9 @@ func TestLimitsAcrossReplicaProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs gateway processes")
 	}
-	const lease = 3 * time.Second
+	// 5 s: renewed every 1.7 s, so a loaded machine has seconds of margin
+	// before a live replica's slot could lapse.
+	const lease = 5 * time.Second
 	redis := redistest.Start(t)
 	up := newHoldingUpstream(t)
 	file := filepath.Join(t.TempDir(), "keys.yaml")
