@@ -55,6 +55,10 @@ type Config struct {
 	// JSON; services/clientkeys), beside API_KEY's; reread on SIGHUP and
 	// when it changes.
 	APIKeysFile string `env:"API_KEYS_FILE"`
+	// LimitsSlotLease is how long a concurrency slot counted in Redis
+	// outlives its replica's last renewal (every third of it): a replica
+	// that dies frees its slots within it.
+	LimitsSlotLease Seconds `env:"LIMITS_SLOT_LEASE" envDefault:"30s"`
 
 	// Models are the public models; "auto" (the default) publishes what
 	// the web chat accepts, learned from it at start and refreshed.
@@ -471,6 +475,9 @@ func (c *Config) validate() error {
 	}
 	if c.StateConnectTimeout.Duration() < time.Second {
 		bad("STATE_CONNECT_TIMEOUT=%s: wait at least 1 second for the state store at start", c.StateConnectTimeout.Duration())
+	}
+	if d := c.LimitsSlotLease.Duration(); d < time.Second || d > 10*time.Minute {
+		bad("LIMITS_SLOT_LEASE=%s: use a lease from 1s to 10m (the default is 30s): a dead replica's concurrency slots come back within it, and each replica renews its slots every third of it", d)
 	}
 	if c.UsageRetention.Duration() < time.Hour {
 		bad("USAGE_RETENTION=%s: keep usage records at least an hour (the default is 7776000, 90 days)", c.UsageRetention.Duration())

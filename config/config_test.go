@@ -198,6 +198,8 @@ func TestInvalidValues(t *testing.T) {
 		"STATE_CONNECT_TIMEOUT":     {"STATE_CONNECT_TIMEOUT": "0"},
 		"STATE_SYNC":                {"STATE_SYNC": "everysec"},
 		"USAGE_RETENTION":           {"USAGE_RETENTION": "60"},
+		"LIMITS_SLOT_LEASE=500ms":   {"LIMITS_SLOT_LEASE": "500ms"},
+		"LIMITS_SLOT_LEASE=11m":     {"LIMITS_SLOT_LEASE": "11m"},
 	}
 	for name, env := range cases {
 		t.Run(name, func(t *testing.T) {

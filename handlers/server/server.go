@@ -110,7 +110,7 @@ func New(cfg *config.Config, logger *slog.Logger, opts Options) (*Server, error)
 	var limits clientkeys.Counter = clientkeys.NewMemory()
 	var redisLimits *clientkeys.Redis
 	if rs, ok := store.(*state.Redis); ok {
-		redisLimits = clientkeys.NewRedis(rs.Client(), clientkeys.DefaultLease)
+		redisLimits = clientkeys.NewRedis(rs.Client(), cfg.LimitsSlotLease.Duration())
 		limits = redisLimits
 	}
 	drain, endDrain := context.WithCancel(context.Background())
