@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/net/html"
 
+	"cursor2api/handlers/console"
 	"cursor2api/services/cursortest"
 	"cursor2api/services/usage"
 )
@@ -375,7 +377,36 @@ func TestConsoleInABrowser(t *testing.T) {
 	}
 	t.Run("javascript", func(t *testing.T) { run(t, true) })
 	t.Run("no javascript", func(t *testing.T) { run(t, false) })
+
+	// Wrong keys until the address has spent its tries: then the form
+	// says to wait, and refuses the right key too.
+	t.Run("too many wrong keys", func(t *testing.T) {
+		browser, cancel := chromedp.NewContext(alloc)
+		defer cancel()
+		require.NoError(t, chromedp.Do(browser), "starting Chromium")
+		ctx, cancel := context.WithTimeout(browser, 60*time.Second)
+		defer cancel()
+		try := func(key string) string {
+			require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(s.URL+"/console"), chromedp.WaitReady(chromedp.CSS("#signin")),
+				chromedp.SendKeys(chromedp.CSS("#admin_key"), key), chromedp.Click(chromedp.CSS("#signin-submit")),
+				chromedp.WaitReady(chromedp.CSS("#signin-error"))))
+			h, err := chromedp.Run(ctx, chromedp.OuterHTML(chromedp.CSS("html")))
+			require.NoError(t, err)
+			d := parseDOM(t, h)
+			assert.Nil(t, d.byID("traffic"))
+			return text(d.byID("signin-error"))
+		}
+		var msg string
+		for i := 0; i <= console.MaxFailedSignIns && !strings.Contains(msg, "wait"); i++ {
+			msg = try("wrong-" + strconv.Itoa(i))
+		}
+		assert.Regexp(t, `^Too many wrong keys from your address: wait \d+ seconds, then sign in again\.$`, msg)
+		assert.Contains(t, try(admin), "Too many wrong keys", "the right key is refused too")
+		shot, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "console-signin-limited.png"), shot, 0o644))
+	})
 	names, _ := filepath.Glob(filepath.Join(dir, "*.png"))
-	assert.Len(t, names, 8, "the screenshots")
+	assert.Len(t, names, 9, "the screenshots")
 	t.Logf("screenshots in %s", dir)
 }

@@ -199,7 +199,7 @@ func (cs *Console) tooMany(c *gin.Context) bool {
 	}
 	secs := int((wait + time.Second - 1) / time.Second)
 	c.Header("Retry-After", strconv.Itoa(secs))
-	cs.showSignIn(c, http.StatusTooManyRequests, fmt.Sprintf("Too many wrong keys from your address: wait %d s, then sign in again.", secs))
+	cs.showSignIn(c, http.StatusTooManyRequests, fmt.Sprintf("Too many wrong keys from your address: wait %d seconds, then sign in again.", secs))
 	return true
 }
 

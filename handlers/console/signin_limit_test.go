@@ -87,7 +87,7 @@ func TestSignInAttemptsAreLimited(t *testing.T) {
 				require.NoError(t, err, "Retry-After: %q", w.Header().Get("Retry-After"))
 				assert.True(t, retry >= 1 && retry <= int(SignInWindow/time.Second), "%d", retry)
 				signedOut(t, w.Body.String())
-				assert.Contains(t, w.Body.String(), "wait "+strconv.Itoa(retry)+" s")
+				assert.Contains(t, w.Body.String(), "wait "+strconv.Itoa(retry)+" seconds")
 				assert.Empty(t, w.Result().Cookies(), "no session")
 			}
 			if tc.signedIn {
