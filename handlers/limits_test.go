@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"bufio"
 	"context"
 	"net/http"
 	"strconv"
@@ -216,4 +217,52 @@ func TestLimitsTwoGatewaysOnOneRedis(t *testing.T) {
 	require.Equal(t, http.StatusOK, (<-done).status)
 	require.Equal(t, http.StatusOK, (<-done).status)
 	assert.Equal(t, http.StatusOK, b.chat(t, chat, "Authorization", "Bearer sk-streams").status, "the slots came back")
+}
+
+// TestLimitsTokensOfAClientThatLeft: an answer's tokens count toward its
+// key's day even when the client hangs up as the answer ends. The
+// upstream sends its usage, then keeps its tail open, so the gateway's
+// epilogue (bounded at 2 s) outlasts the client: the tokens are added
+// after the request's context ended. On Redis, where that context is
+// honoured, the count needs a context of its own.
+func TestLimitsTokensOfAClientThatLeft(t *testing.T) {
+	rs := redistest.Start(t)
+	file := writeKeys(t, "keys:\n  - {name: alice, key: sk-alice, limits: {tokens_per_day: 100}}\n")
+	frames := cursortest.Frames(&cursortest.Usage{Input: 100, Output: 10}, nil, []string{"ok"})
+	frames = frames[:len(frames)-1] // no [DONE]: the tail hangs
+	s := newStack(t, map[string]string{"API_KEYS_FILE": file, "STATE_URL": rs.URL(), "ADMIN_KEY": "adm-left-1"},
+		cursortest.Always(cursortest.Response{Events: frames, Hang: true}))
+
+	req, err := http.NewRequest(http.MethodPost, s.URL+"/v1/chat/completions",
+		strings.NewReader(`{"model":"claude-sonnet-4.6","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer sk-alice")
+	req.Header.Set("Content-Type", "application/json")
+	client := &http.Client{Transport: &http.Transport{}, Timeout: time.Minute}
+	resp, err := client.Do(req)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	sc := bufio.NewScanner(resp.Body)
+	done := false
+	for !done && sc.Scan() {
+		done = sc.Text() == "data: [DONE]"
+	}
+	require.True(t, done, "the answer's last event: %v", sc.Err())
+	// The client leaves with the answer's last event, before the
+	// gateway's response ends (its epilogue still waits on the tail).
+	require.NoError(t, resp.Body.Close())
+	client.CloseIdleConnections()
+
+	// The tokens are counted once the handler returns: after the
+	// epilogue's 2 s; the console shows the day's count.
+	var page string
+	require.Eventually(t, func() bool {
+		r := s.do(t, http.MethodGet, "/console", "", "Authorization", "Bearer adm-left-1")
+		page = r.body
+		return strings.Contains(page, "tokens_per_day 110/100")
+	}, 20*time.Second, 500*time.Millisecond, "the day's tokens of alice on the console")
+	r := s.chat(t, `{"model":"claude-sonnet-4.6","messages":[{"role":"user","content":"hi"}]}`, "Authorization", "Bearer sk-alice")
+	require.Equal(t, http.StatusTooManyRequests, r.status, r.body)
+	assert.Contains(t, gjson.Get(r.body, "error.message").String(), "tokens_per_day")
+	assert.Len(t, s.up.Requests(), 1, "the refused request never reached the upstream")
 }

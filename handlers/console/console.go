@@ -11,6 +11,7 @@ import (
 	"crypto/subtle"
 	"embed"
 	"encoding/hex"
+	"fmt"
 	"html/template"
 	"log/slog"
 	"net/http"
@@ -86,6 +87,8 @@ type Console struct {
 	page    *template.Template
 	signIn  *template.Template
 	traffic *trafficCache
+	// tries are the failed sign-ins by client address.
+	tries *attempts
 }
 
 // New returns the console of o.
@@ -111,6 +114,7 @@ func New(o Options) *Console {
 		page:    template.Must(template.New("page.html").Funcs(funcs).ParseFS(assets, "assets/page.html")),
 		signIn:  template.Must(template.New("signin.html").Funcs(funcs).ParseFS(assets, "assets/signin.html")),
 		traffic: &trafficCache{hours: map[int64][]group{}, ids: map[string]int32{}},
+		tries:   newAttempts(MaxFailedSignIns, SignInWindow, maxSignInClients),
 	}
 }
 
@@ -165,13 +169,55 @@ func (cs *Console) keyMatches(given string) bool {
 	return given != "" && subtle.ConstantTimeCompare([]byte(given), []byte(cs.o.AdminKey)) == 1
 }
 
-// signedIn: a valid session cookie, or ADMIN_KEY as a bearer token.
+// signedIn: a valid session cookie, or ADMIN_KEY as a bearer token, which
+// is an attempt like the form's. It reports false when it has answered.
 func (cs *Console) signedIn(c *gin.Context) bool {
 	if scheme, tok, ok := strings.Cut(c.GetHeader("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") {
-		return cs.keyMatches(strings.TrimSpace(tok))
+		if cs.tooMany(c) {
+			return false
+		}
+		if !cs.tryKey(c, strings.TrimSpace(tok)) {
+			cs.showSignIn(c, http.StatusOK, "")
+			return false
+		}
+		return true
 	}
 	tok, err := c.Cookie(CookieName)
-	return err == nil && cs.validToken(tok)
+	if err != nil || !cs.validToken(tok) {
+		cs.showSignIn(c, http.StatusOK, "")
+		return false
+	}
+	return true
+}
+
+// tooMany answers 429 when the client's address has spent its failed
+// sign-ins; the right key is refused too, or guessing would go on.
+func (cs *Console) tooMany(c *gin.Context) bool {
+	wait := cs.tries.wait(c.ClientIP(), cs.o.Now())
+	if wait <= 0 {
+		return false
+	}
+	secs := int((wait + time.Second - 1) / time.Second)
+	c.Header("Retry-After", strconv.Itoa(secs))
+	cs.showSignIn(c, http.StatusTooManyRequests, fmt.Sprintf("Too many wrong keys from your address: wait %d seconds, then sign in again.", secs))
+	return true
+}
+
+// tryKey checks a sign-in's key, counting a wrong one against the
+// client's address.
+func (cs *Console) tryKey(c *gin.Context, given string) bool {
+	ip := c.ClientIP()
+	if cs.keyMatches(given) {
+		cs.tries.succeed(ip)
+		return true
+	}
+	client := utils.Clip(ip, utils.QuoteLen)
+	if cs.tries.fail(ip, cs.o.Now()) {
+		cs.o.Logger.Warn("console: too many wrong keys; sign-ins refused for a while", "client", client, "window", SignInWindow.String())
+	} else {
+		cs.o.Logger.Warn("console: a sign-in with a wrong key", "client", client)
+	}
+	return false
 }
 
 // sameOrigin refuses a form posted from another site: a browser sends
@@ -207,9 +253,11 @@ func (cs *Console) login(c *gin.Context) {
 		cs.showSignIn(c, http.StatusForbidden, "This form must be sent from the console's own page.")
 		return
 	}
+	if cs.tooMany(c) {
+		return
+	}
 	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, 4096)
-	if !cs.keyMatches(c.PostForm("admin_key")) {
-		cs.o.Logger.Warn("console: a sign-in with a wrong key", "client", utils.Clip(c.ClientIP(), utils.QuoteLen))
+	if !cs.tryKey(c, c.PostForm("admin_key")) {
 		cs.showSignIn(c, http.StatusUnauthorized, "That is not the gateway's ADMIN_KEY.")
 		return
 	}
@@ -228,7 +276,6 @@ func (cs *Console) logout(c *gin.Context) {
 
 func (cs *Console) index(c *gin.Context) {
 	if !cs.signedIn(c) {
-		cs.showSignIn(c, http.StatusOK, "")
 		return
 	}
 	v, err := cs.view(c.Request.Context())

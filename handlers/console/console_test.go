@@ -26,6 +26,8 @@ func newConsole(t *testing.T, o Options) (http.Handler, *Console) {
 	o.AdminKey = admin
 	cs := New(o)
 	r := gin.New()
+	// As the gateway's router without TRUSTED_PROXIES: the peer is the client.
+	require.NoError(t, r.SetTrustedProxies(nil))
 	cs.Routes(r.Group(Prefix))
 	return r, cs
 }
