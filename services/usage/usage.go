@@ -34,7 +34,11 @@ const table = "usage"
 type Record struct {
 	Time time.Time
 	// KeyID is the client key's KeyID ("" with no API_KEY).
-	KeyID   string
+	KeyID string
+	// KeyName is the name API_KEYS_FILE gives the key when the request
+	// is made ("" for a key of API_KEY), kept so that a key renamed or
+	// removed later keeps the name it was used under.
+	KeyName string
 	Door    string
 	Model   string
 	Backend string
@@ -82,16 +86,75 @@ func KeyID(key string) string {
 
 // dim is what a record is counted by.
 type dim struct {
-	hour                      int64 // unix seconds, on the hour
-	key, door, model, backend string
+	hour                            int64 // unix seconds, on the hour
+	key, door, model, backend, name string
 }
 
 // sep joins a record's dimensions and metric into a counter name; it is
-// a control character no model name or door holds.
+// a control character no model name, door or key name holds (clientkeys
+// refuses such names, and clean keeps it out of the rest).
 const sep = "\x1f"
 
+// field is the counter name of d's metric: key, door, model, back door,
+// key name and metric. Records written before key names were kept have
+// five parts, with no name (see parseField).
 func (d dim) field(metric string) string {
-	return strings.Join([]string{d.key, d.door, d.model, d.backend, metric}, sep)
+	return strings.Join([]string{d.key, d.door, d.model, d.backend, d.name, metric}, sep)
+}
+
+// clean keeps the separator out of a dimension, so that no value can
+// shift the others of its counter.
+func clean(s string) string {
+	if !strings.Contains(s, sep) {
+		return s
+	}
+	return strings.ReplaceAll(s, sep, "_")
+}
+
+// parsed is a counter name taken apart; the strings share its memory.
+type parsed struct {
+	key, door, model, backend, name string
+}
+
+// parseField takes a counter name apart without allocating: the
+// dimensions (five parts, as before key names were kept, or six) and
+// the metric's index in metrics, or ok false for a name of neither shape.
+func parseField(f string) (p parsed, metric int, ok bool) {
+	var parts [6]string
+	n := 0
+	for {
+		i := strings.Index(f, sep)
+		if i < 0 {
+			parts[n] = f
+			n++
+			break
+		}
+		if n == len(parts)-1 {
+			return p, 0, false // a seventh part
+		}
+		parts[n], f = f[:i], f[i+len(sep):]
+		n++
+	}
+	if n < 5 {
+		return p, 0, false
+	}
+	if metric = metricIndex(parts[n-1]); metric < 0 {
+		return p, 0, false
+	}
+	p = parsed{key: parts[0], door: parts[1], model: parts[2], backend: parts[3]}
+	if n == 6 {
+		p.name = parts[4]
+	}
+	return p, metric, true
+}
+
+func metricIndex(name string) int {
+	for i, m := range metrics {
+		if m.name == name {
+			return i
+		}
+	}
+	return -1
 }
 
 func hourKey(hour int64) string { return time.Unix(hour, 0).UTC().Format("2006010215") }
@@ -121,7 +184,8 @@ func New(q *state.Queue, retention time.Duration, logger *slog.Logger) *Ledger {
 
 // Add notes a finished request; it is written at the next Flush.
 func (l *Ledger) Add(r Record) {
-	d := dim{hour: r.Time.Unix() / 3600 * 3600, key: r.KeyID, door: r.Door, model: r.Model, backend: r.Backend}
+	d := dim{hour: r.Time.Unix() / 3600 * 3600, key: clean(r.KeyID), door: clean(r.Door), model: clean(r.Model),
+		backend: clean(r.Backend), name: clean(r.KeyName)}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	c, ok := l.pending[d]
@@ -208,10 +272,15 @@ type Query struct {
 
 // Group is the usage of one group of one bucket.
 type Group struct {
-	Model  string // set when grouped by model
-	KeyID  string // set when grouped by key
-	Door   string // set when grouped by door
-	Counts Counts
+	Model string // set when grouped by model
+	KeyID string // set when grouped by key
+	// KeyName is the name the key's records were written under (set when
+	// grouped by key; "" for records older than key names, or a key of
+	// API_KEY). Were it renamed within the bucket: the name of its
+	// latest hour.
+	KeyName string
+	Door    string // set when grouped by door
+	Counts  Counts
 }
 
 // Bucket is the usage of one interval.
@@ -220,16 +289,22 @@ type Bucket struct {
 	Groups     []Group
 }
 
+// groupKey is what a bucket's groups are told apart by.
+type groupKey struct{ model, key, door string }
+
 // Query reads the records of q from the store. Buckets start at Start
 // (on the hour) and follow each other by Width; each holds its groups,
 // in a stable order.
 func (l *Ledger) Query(ctx context.Context, q Query) ([]Bucket, error) {
 	start := q.Start.Truncate(time.Hour)
 	var out []Bucket
+	index := map[groupKey]int{}
+	var nameHour []int64 // the hour each group's KeyName was taken from
 	for bs := start; bs.Before(q.End); bs = bs.Add(time.Duration(q.Width)) {
 		be := bs.Add(time.Duration(q.Width))
-		groups := map[Group]Counts{}
-		var order []Group
+		b := Bucket{Start: bs, End: be}
+		clear(index)
+		nameHour = nameHour[:0]
 		for h := bs; h.Before(be) && h.Before(q.End); h = h.Add(time.Hour) {
 			var fields map[string]int64
 			err := l.q.Read(ctx, func(ctx context.Context) error {
@@ -240,44 +315,43 @@ func (l *Ledger) Query(ctx context.Context, q Query) ([]Bucket, error) {
 			if err != nil {
 				return nil, err
 			}
+			hour := h.Unix()
 			for f, n := range fields {
-				parts := strings.Split(f, sep)
-				if len(parts) != 5 {
+				p, m, ok := parseField(f)
+				if !ok {
 					continue
 				}
-				g := Group{}
+				var k groupKey
 				if q.ByKey {
-					g.KeyID = parts[0]
+					k.key = p.key
 				}
 				if q.ByModel {
-					g.Model = parts[2]
+					k.model = p.model
 				}
 				if q.ByDoor {
-					g.Door = parts[1]
+					k.door = p.door
 				}
-				c, seen := groups[g]
+				i, seen := index[k]
 				if !seen {
-					order = append(order, g)
+					i = len(b.Groups)
+					index[k] = i
+					b.Groups = append(b.Groups, Group{Model: k.model, KeyID: k.key, Door: k.door})
+					nameHour = append(nameHour, 0)
 				}
-				for _, m := range metrics {
-					if m.name == parts[4] {
-						*m.of(&c) += n
-					}
+				g := &b.Groups[i]
+				*metrics[m].of(&g.Counts) += n
+				// The latest hour's name; within an hour, any one the same
+				// way each time.
+				if q.ByKey && p.name != "" && (nameHour[i] < hour || (nameHour[i] == hour && p.name > g.KeyName)) {
+					g.KeyName, nameHour[i] = p.name, hour
 				}
-				groups[g] = c
 			}
 		}
-		b := Bucket{Start: bs, End: be}
-		sortGroups(order)
-		for _, g := range order {
-			g.Counts = groups[g]
-			b.Groups = append(b.Groups, g)
-		}
+		sortGroups(b.Groups)
 		out = append(out, b)
 	}
 	return out, nil
 }
-
 func sortGroups(gs []Group) {
 	slices.SortFunc(gs, func(a, b Group) int {
 		return cmp.Or(strings.Compare(a.Model, b.Model), strings.Compare(a.KeyID, b.KeyID), strings.Compare(a.Door, b.Door))
