@@ -44,16 +44,64 @@ func (tc *trafficCache) intern(name string) int32 {
 	return id
 }
 
+// window is the span of hours the traffic panels read at now: the 30
+// days up to the end of the current hour.
+func window(now time.Time) (from, to time.Time) {
+	now = now.UTC()
+	return now.Truncate(24*time.Hour).AddDate(0, 0, -29), now.Truncate(time.Hour).Add(time.Hour)
+}
+
+// warmChunk is how many hours Run reads at a time, holding the cache: a
+// page that comes meanwhile waits for that many reads at most.
+const warmChunk = 24
+
+// Run fills the cache of settled hours (the last 30 days) in the
+// background, so a replica's first page does not read them all; it
+// returns when they are read or ctx ends. A page that comes meanwhile
+// reads the hours not cached yet itself, and Run then skips them: no
+// hour is read twice.
+func (cs *Console) Run(ctx context.Context) {
+	if cs.o.Usage == nil {
+		return
+	}
+	from, _ := window(cs.o.Now())
+	// The hours that have settled: the later ones a page reads anyway.
+	to := cs.o.Now().UTC().Add(-settle - time.Hour).Truncate(time.Hour)
+	start := time.Now()
+	for h := from; h.Before(to); h = h.Add(warmChunk * time.Hour) {
+		end := h.Add(warmChunk * time.Hour)
+		if end.After(to) {
+			end = to
+		}
+		if _, err := cs.fill(ctx, from, h, end, nil); err != nil {
+			if ctx.Err() == nil {
+				cs.o.Logger.Warn("console: reading the usage ledger ahead of the first page", "error", err)
+			}
+			return
+		}
+	}
+	cs.o.Logger.Debug("console: traffic of 30 days read ahead of the first page", "took", time.Since(start).Round(time.Millisecond))
+}
+
 // hoursOf returns the groups of each hour in [from, to), from the cache
 // or the ledger, and the names their indexes stand for.
 func (cs *Console) hoursOf(ctx context.Context, from, to time.Time) (map[int64][]group, []string, error) {
-	tc := cs.traffic
 	out := make(map[int64][]group, int(to.Sub(from)/time.Hour)+1)
+	names, err := cs.fill(ctx, from, from, to, out)
+	return out, names, err
+}
+
+// fill reads the hours of [from, to) not cached from the ledger, caching
+// the settled ones, and puts each hour's groups in out (when not nil),
+// returning the names their indexes stand for then. The cache keeps no
+// hour before keep, and holds its lock throughout.
+func (cs *Console) fill(ctx context.Context, keep, from, to time.Time, out map[int64][]group) ([]string, error) {
+	tc := cs.traffic
 	now := cs.o.Now()
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
 	for h := range tc.hours {
-		if h < from.Unix() {
+		if h < keep.Unix() {
 			delete(tc.hours, h) // past the window: the map stays bounded
 		}
 	}
@@ -65,15 +113,17 @@ func (cs *Console) hoursOf(ctx context.Context, from, to time.Time) (map[int64][
 	}
 	for h := from; h.Before(to); h = h.Add(time.Hour) {
 		if gs, ok := tc.hours[h.Unix()]; ok {
-			out[h.Unix()] = gs
+			if out != nil {
+				out[h.Unix()] = gs
+			}
 			continue
 		}
 		if err := ctx.Err(); err != nil {
-			return out, tc.names, err
+			return nil, err
 		}
 		bs, err := cs.o.Usage.Query(ctx, usage.Query{Start: h, End: h.Add(time.Hour), Width: usage.Hour, ByKey: true, ByModel: true, ByDoor: true})
 		if err != nil {
-			return out, tc.names, fmt.Errorf("usage of %s: %w", h.Format(time.RFC3339), err)
+			return nil, fmt.Errorf("usage of %s: %w", h.Format(time.RFC3339), err)
 		}
 		var gs []group
 		if len(bs) > 0 {
@@ -82,12 +132,17 @@ func (cs *Console) hoursOf(ctx context.Context, from, to time.Time) (map[int64][
 				gs = append(gs, group{tc.intern(g.KeyID), tc.intern(g.Model), tc.intern(g.Door), g.Counts})
 			}
 		}
-		out[h.Unix()] = gs
+		if out != nil {
+			out[h.Unix()] = gs
+		}
 		if h.Add(time.Hour + settle).Before(now) {
 			tc.hours[h.Unix()] = gs
 		}
 	}
-	return out, slices.Clone(tc.names), nil
+	if out == nil {
+		return nil, nil
+	}
+	return slices.Clone(tc.names), nil
 }
 
 // Row is a line of a usage table.
@@ -150,8 +205,7 @@ func (cs *Console) view(ctx context.Context) (View, error) {
 
 func (cs *Console) traffic24And30(ctx context.Context, now time.Time, v *View) error {
 	hourStart := now.Truncate(time.Hour).Add(-23 * time.Hour)
-	dayStart := now.Truncate(24*time.Hour).AddDate(0, 0, -29)
-	end := now.Truncate(time.Hour).Add(time.Hour)
+	dayStart, end := window(now)
 	hours, names, err := cs.hoursOf(ctx, dayStart, end)
 	if err != nil {
 		return err
