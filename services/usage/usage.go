@@ -292,66 +292,109 @@ type Bucket struct {
 // groupKey is what a bucket's groups are told apart by.
 type groupKey struct{ model, key, door string }
 
+// readChunk is how many hours Query reads from the store at once: one
+// round trip on Redis, and a bound on what is held before it is summed.
+const readChunk = 24
+
 // Query reads the records of q from the store. Buckets start at Start
 // (on the hour) and follow each other by Width; each holds its groups,
 // in a stable order.
 func (l *Ledger) Query(ctx context.Context, q Query) ([]Bucket, error) {
 	start := q.Start.Truncate(time.Hour)
 	var out []Bucket
-	index := map[groupKey]int{}
-	var nameHour []int64 // the hour each group's KeyName was taken from
+	// Every hour to read, with its bucket.
+	type slot struct {
+		bucket int
+		hour   int64
+	}
+	var slots []slot
 	for bs := start; bs.Before(q.End); bs = bs.Add(time.Duration(q.Width)) {
 		be := bs.Add(time.Duration(q.Width))
-		b := Bucket{Start: bs, End: be}
-		clear(index)
-		nameHour = nameHour[:0]
+		out = append(out, Bucket{Start: bs, End: be})
 		for h := bs; h.Before(be) && h.Before(q.End); h = h.Add(time.Hour) {
-			var fields map[string]int64
-			err := l.q.Read(ctx, func(ctx context.Context) error {
-				var err error
-				fields, err = l.q.Store().Counters(ctx, table, hourKey(h.Unix()))
-				return err
-			})
-			if err != nil {
-				return nil, err
-			}
-			hour := h.Unix()
-			for f, n := range fields {
-				p, m, ok := parseField(f)
-				if !ok {
-					continue
-				}
-				var k groupKey
-				if q.ByKey {
-					k.key = p.key
-				}
-				if q.ByModel {
-					k.model = p.model
-				}
-				if q.ByDoor {
-					k.door = p.door
-				}
-				i, seen := index[k]
-				if !seen {
-					i = len(b.Groups)
-					index[k] = i
-					b.Groups = append(b.Groups, Group{Model: k.model, KeyID: k.key, Door: k.door})
-					nameHour = append(nameHour, 0)
-				}
-				g := &b.Groups[i]
-				*metrics[m].of(&g.Counts) += n
-				// The latest hour's name; within an hour, any one the same
-				// way each time.
-				if q.ByKey && p.name != "" && (nameHour[i] < hour || (nameHour[i] == hour && p.name > g.KeyName)) {
-					g.KeyName, nameHour[i] = p.name, hour
-				}
-			}
+			slots = append(slots, slot{len(out) - 1, h.Unix()})
 		}
-		sortGroups(b.Groups)
-		out = append(out, b)
 	}
+	a := aggregate{q: q, index: map[groupKey]int{}}
+	keys := make([]string, 0, readChunk)
+	for i := 0; i < len(slots); i += readChunk {
+		chunk := slots[i:min(i+readChunk, len(slots))]
+		keys = keys[:0]
+		for _, s := range chunk {
+			keys = append(keys, hourKey(s.hour))
+		}
+		var read []map[string]int64
+		err := l.q.Read(ctx, func(ctx context.Context) error {
+			var err error
+			read, err = state.CountersOf(ctx, l.q.Store(), table, keys)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		for j, fields := range read {
+			if b := &out[chunk[j].bucket]; b != a.b {
+				a.start(b)
+			}
+			a.add(fields, chunk[j].hour)
+		}
+	}
+	a.start(nil)
 	return out, nil
 }
+
+// aggregate sums the hours of one bucket into its groups.
+type aggregate struct {
+	q        Query
+	b        *Bucket
+	index    map[groupKey]int
+	nameHour []int64 // the hour each group's KeyName was taken from
+}
+
+// start ends the bucket summed so far, sorting its groups, and starts b.
+func (a *aggregate) start(b *Bucket) {
+	if a.b != nil {
+		sortGroups(a.b.Groups)
+	}
+	a.b = b
+	clear(a.index)
+	a.nameHour = a.nameHour[:0]
+}
+
+// add sums an hour's counters into the bucket's groups.
+func (a *aggregate) add(fields map[string]int64, hour int64) {
+	for f, n := range fields {
+		p, m, ok := parseField(f)
+		if !ok {
+			continue
+		}
+		var k groupKey
+		if a.q.ByKey {
+			k.key = p.key
+		}
+		if a.q.ByModel {
+			k.model = p.model
+		}
+		if a.q.ByDoor {
+			k.door = p.door
+		}
+		i, seen := a.index[k]
+		if !seen {
+			i = len(a.b.Groups)
+			a.index[k] = i
+			a.b.Groups = append(a.b.Groups, Group{Model: k.model, KeyID: k.key, Door: k.door})
+			a.nameHour = append(a.nameHour, 0)
+		}
+		g := &a.b.Groups[i]
+		*metrics[m].of(&g.Counts) += n
+		// The latest hour's name; within an hour, any one the same way
+		// each time.
+		if a.q.ByKey && p.name != "" && (a.nameHour[i] < hour || (a.nameHour[i] == hour && p.name > g.KeyName)) {
+			g.KeyName, a.nameHour[i] = p.name, hour
+		}
+	}
+}
+
 func sortGroups(gs []Group) {
 	slices.SortFunc(gs, func(a, b Group) int {
 		// Not cmp.Or: it would compare all three every time.

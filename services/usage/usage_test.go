@@ -1,9 +1,12 @@
 package usage
 
 import (
+	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -210,4 +213,49 @@ func TestParseField(t *testing.T) {
 			assert.Equal(t, tc.metric, metrics[m].name, "%q", tc.field)
 		}
 	}
+}
+
+// roundTrips counts the commands and pipelines a Redis client sends.
+type roundTrips struct{ cmds, pipelines atomic.Int64 }
+
+func (h *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { h.cmds.Add(1); return next(ctx, cmd) }
+}
+func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error { h.pipelines.Add(1); return next(ctx, cmds) }
+}
+
+// TestLedgerReadsADayInOneRoundTrip: on Redis, Query reads up to a day
+// of hours in one pipeline, whatever its buckets.
+func TestLedgerReadsADayInOneRoundTrip(t *testing.T) {
+	srv := redistest.Start(t)
+	s, err := state.Open(t.Context(), state.Options{URL: srv.URL()})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	l := New(state.NewQueue(s, 0, nil), 0, nil)
+	h0 := time.Now().UTC().Truncate(24 * time.Hour).Add(-48 * time.Hour)
+	for h := range 48 {
+		l.Add(rec(h0.Add(time.Duration(h)*time.Hour), "key_a", "m", int64(h), 0, 0, false))
+	}
+	l.Flush(t.Context())
+	trips := &roundTrips{}
+	s.(*state.Redis).Client().AddHook(trips)
+
+	hours, err := l.Query(t.Context(), Query{Start: h0, End: h0.Add(48 * time.Hour), Width: Hour, ByKey: true})
+	require.NoError(t, err)
+	require.Len(t, hours, 48)
+	for h, b := range hours {
+		require.Len(t, b.Groups, 1)
+		assert.Equal(t, int64(h), b.Groups[0].Counts.InputTokens, "hour %d in its own bucket", h)
+	}
+	assert.Equal(t, int64(2), trips.pipelines.Load(), "48 hours in two round trips")
+	assert.Zero(t, trips.cmds.Load())
+
+	days, err := l.Query(t.Context(), Query{Start: h0, End: h0.Add(48 * time.Hour), Width: Day})
+	require.NoError(t, err)
+	require.Len(t, days, 2)
+	assert.Equal(t, int64(23*24/2), days[0].Groups[0].Counts.InputTokens)
+	assert.Equal(t, int64(24*24+23*24/2), days[1].Groups[0].Counts.InputTokens)
+	assert.Equal(t, int64(4), trips.pipelines.Load())
 }
