@@ -51,8 +51,9 @@ func window(now time.Time) (from, to time.Time) {
 	return now.Truncate(24*time.Hour).AddDate(0, 0, -29), now.Truncate(time.Hour).Add(time.Hour)
 }
 
-// warmChunk is how many hours Run reads at a time, holding the cache: a
-// page that comes meanwhile waits for that many reads at most.
+// warmChunk is how many hours are read from the ledger at a time (one
+// round trip on Redis), and how many Run reads holding the cache: a page
+// that comes meanwhile waits for that many at most.
 const warmChunk = 24
 
 // Run fills the cache of settled hours (the last 30 days) in the
@@ -111,33 +112,54 @@ func (cs *Console) fill(ctx context.Context, keep, from, to time.Time, out map[i
 		clear(tc.ids)
 		tc.names = tc.names[:0]
 	}
+	// The hours not cached are read a run at a time, up to a day: one
+	// round trip on Redis.
+	var run []time.Time
+	read := func() error {
+		if len(run) == 0 {
+			return nil
+		}
+		defer func() { run = run[:0] }()
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		first, last := run[0], run[len(run)-1]
+		bs, err := cs.o.Usage.Query(ctx, usage.Query{Start: first, End: last.Add(time.Hour), Width: usage.Hour, ByKey: true, ByModel: true, ByDoor: true})
+		if err != nil {
+			return fmt.Errorf("usage of %s to %s: %w", first.Format(time.RFC3339), last.Add(time.Hour).Format(time.RFC3339), err)
+		}
+		for _, b := range bs {
+			gs := make([]group, 0, len(b.Groups))
+			for _, g := range b.Groups {
+				gs = append(gs, group{tc.intern(g.KeyID), tc.intern(g.Model), tc.intern(g.Door), g.Counts})
+			}
+			if out != nil {
+				out[b.Start.Unix()] = gs
+			}
+			if b.End.Add(settle).Before(now) {
+				tc.hours[b.Start.Unix()] = gs
+			}
+		}
+		return nil
+	}
 	for h := from; h.Before(to); h = h.Add(time.Hour) {
 		if gs, ok := tc.hours[h.Unix()]; ok {
+			if err := read(); err != nil {
+				return nil, err
+			}
 			if out != nil {
 				out[h.Unix()] = gs
 			}
 			continue
 		}
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		bs, err := cs.o.Usage.Query(ctx, usage.Query{Start: h, End: h.Add(time.Hour), Width: usage.Hour, ByKey: true, ByModel: true, ByDoor: true})
-		if err != nil {
-			return nil, fmt.Errorf("usage of %s: %w", h.Format(time.RFC3339), err)
-		}
-		var gs []group
-		if len(bs) > 0 {
-			gs = make([]group, 0, len(bs[0].Groups))
-			for _, g := range bs[0].Groups {
-				gs = append(gs, group{tc.intern(g.KeyID), tc.intern(g.Model), tc.intern(g.Door), g.Counts})
+		if run = append(run, h); len(run) == warmChunk {
+			if err := read(); err != nil {
+				return nil, err
 			}
 		}
-		if out != nil {
-			out[h.Unix()] = gs
-		}
-		if h.Add(time.Hour + settle).Before(now) {
-			tc.hours[h.Unix()] = gs
-		}
+	}
+	if err := read(); err != nil {
+		return nil, err
 	}
 	if out == nil {
 		return nil, nil

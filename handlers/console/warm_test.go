@@ -7,10 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"cursor2api/services/state"
+	"cursor2api/services/state/redistest"
 	"cursor2api/services/usage"
 )
 
@@ -109,4 +111,36 @@ func TestRunEndsWithItsContext(t *testing.T) {
 		t.Fatal("Run did not end with its context")
 	}
 	assert.LessOrEqual(t, store.reads.Load(), int64(11))
+}
+
+// roundTrips counts the commands and pipelines a Redis client sends.
+type roundTrips struct{ cmds, pipelines atomic.Int64 }
+
+func (h *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { h.cmds.Add(1); return next(ctx, cmd) }
+}
+func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error { h.pipelines.Add(1); return next(ctx, cmds) }
+}
+
+// TestFirstPageOnRedisReadsADayPerRoundTrip: on Redis, the hours not
+// cached are read a day at a time, not an hour per round trip.
+func TestFirstPageOnRedisReadsADayPerRoundTrip(t *testing.T) {
+	s, err := state.Open(t.Context(), state.Options{URL: redistest.Start(t).URL()})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	l := usage.New(state.NewQueue(s, 0, nil), 0, nil)
+	now := time.Now().UTC().Truncate(time.Hour).Add(30 * time.Minute)
+	l.Add(usage.Record{Time: now.Add(-48 * time.Hour), KeyID: "key_aaaa", Door: "openai", Model: "gpt-5", Usage: usage.Counts{Requests: 7}})
+	l.Flush(t.Context())
+	trips := &roundTrips{}
+	s.(*state.Redis).Client().AddHook(trips)
+
+	h, _ := newConsole(t, Options{Usage: l, Now: func() time.Time { return now }})
+	body := do(h, "GET", "/console", "", map[string]string{"Authorization": "Bearer " + admin}).Body.String()
+	assert.Regexp(t, `id="total-30d"[^\n]*>7</td>`, body)
+	days := (hoursRead(now) + warmChunk - 1) / warmChunk
+	assert.Equal(t, days, trips.pipelines.Load(), "a round trip per day of hours")
+	assert.Zero(t, trips.cmds.Load())
 }
