@@ -28,10 +28,11 @@ type trafficCache struct {
 	names []string
 }
 
-// group is a usage.Group with its names interned.
+// group is a usage.Group with its names interned; name is the key's name
+// as the ledger kept it.
 type group struct {
-	key, model, door int32
-	c                usage.Counts
+	key, model, door, name int32
+	c                      usage.Counts
 }
 
 func (tc *trafficCache) intern(name string) int32 {
@@ -131,7 +132,7 @@ func (cs *Console) fill(ctx context.Context, keep, from, to time.Time, out map[i
 		for _, b := range bs {
 			gs := make([]group, 0, len(b.Groups))
 			for _, g := range b.Groups {
-				gs = append(gs, group{tc.intern(g.KeyID), tc.intern(g.Model), tc.intern(g.Door), g.Counts})
+				gs = append(gs, group{tc.intern(g.KeyID), tc.intern(g.Model), tc.intern(g.Door), tc.intern(g.KeyName), g.Counts})
 			}
 			if out != nil {
 				out[b.Start.Unix()] = gs
@@ -170,7 +171,7 @@ func (cs *Console) fill(ctx context.Context, keep, from, to time.Time, out map[i
 // Row is a line of a usage table.
 type Row struct {
 	Name   string
-	Label  string // a key's name, when known
+	Label  string // a key's name, when known: the keys file's, else the ledger's
 	Day    usage.Counts
 	Month  usage.Counts
 	Limits []Limit
@@ -242,6 +243,8 @@ func (cs *Console) traffic24And30(ctx context.Context, now time.Time, v *View) e
 		d := dayStart.AddDate(0, 0, i)
 		v.Daily = append(v.Daily, Point{Start: d, Label: d.Format("01-02")})
 	}
+	// Each key's name in the ledger: that of its latest hour.
+	named := make([]int64, len(names))
 	for h, gs := range hours {
 		t := time.Unix(h, 0).UTC()
 		inDay := !t.Before(hourStart)
@@ -253,6 +256,9 @@ func (cs *Console) traffic24And30(ctx context.Context, now time.Time, v *View) e
 			}
 			addCounts(&v.Month, g.c)
 			addCounts(&keys[g.key].Month, g.c)
+			if n := names[g.name]; n != "" && (h > named[g.key] || (h == named[g.key] && n > keys[g.key].Label)) {
+				keys[g.key].Label, named[g.key] = names[g.name], h
+			}
 			addCounts(&models[g.model].Month, g.c)
 			addCounts(&doors[g.door].Month, g.c)
 			if inDay {
@@ -291,7 +297,10 @@ func (cs *Console) addKeys(v *View) {
 	if cs.o.Keys != nil {
 		for _, k := range cs.o.Keys() {
 			i := add(k.ID)
-			v.Keys[i].Label, v.Keys[i].Limits = k.Name, k.Limits
+			v.Keys[i].Limits = k.Limits
+			if k.Name != "" {
+				v.Keys[i].Label = k.Name // the name in force over the ledger's
+			}
 		}
 	}
 	for i := range v.Keys {
