@@ -66,9 +66,14 @@ func (cs *Console) Run(ctx context.Context) {
 	if cs.o.Usage == nil {
 		return
 	}
-	from, _ := window(cs.o.Now())
-	// The hours that have settled: the later ones a page reads anyway.
-	to := cs.o.Now().UTC().Add(-settle - time.Hour).Truncate(time.Hour)
+	now := cs.o.Now()
+	from, _ := window(now)
+	// Up to the first hour not settled, as fill tells them: the later
+	// ones a page reads anyway.
+	to := from
+	for to.Add(time.Hour + settle).Before(now) {
+		to = to.Add(time.Hour)
+	}
 	start := time.Now()
 	for h := from; h.Before(to); h = h.Add(warmChunk * time.Hour) {
 		end := h.Add(warmChunk * time.Hour)
