@@ -64,3 +64,50 @@ func TestNamedKeys(t *testing.T) {
 	assert.NotContains(t, string(b), "sk-")
 	assert.False(t, strings.Contains(s.logs.String(), "secret"), "no key in the log")
 }
+
+// TestUsageKeepsTheNameAKeyWasUsedUnder: the usage endpoint names a key
+// as it was named when used, not as the file names it now; a record
+// older than key names takes the key's name now.
+func TestUsageKeepsTheNameAKeyWasUsedUnder(t *testing.T) {
+	file := writeKeys(t, "keys:\n  - name: alice\n    key: sk-alice-secret\n")
+	// An hour before the request's (taken first: the clock may pass an hour).
+	earlier := time.Now().UTC().Truncate(time.Hour).Add(-time.Hour)
+	s := newStack(t, map[string]string{"API_KEYS_FILE": file, "ADMIN_KEY": "admin"},
+		func(int, cursortest.Request) cursortest.Response {
+			return cursortest.Text(&cursortest.Usage{Input: 100, Output: 10}, "ok")
+		})
+	chat := `{"model":"claude-sonnet-4.6","messages":[{"role":"user","content":"hi"}]}`
+	require.Equal(t, http.StatusOK, s.postJSON(t, "/v1/chat/completions", "sk-alice-secret", chat))
+	// The request's name is taken when it is let in: a rename after it
+	// does not change its record.
+	require.NoError(t, os.WriteFile(file, []byte("keys:\n  - name: alice-renamed\n    key: sk-alice-secret\n"), 0o600))
+	require.NoError(t, s.keys.Reload())
+	k, _ := s.keys.Match("sk-alice-secret")
+	require.Equal(t, "alice-renamed", k.Name)
+	// A record of the same key from before key names were kept, an hour
+	// earlier: five parts, no name.
+	require.NoError(t, s.store.mem.Add(context.Background(), "usage", earlier.Format("2006010215"),
+		map[string]int64{k.Fingerprint + "\x1fopenai\x1fclaude-sonnet-4.6\x1fcursor\x1frequests": 4}, time.Hour))
+
+	names := func() (map[string]int64, string) {
+		// The record is added as the request's handler returns, which may
+		// be after its client has the answer.
+		s.ledger.Flush(context.Background())
+		status, page := s.get(t, fmt.Sprintf("/v1/organization/usage/completions?start_time=%d&bucket_width=1h&group_by=api_key_id", earlier.Unix()), "admin")
+		require.Equal(t, http.StatusOK, status, page.Raw)
+		got := map[string]int64{}
+		page.Get("data.#.results").ForEach(func(_, rs gjson.Result) bool {
+			rs.ForEach(func(_, r gjson.Result) bool {
+				assert.Equal(t, k.Fingerprint, r.Get("api_key_id").String())
+				got[r.Get("api_key_name").String()] += r.Get("num_model_requests").Int()
+				return true
+			})
+			return true
+		})
+		return got, page.Raw
+	}
+	want := map[string]int64{"alice": 1, "alice-renamed": 4}
+	require.Eventually(t, func() bool { got, _ := names(); return len(got) == len(want) }, 10*time.Second, 50*time.Millisecond)
+	got, raw := names()
+	assert.Equal(t, want, got, raw)
+}

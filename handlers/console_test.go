@@ -1,10 +1,12 @@
 package handlers
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,6 +14,8 @@ import (
 
 	"cursor2api/handlers/console"
 	"cursor2api/services/cursortest"
+	"cursor2api/services/state"
+	"cursor2api/services/usage"
 )
 
 // TestConsoleIsOffWithoutAdminKey: no ADMIN_KEY, no console: a 404 in
@@ -104,4 +108,30 @@ func TestConsoleShowsNamedKeysAndTheirLimits(t *testing.T) {
 	assert.Regexp(t, `rpm 2/5 \(`, page, "the minute's two requests against its limit")
 	assert.Contains(t, page, "concurrent 0/2", "no request in flight")
 	assert.NotContains(t, page, "sk-alice")
+}
+
+// readCounting is a store that counts the ledger's hour reads.
+type readCounting struct {
+	state.Store
+	reads atomic.Int64
+}
+
+func (s *readCounting) Counters(ctx context.Context, table, key string) (map[string]int64, error) {
+	s.reads.Add(1)
+	return s.Store.Counters(ctx, table, key)
+}
+
+// TestHandlerRunReadsAheadForTheConsole: the handler's Run has the
+// console read the ledger's last 30 days; without ADMIN_KEY, nothing.
+func TestHandlerRunReadsAheadForTheConsole(t *testing.T) {
+	for _, adminKey := range []string{"admin", ""} {
+		store := &readCounting{Store: state.NewMemory(nil)}
+		h := New(Options{Usage: usage.New(state.NewQueue(store, 0, nil), 0, nil), AdminKey: adminKey})
+		h.Run(t.Context())
+		if adminKey == "" {
+			assert.Zero(t, store.reads.Load(), "no console, nothing read")
+		} else {
+			assert.GreaterOrEqual(t, store.reads.Load(), int64(29*24), "the settled hours of 30 days")
+		}
+	}
 }

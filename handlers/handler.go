@@ -121,9 +121,26 @@ type frontDoor struct {
 	routes func(gin.IRoutes)
 }
 
+// Handler is the gateway's HTTP handler, with the background work of its
+// pages (Run).
+type Handler struct {
+	http.Handler
+	console *console.Console
+}
+
+// Run does the handler's background work until it is done or ctx ends:
+// the console reads the ledger's last 30 days ahead of its first page.
+// The server runs it for its lifetime, ending it before the state store
+// closes.
+func (h *Handler) Run(ctx context.Context) {
+	if h.console != nil {
+		h.console.Run(ctx)
+	}
+}
+
 // New returns the gateway's HTTP handler. A path with a trailing slash is
 // served as the path without it.
-func New(opts Options) http.Handler {
+func New(opts Options) *Handler {
 	if opts.ClientKeys == nil {
 		// No file: the plain list cannot be wrong.
 		opts.ClientKeys, _ = clientkeys.Load("", opts.APIKeys)
@@ -199,7 +216,7 @@ func New(opts Options) http.Handler {
 	if opts.Usage != nil {
 		r.GET("/v1/organization/usage/completions", door.Use(openai.Door), adminAuth(opts.AdminKey), s.usageCompletions)
 	}
-	s.consoleRoutes(r)
+	cs := s.consoleRoutes(r)
 	if cloudAgents != nil && opts.Cloud.Webhooks != nil {
 		// Cursor signs its deliveries; it has no key of this gateway.
 		r.POST("/v1/cloud/webhook", door.Use(openai.Door), cloudAgents.Webhook)
@@ -212,7 +229,7 @@ func New(opts Options) http.Handler {
 		door.WriteError(c, &models.Error{Status: http.StatusMethodNotAllowed, Kind: models.KindInvalidRequest, Code: "method_not_allowed",
 			Message: fmt.Sprintf("%s is not allowed on %s", utils.Clip(c.Request.Method, utils.QuoteLen), utils.Clip(c.Request.URL.Path, utils.QuoteLen))})
 	})
-	return stripTrailingSlash(r)
+	return &Handler{Handler: stripTrailingSlash(r), console: cs}
 }
 
 // doorByRequest marks a request on a route the doors share (GET
@@ -280,8 +297,9 @@ func socketLimits(opts Options) responses.SocketLimits {
 }
 
 // consoleRoutes serves the operator's console at /console when ADMIN_KEY
-// is set; without it the console is off: a 404 in OpenAI's shape.
-func (s *server) consoleRoutes(r *gin.Engine) {
+// is set, and returns it; without it the console is off: a 404 in
+// OpenAI's shape.
+func (s *server) consoleRoutes(r *gin.Engine) *console.Console {
 	if s.AdminKey == "" {
 		off := func(c *gin.Context) {
 			door.WriteError(c, &models.Error{Status: http.StatusNotFound, Kind: models.KindNotFound, Code: "not_found",
@@ -289,7 +307,7 @@ func (s *server) consoleRoutes(r *gin.Engine) {
 		}
 		r.Any(console.Prefix, door.Use(openai.Door), off)
 		r.Any(console.Prefix+"/*path", door.Use(openai.Door), off)
-		return
+		return nil
 	}
 	o := console.Options{AdminKey: s.AdminKey, Version: s.Version, Started: time.Unix(s.started, 0), Backend: s.Backend,
 		Usage: s.Usage, Errors: s.errors, Settings: s.Settings, Keys: s.ConsoleKeys, Logger: s.Logger}
@@ -303,7 +321,9 @@ func (s *server) consoleRoutes(r *gin.Engine) {
 	for _, k := range s.APIKeys {
 		o.ClientKeys = append(o.ClientKeys, usage.KeyID(k))
 	}
-	console.New(o).Routes(r.Group(console.Prefix, door.Use(openai.Door)))
+	cs := console.New(o)
+	cs.Routes(r.Group(console.Prefix, door.Use(openai.Door)))
+	return cs
 }
 
 // consoleKeys lists the client keys in force for the console: names,

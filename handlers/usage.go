@@ -39,7 +39,8 @@ func (s *server) record(c *gin.Context) {
 	if status >= 400 || c.GetString(door.KeyError) != "" {
 		counts.Errors = 1
 	}
-	s.Usage.Add(usage.Record{Time: time.Now(), KeyID: c.GetString(door.KeyClient), Door: door.Of(c).Name,
+	s.Usage.Add(usage.Record{Time: time.Now(), KeyID: c.GetString(door.KeyClient),
+		KeyName: c.GetString(door.KeyClientName), Door: door.Of(c).Name,
 		Model: s.kit.ModelLabel(c.GetString(door.KeyModel)), Backend: s.Backend, Usage: counts})
 }
 
@@ -130,7 +131,12 @@ func (s *server) usageCompletions(c *gin.Context) {
 				r.Model = &g.Model
 			}
 			if q.ByKey {
-				id, name := g.KeyID, s.ClientKeys.NameOf(g.KeyID)
+				// The name the records were written under; records older
+				// than key names take the key's name now.
+				id, name := g.KeyID, g.KeyName
+				if name == "" {
+					name = s.ClientKeys.NameOf(g.KeyID)
+				}
 				r.APIKeyID, r.APIKeyName = &id, &name
 			}
 			ub.Results = append(ub.Results, r)
@@ -163,8 +169,9 @@ type usageResult struct {
 	ProjectID         *string `json:"project_id"`
 	UserID            *string `json:"user_id"`
 	APIKeyID          *string `json:"api_key_id"`
-	// APIKeyName is the name API_KEYS_FILE gives the key now ("" for a
-	// key of API_KEY or one no longer in the file); the gateway's own.
+	// APIKeyName is the name API_KEYS_FILE gave the key when it was used
+	// (for records older than key names, its name now; "" for a key of
+	// API_KEY); the gateway's own.
 	APIKeyName *string `json:"api_key_name,omitempty"`
 	Model      *string `json:"model"`
 	Batch      *bool   `json:"batch"`

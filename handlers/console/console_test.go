@@ -220,3 +220,26 @@ func TestSettingsOfMasksSecrets(t *testing.T) {
 		"PROXY_URL": "http://%E2%80%A2%E2%80%A2%E2%80%A2%E2%80%A2@p:1", "EGRESS_PROXIES": "socks5://%E2%80%A2%E2%80%A2%E2%80%A2%E2%80%A2@q:2,http://r:3",
 		"STATE_URL": "redis://%E2%80%A2%E2%80%A2%E2%80%A2%E2%80%A2@redis:6379/0", "PORT": "8002", "TIMEOUT": "1m0s", "MODEL_MAP": "a=b"}, m)
 }
+
+// TestKeyNamesFromTheLedger: a key the keys file no longer names shows
+// the name its records were kept under (its latest); the file's name
+// comes first.
+func TestKeyNamesFromTheLedger(t *testing.T) {
+	l := usage.New(state.NewQueue(state.NewMemory(nil), 0, nil), 0, nil)
+	now := time.Now()
+	for _, r := range []usage.Record{
+		{Time: now.Add(-72 * time.Hour), KeyID: "key_dddd", KeyName: "dora-before"},
+		{Time: now.Add(-2 * time.Hour), KeyID: "key_dddd", KeyName: "dora"},
+		{Time: now, KeyID: "key_dddd"}, // a record older than names, or of API_KEY: no name
+		{Time: now, KeyID: "key_aaaa", KeyName: "alice-before"},
+	} {
+		r.Door, r.Model, r.Usage = "openai", "gpt-5", usage.Counts{Requests: 1}
+		l.Add(r)
+	}
+	l.Flush(t.Context())
+	h, _ := newConsole(t, Options{Usage: l, Keys: func() []KeyView { return []KeyView{{ID: "key_aaaa", Name: "alice"}} }})
+	body := do(h, "GET", "/console", "", map[string]string{"Authorization": "Bearer " + admin}).Body.String()
+	assert.Regexp(t, `data-name="key_dddd"><td><code>key_dddd</code> dora</td>`, body)
+	assert.Regexp(t, `data-name="key_aaaa"><td><code>key_aaaa</code> alice</td>`, body)
+	assert.NotContains(t, body, "-before")
+}

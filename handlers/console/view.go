@@ -28,10 +28,11 @@ type trafficCache struct {
 	names []string
 }
 
-// group is a usage.Group with its names interned.
+// group is a usage.Group with its names interned; name is the key's name
+// as the ledger kept it.
 type group struct {
-	key, model, door int32
-	c                usage.Counts
+	key, model, door, name int32
+	c                      usage.Counts
 }
 
 func (tc *trafficCache) intern(name string) int32 {
@@ -44,16 +45,70 @@ func (tc *trafficCache) intern(name string) int32 {
 	return id
 }
 
+// window is the span of hours the traffic panels read at now: the 30
+// days up to the end of the current hour.
+func window(now time.Time) (from, to time.Time) {
+	now = now.UTC()
+	return now.Truncate(24*time.Hour).AddDate(0, 0, -29), now.Truncate(time.Hour).Add(time.Hour)
+}
+
+// warmChunk is how many hours are read from the ledger at a time (one
+// round trip on Redis), and how many Run reads holding the cache: a page
+// that comes meanwhile waits for that many at most.
+const warmChunk = 24
+
+// Run fills the cache of settled hours (the last 30 days) in the
+// background, so a replica's first page does not read them all; it
+// returns when they are read or ctx ends. A page that comes meanwhile
+// reads the hours not cached yet itself, and Run then skips them: no
+// hour is read twice.
+func (cs *Console) Run(ctx context.Context) {
+	if cs.o.Usage == nil {
+		return
+	}
+	now := cs.o.Now()
+	from, _ := window(now)
+	// Up to the first hour not settled, as fill tells them: the later
+	// ones a page reads anyway.
+	to := from
+	for to.Add(time.Hour + settle).Before(now) {
+		to = to.Add(time.Hour)
+	}
+	start := time.Now()
+	for h := from; h.Before(to); h = h.Add(warmChunk * time.Hour) {
+		end := h.Add(warmChunk * time.Hour)
+		if end.After(to) {
+			end = to
+		}
+		if _, err := cs.fill(ctx, from, h, end, nil); err != nil {
+			if ctx.Err() == nil {
+				cs.o.Logger.Warn("console: reading the usage ledger ahead of the first page", "error", err)
+			}
+			return
+		}
+	}
+	cs.o.Logger.Debug("console: traffic of 30 days read ahead of the first page", "took", time.Since(start).Round(time.Millisecond))
+}
+
 // hoursOf returns the groups of each hour in [from, to), from the cache
 // or the ledger, and the names their indexes stand for.
 func (cs *Console) hoursOf(ctx context.Context, from, to time.Time) (map[int64][]group, []string, error) {
-	tc := cs.traffic
 	out := make(map[int64][]group, int(to.Sub(from)/time.Hour)+1)
+	names, err := cs.fill(ctx, from, from, to, out)
+	return out, names, err
+}
+
+// fill reads the hours of [from, to) not cached from the ledger, caching
+// the settled ones, and puts each hour's groups in out (when not nil),
+// returning the names their indexes stand for then. The cache keeps no
+// hour before keep, and holds its lock throughout.
+func (cs *Console) fill(ctx context.Context, keep, from, to time.Time, out map[int64][]group) ([]string, error) {
+	tc := cs.traffic
 	now := cs.o.Now()
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
 	for h := range tc.hours {
-		if h < from.Unix() {
+		if h < keep.Unix() {
 			delete(tc.hours, h) // past the window: the map stays bounded
 		}
 	}
@@ -63,37 +118,65 @@ func (cs *Console) hoursOf(ctx context.Context, from, to time.Time) (map[int64][
 		clear(tc.ids)
 		tc.names = tc.names[:0]
 	}
-	for h := from; h.Before(to); h = h.Add(time.Hour) {
-		if gs, ok := tc.hours[h.Unix()]; ok {
-			out[h.Unix()] = gs
-			continue
+	// The hours not cached are read a run at a time, up to a day: one
+	// round trip on Redis.
+	var run []time.Time
+	read := func() error {
+		if len(run) == 0 {
+			return nil
 		}
+		defer func() { run = run[:0] }()
 		if err := ctx.Err(); err != nil {
-			return out, tc.names, err
+			return err
 		}
-		bs, err := cs.o.Usage.Query(ctx, usage.Query{Start: h, End: h.Add(time.Hour), Width: usage.Hour, ByKey: true, ByModel: true, ByDoor: true})
+		first, last := run[0], run[len(run)-1]
+		bs, err := cs.o.Usage.Query(ctx, usage.Query{Start: first, End: last.Add(time.Hour), Width: usage.Hour, ByKey: true, ByModel: true, ByDoor: true})
 		if err != nil {
-			return out, tc.names, fmt.Errorf("usage of %s: %w", h.Format(time.RFC3339), err)
+			return fmt.Errorf("usage of %s to %s: %w", first.Format(time.RFC3339), last.Add(time.Hour).Format(time.RFC3339), err)
 		}
-		var gs []group
-		if len(bs) > 0 {
-			gs = make([]group, 0, len(bs[0].Groups))
-			for _, g := range bs[0].Groups {
-				gs = append(gs, group{tc.intern(g.KeyID), tc.intern(g.Model), tc.intern(g.Door), g.Counts})
+		for _, b := range bs {
+			gs := make([]group, 0, len(b.Groups))
+			for _, g := range b.Groups {
+				gs = append(gs, group{tc.intern(g.KeyID), tc.intern(g.Model), tc.intern(g.Door), tc.intern(g.KeyName), g.Counts})
+			}
+			if out != nil {
+				out[b.Start.Unix()] = gs
+			}
+			if b.End.Add(settle).Before(now) {
+				tc.hours[b.Start.Unix()] = gs
 			}
 		}
-		out[h.Unix()] = gs
-		if h.Add(time.Hour + settle).Before(now) {
-			tc.hours[h.Unix()] = gs
+		return nil
+	}
+	for h := from; h.Before(to); h = h.Add(time.Hour) {
+		if gs, ok := tc.hours[h.Unix()]; ok {
+			if err := read(); err != nil {
+				return nil, err
+			}
+			if out != nil {
+				out[h.Unix()] = gs
+			}
+			continue
+		}
+		if run = append(run, h); len(run) == warmChunk {
+			if err := read(); err != nil {
+				return nil, err
+			}
 		}
 	}
-	return out, slices.Clone(tc.names), nil
+	if err := read(); err != nil {
+		return nil, err
+	}
+	if out == nil {
+		return nil, nil
+	}
+	return slices.Clone(tc.names), nil
 }
 
 // Row is a line of a usage table.
 type Row struct {
 	Name   string
-	Label  string // a key's name, when known
+	Label  string // a key's name, when known: the keys file's, else the ledger's
 	Day    usage.Counts
 	Month  usage.Counts
 	Limits []Limit
@@ -150,8 +233,7 @@ func (cs *Console) view(ctx context.Context) (View, error) {
 
 func (cs *Console) traffic24And30(ctx context.Context, now time.Time, v *View) error {
 	hourStart := now.Truncate(time.Hour).Add(-23 * time.Hour)
-	dayStart := now.Truncate(24*time.Hour).AddDate(0, 0, -29)
-	end := now.Truncate(time.Hour).Add(time.Hour)
+	dayStart, end := window(now)
 	hours, names, err := cs.hoursOf(ctx, dayStart, end)
 	if err != nil {
 		return err
@@ -166,6 +248,8 @@ func (cs *Console) traffic24And30(ctx context.Context, now time.Time, v *View) e
 		d := dayStart.AddDate(0, 0, i)
 		v.Daily = append(v.Daily, Point{Start: d, Label: d.Format("01-02")})
 	}
+	// Each key's name in the ledger: that of its latest hour.
+	named := make([]int64, len(names))
 	for h, gs := range hours {
 		t := time.Unix(h, 0).UTC()
 		inDay := !t.Before(hourStart)
@@ -177,6 +261,9 @@ func (cs *Console) traffic24And30(ctx context.Context, now time.Time, v *View) e
 			}
 			addCounts(&v.Month, g.c)
 			addCounts(&keys[g.key].Month, g.c)
+			if n := names[g.name]; n != "" && (h > named[g.key] || (h == named[g.key] && n > keys[g.key].Label)) {
+				keys[g.key].Label, named[g.key] = names[g.name], h
+			}
 			addCounts(&models[g.model].Month, g.c)
 			addCounts(&doors[g.door].Month, g.c)
 			if inDay {
@@ -215,7 +302,10 @@ func (cs *Console) addKeys(v *View) {
 	if cs.o.Keys != nil {
 		for _, k := range cs.o.Keys() {
 			i := add(k.ID)
-			v.Keys[i].Label, v.Keys[i].Limits = k.Name, k.Limits
+			v.Keys[i].Limits = k.Limits
+			if k.Name != "" {
+				v.Keys[i].Label = k.Name // the name in force over the ledger's
+			}
 		}
 	}
 	for i := range v.Keys {

@@ -53,7 +53,7 @@ type Server struct {
 	logger  *slog.Logger
 	version string
 	gw      *services.Gateway
-	handler http.Handler
+	handler *handlers.Handler
 	// endDrain ends the drain context the handler watches: the answers
 	// still open then end with an error event instead of being cut
 	// mid-chunk.
@@ -170,6 +170,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	if s.redisLimits != nil {
 		stateJobs.Go(func() { s.redisLimits.Run(stateCtx) })
 	}
+	// The console reads the ledger ahead of its first page.
+	stateJobs.Go(func() { s.handler.Run(stateCtx) })
 	if cfg.APIKeysFile != "" {
 		hup := make(chan os.Signal, 1)
 		signal.Notify(hup, syscall.SIGHUP)

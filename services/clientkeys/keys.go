@@ -93,7 +93,8 @@ func (t *Table) NameOf(fingerprint string) string {
 }
 
 // The keys file's shape; every field but a key's limits is checked by hand
-// on the YAML nodes, so that an error names its line.
+// on the YAML nodes, so that an error names its line. A name holds no
+// control character: the usage ledger joins its record's parts with one.
 var (
 	itemFields  = []string{"name", "key", "sha256", "limits"}
 	limitFields = []string{"rpm", "tokens_per_day", "concurrent"}

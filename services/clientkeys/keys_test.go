@@ -56,6 +56,12 @@ func TestParseErrorsNameTheLine(t *testing.T) {
 		{"dup name", "keys:\n  - name: a\n    key: sk-1\n  - name: a\n    key: sk-2\n", "k.yaml:4: name \"a\" is taken by the key at line 2"},
 		{"dup key", "keys:\n  - name: a\n    key: sk-1\n  - name: b\n    sha256: " + sumHex("sk-1") + "\n", "k.yaml:5: key \"b\" is the same key as the one at line 3"},
 		{"not a list", "keys: 3\n", "k.yaml:1: keys is a list"},
+		// The usage ledger joins a record's dimensions with \x1f: no name
+		// may hold it, nor any other control character.
+		{"separator in name", "keys:\n  - key: sk-1\n    name: \"a\\x1fb\"\n", "k.yaml:3: name \"a\\x1fb\": use 1 to 64 letters"},
+		{"separator in JSON name", "{\"keys\": [\n {\"key\": \"sk-1\",\n  \"name\": \"a\\u001fb\"}]}", "k.yaml:3: name \"a\\x1fb\""},
+		{"newline in name", "keys:\n  - name: \"a\\nb\"\n    key: sk-1\n", "k.yaml:2: name \"a\\nb\""},
+		{"tab in name", "keys:\n  - name: \"a\\tb\"\n    key: sk-1\n", "k.yaml:2: name \"a\\tb\""},
 		{"empty", "", "k.yaml:1: the file is empty"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -179,6 +179,33 @@ func (r *Redis) Counters(ctx context.Context, table, key string) (map[string]int
 	if err != nil {
 		return nil, fmt.Errorf("redis %s: %w", r.url, err)
 	}
+	return r.counters(key, m)
+}
+
+// countersOf reads the counters of keys in one round trip: a pipeline of
+// HGETALLs (see CountersOf).
+func (r *Redis) countersOf(ctx context.Context, table string, keys []string) ([]map[string]int64, error) {
+	cmds := make([]*redis.MapStringStringCmd, len(keys))
+	_, err := r.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, k := range keys {
+			cmds[i] = p.HGetAll(ctx, redisKey(table, "c:"+k))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("redis %s: %w", r.url, err)
+	}
+	out := make([]map[string]int64, len(keys))
+	for i, c := range cmds {
+		if out[i], err = r.counters(keys[i], c.Val()); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// counters are the counters of key as numbers.
+func (r *Redis) counters(key string, m map[string]string) (map[string]int64, error) {
 	out := make(map[string]int64, len(m))
 	for f, v := range m {
 		n, err := strconv.ParseInt(v, 10, 64)

@@ -61,6 +61,23 @@ type Store interface {
 	Close() error
 }
 
+// CountersOf returns the counters of each of keys in table, in their
+// order: in one round trip on Redis (a pipeline), else by one Counters
+// call per key. A store that wraps another reads key by key.
+func CountersOf(ctx context.Context, s Store, table string, keys []string) ([]map[string]int64, error) {
+	if r, ok := s.(*Redis); ok {
+		return r.countersOf(ctx, table, keys)
+	}
+	out := make([]map[string]int64, len(keys))
+	for i, k := range keys {
+		var err error
+		if out[i], err = s.Counters(ctx, table, k); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
 // Options open a Store.
 type Options struct {
 	// URL is STATE_URL: "" (a file under Dir), "memory:", or a redis://

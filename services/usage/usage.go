@@ -5,7 +5,6 @@
 package usage
 
 import (
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -35,7 +34,11 @@ const table = "usage"
 type Record struct {
 	Time time.Time
 	// KeyID is the client key's KeyID ("" with no API_KEY).
-	KeyID   string
+	KeyID string
+	// KeyName is the name API_KEYS_FILE gives the key when the request
+	// is made ("" for a key of API_KEY), kept so that a key renamed or
+	// removed later keeps the name it was used under.
+	KeyName string
 	Door    string
 	Model   string
 	Backend string
@@ -83,16 +86,76 @@ func KeyID(key string) string {
 
 // dim is what a record is counted by.
 type dim struct {
-	hour                      int64 // unix seconds, on the hour
-	key, door, model, backend string
+	hour                            int64 // unix seconds, on the hour
+	key, door, model, backend, name string
 }
 
 // sep joins a record's dimensions and metric into a counter name; it is
-// a control character no model name or door holds.
+// a control character no model name, door or key name holds (clientkeys
+// refuses such names, and clean keeps it out of the rest).
 const sep = "\x1f"
 
+// field is the counter name of d's metric: key, door, model, back door,
+// key name and metric. Records written before key names were kept have
+// five parts, with no name (see parseField).
 func (d dim) field(metric string) string {
-	return strings.Join([]string{d.key, d.door, d.model, d.backend, metric}, sep)
+	return strings.Join([]string{d.key, d.door, d.model, d.backend, d.name, metric}, sep)
+}
+
+// clean keeps the separator out of a dimension, so that no value can
+// shift the others of its counter.
+func clean(s string) string {
+	if !strings.Contains(s, sep) {
+		return s
+	}
+	return strings.ReplaceAll(s, sep, "_")
+}
+
+// parsed is a counter name taken apart; the strings share its memory.
+type parsed struct {
+	key, door, model, backend, name string
+}
+
+// parseField takes a counter name apart without allocating: the
+// dimensions (five parts, as before key names were kept, or six) and
+// the metric's index in metrics, or ok false for a name of neither shape.
+func parseField(f string) (p parsed, metric int, ok bool) {
+	var parts [6]string
+	n, from := 0, 0
+	// One pass over the bytes: the parts are short, so this beats a
+	// call to strings.Index per part.
+	for i := 0; i < len(f); i++ {
+		if f[i] != sep[0] {
+			continue
+		}
+		if n == len(parts)-1 {
+			return p, 0, false // a seventh part
+		}
+		parts[n], from = f[from:i], i+1
+		n++
+	}
+	parts[n] = f[from:]
+	n++
+	if n < 5 {
+		return p, 0, false
+	}
+	if metric = metricIndex(parts[n-1]); metric < 0 {
+		return p, 0, false
+	}
+	p = parsed{key: parts[0], door: parts[1], model: parts[2], backend: parts[3]}
+	if n == 6 {
+		p.name = parts[4]
+	}
+	return p, metric, true
+}
+
+func metricIndex(name string) int {
+	for i, m := range metrics {
+		if m.name == name {
+			return i
+		}
+	}
+	return -1
 }
 
 func hourKey(hour int64) string { return time.Unix(hour, 0).UTC().Format("2006010215") }
@@ -120,7 +183,8 @@ func New(q *state.Queue, retention time.Duration, logger *slog.Logger) *Ledger {
 
 // Add notes a finished request; it is written at the next Flush.
 func (l *Ledger) Add(r Record) {
-	d := dim{hour: r.Time.Unix() / 3600 * 3600, key: r.KeyID, door: r.Door, model: r.Model, backend: r.Backend}
+	d := dim{hour: r.Time.Unix() / 3600 * 3600, key: clean(r.KeyID), door: clean(r.Door), model: clean(r.Model),
+		backend: clean(r.Backend), name: clean(r.KeyName)}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	c, ok := l.pending[d]
@@ -207,10 +271,15 @@ type Query struct {
 
 // Group is the usage of one group of one bucket.
 type Group struct {
-	Model  string // set when grouped by model
-	KeyID  string // set when grouped by key
-	Door   string // set when grouped by door
-	Counts Counts
+	Model string // set when grouped by model
+	KeyID string // set when grouped by key
+	// KeyName is the name the key's records were written under (set when
+	// grouped by key; "" for records older than key names, or a key of
+	// API_KEY). Were it renamed within the bucket: the name of its
+	// latest hour.
+	KeyName string
+	Door    string // set when grouped by door
+	Counts  Counts
 }
 
 // Bucket is the usage of one interval.
@@ -219,66 +288,121 @@ type Bucket struct {
 	Groups     []Group
 }
 
+// groupKey is what a bucket's groups are told apart by.
+type groupKey struct{ model, key, door string }
+
+// readChunk is how many hours Query reads from the store at once: one
+// round trip on Redis, and a bound on what is held before it is summed.
+const readChunk = 24
+
 // Query reads the records of q from the store. Buckets start at Start
 // (on the hour) and follow each other by Width; each holds its groups,
 // in a stable order.
 func (l *Ledger) Query(ctx context.Context, q Query) ([]Bucket, error) {
 	start := q.Start.Truncate(time.Hour)
 	var out []Bucket
+	// Every hour to read, with its bucket.
+	type slot struct {
+		bucket int
+		hour   int64
+	}
+	var slots []slot
 	for bs := start; bs.Before(q.End); bs = bs.Add(time.Duration(q.Width)) {
 		be := bs.Add(time.Duration(q.Width))
-		groups := map[Group]Counts{}
-		var order []Group
+		out = append(out, Bucket{Start: bs, End: be})
 		for h := bs; h.Before(be) && h.Before(q.End); h = h.Add(time.Hour) {
-			var fields map[string]int64
-			err := l.q.Read(ctx, func(ctx context.Context) error {
-				var err error
-				fields, err = l.q.Store().Counters(ctx, table, hourKey(h.Unix()))
-				return err
-			})
-			if err != nil {
-				return nil, err
-			}
-			for f, n := range fields {
-				parts := strings.Split(f, sep)
-				if len(parts) != 5 {
-					continue
-				}
-				g := Group{}
-				if q.ByKey {
-					g.KeyID = parts[0]
-				}
-				if q.ByModel {
-					g.Model = parts[2]
-				}
-				if q.ByDoor {
-					g.Door = parts[1]
-				}
-				c, seen := groups[g]
-				if !seen {
-					order = append(order, g)
-				}
-				for _, m := range metrics {
-					if m.name == parts[4] {
-						*m.of(&c) += n
-					}
-				}
-				groups[g] = c
-			}
+			slots = append(slots, slot{len(out) - 1, h.Unix()})
 		}
-		b := Bucket{Start: bs, End: be}
-		sortGroups(order)
-		for _, g := range order {
-			g.Counts = groups[g]
-			b.Groups = append(b.Groups, g)
-		}
-		out = append(out, b)
 	}
+	a := aggregate{q: q, index: map[groupKey]int{}}
+	keys := make([]string, 0, readChunk)
+	for i := 0; i < len(slots); i += readChunk {
+		chunk := slots[i:min(i+readChunk, len(slots))]
+		keys = keys[:0]
+		for _, s := range chunk {
+			keys = append(keys, hourKey(s.hour))
+		}
+		var read []map[string]int64
+		err := l.q.Read(ctx, func(ctx context.Context) error {
+			var err error
+			read, err = state.CountersOf(ctx, l.q.Store(), table, keys)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		for j, fields := range read {
+			if b := &out[chunk[j].bucket]; b != a.b {
+				a.start(b)
+			}
+			a.add(fields, chunk[j].hour)
+		}
+	}
+	a.start(nil)
 	return out, nil
+}
+
+// aggregate sums the hours of one bucket into its groups.
+type aggregate struct {
+	q        Query
+	b        *Bucket
+	index    map[groupKey]int
+	nameHour []int64 // the hour each group's KeyName was taken from
+}
+
+// start ends the bucket summed so far, sorting its groups, and starts b.
+func (a *aggregate) start(b *Bucket) {
+	if a.b != nil {
+		sortGroups(a.b.Groups)
+	}
+	a.b = b
+	clear(a.index)
+	a.nameHour = a.nameHour[:0]
+}
+
+// add sums an hour's counters into the bucket's groups.
+func (a *aggregate) add(fields map[string]int64, hour int64) {
+	for f, n := range fields {
+		p, m, ok := parseField(f)
+		if !ok {
+			continue
+		}
+		var k groupKey
+		if a.q.ByKey {
+			k.key = p.key
+		}
+		if a.q.ByModel {
+			k.model = p.model
+		}
+		if a.q.ByDoor {
+			k.door = p.door
+		}
+		i, seen := a.index[k]
+		if !seen {
+			i = len(a.b.Groups)
+			a.index[k] = i
+			a.b.Groups = append(a.b.Groups, Group{Model: k.model, KeyID: k.key, Door: k.door})
+			a.nameHour = append(a.nameHour, 0)
+		}
+		g := &a.b.Groups[i]
+		*metrics[m].of(&g.Counts) += n
+		// The latest hour's name; within an hour, any one the same way
+		// each time.
+		if a.q.ByKey && p.name != "" && (a.nameHour[i] < hour || (a.nameHour[i] == hour && p.name > g.KeyName)) {
+			g.KeyName, a.nameHour[i] = p.name, hour
+		}
+	}
 }
 
 func sortGroups(gs []Group) {
 	slices.SortFunc(gs, func(a, b Group) int {
-		return cmp.Or(strings.Compare(a.Model, b.Model), strings.Compare(a.KeyID, b.KeyID), strings.Compare(a.Door, b.Door))
+		// Not cmp.Or: it would compare all three every time.
+		if c := strings.Compare(a.Model, b.Model); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.KeyID, b.KeyID); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Door, b.Door)
 	})
 }
