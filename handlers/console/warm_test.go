@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -113,17 +112,6 @@ func TestRunEndsWithItsContext(t *testing.T) {
 	assert.LessOrEqual(t, store.reads.Load(), int64(11))
 }
 
-// roundTrips counts the commands and pipelines a Redis client sends.
-type roundTrips struct{ cmds, pipelines atomic.Int64 }
-
-func (h *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error { h.cmds.Add(1); return next(ctx, cmd) }
-}
-func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error { h.pipelines.Add(1); return next(ctx, cmds) }
-}
-
 // TestFirstPageOnRedisReadsADayPerRoundTrip: on Redis, the hours not
 // cached are read a day at a time, not an hour per round trip.
 func TestFirstPageOnRedisReadsADayPerRoundTrip(t *testing.T) {
@@ -134,13 +122,13 @@ func TestFirstPageOnRedisReadsADayPerRoundTrip(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Hour).Add(30 * time.Minute)
 	l.Add(usage.Record{Time: now.Add(-48 * time.Hour), KeyID: "key_aaaa", Door: "openai", Model: "gpt-5", Usage: usage.Counts{Requests: 7}})
 	l.Flush(t.Context())
-	trips := &roundTrips{}
+	trips := &redistest.RoundTrips{}
 	s.(*state.Redis).Client().AddHook(trips)
 
 	h, _ := newConsole(t, Options{Usage: l, Now: func() time.Time { return now }})
 	body := do(h, "GET", "/console", "", map[string]string{"Authorization": "Bearer " + admin}).Body.String()
 	assert.Regexp(t, `id="total-30d"[^\n]*>7</td>`, body)
 	days := (hoursRead(now) + warmChunk - 1) / warmChunk
-	assert.Equal(t, days, trips.pipelines.Load(), "a round trip per day of hours")
-	assert.Zero(t, trips.cmds.Load())
+	assert.Equal(t, days, trips.Pipelines.Load(), "a round trip per day of hours")
+	assert.Zero(t, trips.Cmds.Load())
 }

@@ -113,32 +113,22 @@ func TestRedisTokensPerDay(t *testing.T) {
 	assert.Equal(t, LimitTokensPerDay, r.Limit)
 }
 
-// countHook counts the commands a client sends.
-type countHook struct{ n atomic.Int64 }
-
-func (h *countHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *countHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error { h.n.Add(1); return next(ctx, cmd) }
-}
-func (h *countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error { h.n.Add(1); return next(ctx, cmds) }
-}
-
 // TestRedisAdmitIsOneRoundTrip: once the script is loaded, a check with
 // every limit set is one command.
 func TestRedisAdmitIsOneRoundTrip(t *testing.T) {
 	srv := redistest.Start(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	t.Cleanup(func() { _ = c.Close() })
-	h := &countHook{}
+	h := &redistest.RoundTrips{}
 	c.AddHook(h)
 	r := NewRedis(c, 0)
 	ctx, l := context.Background(), Limits{RPM: 100, TokensPerDay: 100, Concurrent: 10}
 	_, _, err := r.Admit(ctx, "key_w", l, time.Now()) // loads the script (EVALSHA, then EVAL)
 	require.NoError(t, err)
-	h.n.Store(0)
+	h.Cmds.Store(0)
+	h.Pipelines.Store(0)
 	_, refused, err := r.Admit(ctx, "key_w", l, time.Now())
 	require.NoError(t, err)
 	require.Nil(t, refused)
-	assert.EqualValues(t, 1, h.n.Load())
+	assert.EqualValues(t, 1, h.Cmds.Load()+h.Pipelines.Load())
 }

@@ -1,12 +1,9 @@
 package usage
 
 import (
-	"context"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -215,17 +212,6 @@ func TestParseField(t *testing.T) {
 	}
 }
 
-// roundTrips counts the commands and pipelines a Redis client sends.
-type roundTrips struct{ cmds, pipelines atomic.Int64 }
-
-func (h *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error { h.cmds.Add(1); return next(ctx, cmd) }
-}
-func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error { h.pipelines.Add(1); return next(ctx, cmds) }
-}
-
 // TestLedgerReadsADayInOneRoundTrip: on Redis, Query reads up to a day
 // of hours in one pipeline, whatever its buckets.
 func TestLedgerReadsADayInOneRoundTrip(t *testing.T) {
@@ -239,7 +225,7 @@ func TestLedgerReadsADayInOneRoundTrip(t *testing.T) {
 		l.Add(rec(h0.Add(time.Duration(h)*time.Hour), "key_a", "m", int64(h), 0, 0, false))
 	}
 	l.Flush(t.Context())
-	trips := &roundTrips{}
+	trips := &redistest.RoundTrips{}
 	s.(*state.Redis).Client().AddHook(trips)
 
 	hours, err := l.Query(t.Context(), Query{Start: h0, End: h0.Add(48 * time.Hour), Width: Hour, ByKey: true})
@@ -249,13 +235,13 @@ func TestLedgerReadsADayInOneRoundTrip(t *testing.T) {
 		require.Len(t, b.Groups, 1)
 		assert.Equal(t, int64(h), b.Groups[0].Counts.InputTokens, "hour %d in its own bucket", h)
 	}
-	assert.Equal(t, int64(2), trips.pipelines.Load(), "48 hours in two round trips")
-	assert.Zero(t, trips.cmds.Load())
+	assert.Equal(t, int64(2), trips.Pipelines.Load(), "48 hours in two round trips")
+	assert.Zero(t, trips.Cmds.Load())
 
 	days, err := l.Query(t.Context(), Query{Start: h0, End: h0.Add(48 * time.Hour), Width: Day})
 	require.NoError(t, err)
 	require.Len(t, days, 2)
 	assert.Equal(t, int64(23*24/2), days[0].Groups[0].Counts.InputTokens)
 	assert.Equal(t, int64(24*24+23*24/2), days[1].Groups[0].Counts.InputTokens)
-	assert.Equal(t, int64(4), trips.pipelines.Load())
+	assert.Equal(t, int64(4), trips.Pipelines.Load())
 }

@@ -5,15 +5,19 @@ package redistest
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Server is a redis-server a test started.
@@ -115,4 +119,21 @@ func (s *Server) ping() error {
 		return fmt.Errorf("PING answered %q", line)
 	}
 	return nil
+}
+
+// RoundTrips is a go-redis hook that counts what a client sends: single
+// commands, and pipelines, each one round trip.
+type RoundTrips struct{ Cmds, Pipelines atomic.Int64 }
+
+// DialHook implements redis.Hook.
+func (h *RoundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+// ProcessHook implements redis.Hook.
+func (h *RoundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { h.Cmds.Add(1); return next(ctx, cmd) }
+}
+
+// ProcessPipelineHook implements redis.Hook.
+func (h *RoundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error { h.Pipelines.Add(1); return next(ctx, cmds) }
 }
