@@ -2,12 +2,13 @@ package state
 
 import (
 	"context"
-	"cursor2api/services/state/redistest"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"cursor2api/services/state/redistest"
 )
 
 // TestCountersOf: the counters of many keys, in their order, as Counters
