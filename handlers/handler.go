@@ -111,6 +111,9 @@ type server struct {
 	started int64 // "created" of the model list
 	// errors are the last failed requests, for the console (nil: off).
 	errors *console.Errors
+	// admins counts the wrong ADMIN_KEYs by client address, for every
+	// door the key opens: guesses on one count on the other.
+	admins *console.Attempts
 }
 
 // frontDoor is a row of the door table: the door, the path prefix that
@@ -157,7 +160,7 @@ func New(opts Options) *Handler {
 	kit := &door.Kit{Chat: opts.Chat, Catalog: opts.Catalog, Aliases: opts.Aliases, Logger: opts.Logger,
 		MaxBodyBytes: opts.MaxBodyBytes, BodyReadTimeout: opts.BodyReadTimeout, PingInterval: opts.PingInterval,
 		Drain: opts.Drain, Metrics: opts.Metrics, RecordUsage: opts.Usage != nil}
-	s := &server{Options: opts, kit: kit, started: time.Now().Unix()}
+	s := &server{Options: opts, kit: kit, started: time.Now().Unix(), admins: console.NewAttempts()}
 	if opts.AdminKey != "" {
 		s.errors = &console.Errors{}
 	}
@@ -214,7 +217,7 @@ func New(opts Options) *Handler {
 	r.GET("/v1/models", append(entry(byRequest), s.listModels)...)
 	r.GET("/v1/tools", append(entry(door.Use(openai.Door)), s.listTools)...)
 	if opts.Usage != nil {
-		r.GET("/v1/organization/usage/completions", door.Use(openai.Door), adminAuth(opts.AdminKey), s.usageCompletions)
+		r.GET("/v1/organization/usage/completions", door.Use(openai.Door), s.adminAuth, s.usageCompletions)
 	}
 	cs := s.consoleRoutes(r)
 	if cloudAgents != nil && opts.Cloud.Webhooks != nil {
@@ -310,7 +313,7 @@ func (s *server) consoleRoutes(r *gin.Engine) *console.Console {
 		return nil
 	}
 	o := console.Options{AdminKey: s.AdminKey, Version: s.Version, Started: time.Unix(s.started, 0), Backend: s.Backend,
-		Usage: s.Usage, Errors: s.errors, Settings: s.Settings, Keys: s.ConsoleKeys, Logger: s.Logger}
+		Usage: s.Usage, Errors: s.errors, Settings: s.Settings, Keys: s.ConsoleKeys, Logger: s.Logger, Attempts: s.admins}
 	if s.Readiness != nil {
 		o.Ready = func(ctx context.Context) readiness.Report {
 			ctx, cancel := context.WithTimeout(ctx, readyTimeout)

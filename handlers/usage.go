@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"crypto/subtle"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -177,25 +178,35 @@ type usageResult struct {
 	Batch      *bool   `json:"batch"`
 }
 
-// adminAuth requires ADMIN_KEY as a bearer token; with no ADMIN_KEY the
-// admin routes are off.
-func adminAuth(key string) gin.HandlerFunc {
-	return func(c *gin.Context) {
-		if key == "" {
-			door.Abort(c, &models.Error{Status: http.StatusNotFound, Kind: models.KindNotFound, Code: "not_found",
-				Message: "the usage endpoint is off: set ADMIN_KEY on the gateway and send it as Authorization: Bearer <ADMIN_KEY>"})
-			return
-		}
-		given, authErr := bearerToken(c.GetHeader("Authorization"))
-		if authErr != nil {
-			door.Abort(c, authErr)
-			return
-		}
-		if given == "" || subtle.ConstantTimeCompare([]byte(given), []byte(key)) != 1 {
-			door.Abort(c, &models.Error{Status: http.StatusUnauthorized, Kind: models.KindAuthentication, Code: "invalid_api_key",
-				Message: "the usage endpoint takes the gateway's ADMIN_KEY: send Authorization: Bearer <ADMIN_KEY>"})
-			return
-		}
-		c.Next()
+// adminAuth requires ADMIN_KEY as a bearer token, wrong ones counted per
+// client address with the console's sign-ins (a guess is a guess on
+// either door); with no ADMIN_KEY the admin routes are off.
+func (s *server) adminAuth(c *gin.Context) {
+	if s.AdminKey == "" {
+		door.Abort(c, &models.Error{Status: http.StatusNotFound, Kind: models.KindNotFound, Code: "not_found",
+			Message: "the usage endpoint is off: set ADMIN_KEY on the gateway and send it as Authorization: Bearer <ADMIN_KEY>"})
+		return
 	}
+	ip := c.ClientIP()
+	if wait := s.admins.Wait(ip, time.Now()); wait > 0 {
+		secs := int((wait + time.Second - 1) / time.Second)
+		door.Abort(c, &models.Error{Status: http.StatusTooManyRequests, Kind: models.KindRateLimit, Code: "rate_limit_exceeded", RetryAfter: secs,
+			Message: fmt.Sprintf("too many wrong ADMIN_KEYs from your address: wait %d seconds", secs)})
+		return
+	}
+	given, authErr := bearerToken(c.GetHeader("Authorization"))
+	if authErr != nil {
+		door.Abort(c, authErr)
+		return
+	}
+	if given == "" || subtle.ConstantTimeCompare([]byte(given), []byte(s.AdminKey)) != 1 {
+		if s.admins.Fail(ip, time.Now()) {
+			s.Logger.Warn("usage endpoint: too many wrong keys; refused for a while", "client", utils.Clip(ip, utils.QuoteLen))
+		}
+		door.Abort(c, &models.Error{Status: http.StatusUnauthorized, Kind: models.KindAuthentication, Code: "invalid_api_key",
+			Message: "the usage endpoint takes the gateway's ADMIN_KEY: send Authorization: Bearer <ADMIN_KEY>"})
+		return
+	}
+	s.admins.Succeed(ip)
+	c.Next()
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/gjson"
 
+	"cursor2api/handlers/console"
 	"cursor2api/services/cursortest"
 )
 
@@ -166,4 +167,25 @@ func TestUsageEndpointPages(t *testing.T) {
 	assert.False(t, page.Get("has_more").Bool())
 	assert.Equal(t, next, fmt.Sprint(page.Get("data.0.start_time").Int()))
 	assert.Len(t, page.Get("data").Array(), 7, "the last 7 hours, the current one included")
+}
+
+// TestAdminKeyGuessesAreBounded: wrong ADMIN_KEYs on the usage endpoint
+// are bounded per client address like the console's sign-ins, and count
+// on both doors: past the limit even the right key waits, with a 429 in
+// OpenAI's shape and Retry-After, and the console refuses it too.
+func TestAdminKeyGuessesAreBounded(t *testing.T) {
+	s := newStack(t, map[string]string{"ADMIN_KEY": "admin"}, script(t))
+	usagePath := fmt.Sprintf("/v1/organization/usage/completions?start_time=%d", time.Now().Add(-time.Hour).Unix())
+	for i := range console.MaxFailedSignIns {
+		status, _ := s.get(t, usagePath, fmt.Sprintf("guess-%d", i))
+		require.Equal(t, http.StatusUnauthorized, status, "guess %d", i)
+	}
+	r := s.do(t, http.MethodGet, usagePath, "", "Authorization", "Bearer admin")
+	assert.Equal(t, http.StatusTooManyRequests, r.status, r.body)
+	assert.Equal(t, "rate_limit_exceeded", gjson.Get(r.body, "error.code").String(), r.body)
+	assert.Contains(t, gjson.Get(r.body, "error.message").String(), "wrong ADMIN_KEYs")
+	assert.NotEmpty(t, r.header.Get("Retry-After"))
+
+	page := s.do(t, http.MethodGet, "/console", "", "Authorization", "Bearer admin")
+	assert.Equal(t, http.StatusTooManyRequests, page.status, "the console counts the usage endpoint's guesses")
 }

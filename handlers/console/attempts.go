@@ -18,11 +18,12 @@ const (
 // shared is the count of the addresses the table has no room for.
 const shared = ""
 
-// attempts counts failed sign-ins per client address in fixed windows,
-// in memory (per replica). When the table is full of windows still
-// running, the addresses it has no room for share one count, so that
-// many addresses gain no more guesses than one.
-type attempts struct {
+// Attempts counts failed sign-ins with ADMIN_KEY per client address in
+// fixed windows, in memory (per replica), for every door ADMIN_KEY opens
+// (the console, the usage endpoint). When the table is full of windows
+// still running, the addresses it has no room for share one count, so
+// that many addresses gain no more guesses than one.
+type Attempts struct {
 	mu        sync.Mutex
 	max       int
 	window    time.Duration
@@ -36,12 +37,16 @@ type failures struct {
 	n     int
 }
 
-func newAttempts(max int, window time.Duration, size int) *attempts {
-	return &attempts{max: max, window: window, size: size, clients: map[string]*failures{}}
+// NewAttempts returns the count of failed sign-ins: MaxFailedSignIns a
+// SignInWindow per address.
+func NewAttempts() *Attempts { return newAttempts(MaxFailedSignIns, SignInWindow, maxSignInClients) }
+
+func newAttempts(max int, window time.Duration, size int) *Attempts {
+	return &Attempts{max: max, window: window, size: size, clients: map[string]*failures{}}
 }
 
 // slot is the key addr's failures are counted under (a.mu held).
-func (a *attempts) slot(addr string, now time.Time) string {
+func (a *Attempts) slot(addr string, now time.Time) string {
 	if _, ok := a.clients[addr]; ok || len(a.clients) < a.size {
 		return addr
 	}
@@ -61,8 +66,8 @@ func (a *attempts) slot(addr string, now time.Time) string {
 	return shared
 }
 
-// wait is how long addr must wait before its next attempt; 0: it may try.
-func (a *attempts) wait(addr string, now time.Time) time.Duration {
+// Wait is how long addr must wait before its next attempt; 0: it may try.
+func (a *Attempts) Wait(addr string, now time.Time) time.Duration {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	f := a.clients[a.slot(addr, now)]
@@ -72,9 +77,9 @@ func (a *attempts) wait(addr string, now time.Time) time.Duration {
 	return max(0, f.start.Add(a.window).Sub(now))
 }
 
-// fail counts a failed attempt of addr; it reports whether that spent the
+// Fail counts a failed attempt of addr; it reports whether that spent the
 // address's last one.
-func (a *attempts) fail(addr string, now time.Time) (spent bool) {
+func (a *Attempts) Fail(addr string, now time.Time) (spent bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	k := a.slot(addr, now)
@@ -87,8 +92,8 @@ func (a *attempts) fail(addr string, now time.Time) (spent bool) {
 	return f.n == a.max
 }
 
-// succeed forgets addr's failures: an operator's typos do not add up.
-func (a *attempts) succeed(addr string) {
+// Succeed forgets addr's failures: an operator's typos do not add up.
+func (a *Attempts) Succeed(addr string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	delete(a.clients, addr)

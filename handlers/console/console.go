@@ -78,6 +78,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
+	// Attempts counts the failed sign-ins, shared with the other doors
+	// ADMIN_KEY opens (nil: the console's own).
+	Attempts *Attempts
 }
 
 // Console serves the pages.
@@ -88,13 +91,16 @@ type Console struct {
 	signIn  *template.Template
 	traffic *trafficCache
 	// tries are the failed sign-ins by client address.
-	tries *attempts
+	tries *Attempts
 }
 
 // New returns the console of o.
 func New(o Options) *Console {
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.Attempts == nil {
+		o.Attempts = NewAttempts()
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -114,7 +120,7 @@ func New(o Options) *Console {
 		page:    template.Must(template.New("page.html").Funcs(funcs).ParseFS(assets, "assets/page.html")),
 		signIn:  template.Must(template.New("signin.html").Funcs(funcs).ParseFS(assets, "assets/signin.html")),
 		traffic: &trafficCache{hours: map[int64][]group{}, ids: map[string]int32{}},
-		tries:   newAttempts(MaxFailedSignIns, SignInWindow, maxSignInClients),
+		tries:   o.Attempts,
 	}
 }
 
@@ -193,7 +199,7 @@ func (cs *Console) signedIn(c *gin.Context) bool {
 // tooMany answers 429 when the client's address has spent its failed
 // sign-ins; the right key is refused too, or guessing would go on.
 func (cs *Console) tooMany(c *gin.Context) bool {
-	wait := cs.tries.wait(c.ClientIP(), cs.o.Now())
+	wait := cs.tries.Wait(c.ClientIP(), cs.o.Now())
 	if wait <= 0 {
 		return false
 	}
@@ -208,11 +214,11 @@ func (cs *Console) tooMany(c *gin.Context) bool {
 func (cs *Console) tryKey(c *gin.Context, given string) bool {
 	ip := c.ClientIP()
 	if cs.keyMatches(given) {
-		cs.tries.succeed(ip)
+		cs.tries.Succeed(ip)
 		return true
 	}
 	client := utils.Clip(ip, utils.QuoteLen)
-	if cs.tries.fail(ip, cs.o.Now()) {
+	if cs.tries.Fail(ip, cs.o.Now()) {
 		cs.o.Logger.Warn("console: too many wrong keys; sign-ins refused for a while", "client", client, "window", SignInWindow.String())
 	} else {
 		cs.o.Logger.Warn("console: a sign-in with a wrong key", "client", client)

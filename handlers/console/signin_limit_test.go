@@ -107,15 +107,15 @@ func TestSignInAttemptsTableIsBounded(t *testing.T) {
 	now := time.Date(2026, 11, 29, 1, 0, 0, 0, time.UTC)
 	a := newAttempts(3, time.Minute, 5)
 	for i := range 100 {
-		a.fail(fmt.Sprintf("10.0.0.%d", i), now)
+		a.Fail(fmt.Sprintf("10.0.0.%d", i), now)
 	}
 	assert.LessOrEqual(t, len(a.clients), 5+1, "the table and the shared count")
-	assert.Positive(t, a.wait("10.9.9.9", now), "an address without room shares a count that is spent")
-	assert.Zero(t, a.wait("10.0.0.0", now), "kept, one failure")
+	assert.Positive(t, a.Wait("10.9.9.9", now), "an address without room shares a count that is spent")
+	assert.Zero(t, a.Wait("10.0.0.0", now), "kept, one failure")
 	// Once their windows are over, the addresses make room again.
 	now = now.Add(time.Minute + time.Second)
-	assert.Zero(t, a.wait("10.9.9.9", now))
-	a.fail("10.9.9.9", now)
+	assert.Zero(t, a.Wait("10.9.9.9", now))
+	a.Fail("10.9.9.9", now)
 	assert.LessOrEqual(t, len(a.clients), 5+1)
 	_, kept := a.clients["10.9.9.9"]
 	assert.True(t, kept, "room made of the windows that ended")
