@@ -181,6 +181,8 @@ func (s *StreamWriter) inProgress(emit sse.Emit, typ string) error {
 // response as opened, next in sequence (the first one opens the
 // response): Codex's stream idle timer counts events and passes over an
 // SSE comment, so a ping would not keep it from dropping a long answer.
+// It runs on the keepalive's timer, and touches the writer only between
+// held steps: the door's Kit.Stream holds every call of the core.
 func (s *StreamWriter) PingIfIdle(idle time.Duration) error {
 	return s.KeepAliveIfIdle(idle, s.keepalive)
 }

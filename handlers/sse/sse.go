@@ -205,9 +205,9 @@ type Emit func(name string, json ...[]byte) error
 type Keepalive func(emit Emit) error
 
 // KeepAliveIfIdle is PingIfIdle with the door's keepalive, keep (nil: the
-// ping), where the ping is on, and on a message transport. Neither runs while a step is held (Hold):
-// a door numbering its events numbers a keepalive between its steps,
-// never inside one.
+// ping), where the ping is on, and on a message transport. Neither runs
+// while a step is held (Hold): a door numbering its events numbers a
+// keepalive between its steps, never inside one.
 func (s *Writer) KeepAliveIfIdle(idle time.Duration, keep Keepalive) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
