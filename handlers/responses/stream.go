@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"cursor2api/handlers/sse"
 	"cursor2api/models"
@@ -49,7 +50,8 @@ type StreamWriter struct {
 	names Names
 	seq   int
 
-	opened bool
+	opened  bool
+	opening []byte // the response of response.created, encoded
 	// cut is set when the answer ended at max_output_tokens: its last
 	// item and the response are incomplete.
 	cut bool
@@ -96,11 +98,16 @@ func (s *StreamWriter) OutputItems() []json.RawMessage { return s.items }
 // emitJSON writes the appended event b and keeps b's memory for the next
 // one, unless an answer's whole text made it huge.
 func (s *StreamWriter) emitJSON(typ string, b []byte) error {
+	return s.emitWith(s.EventJSON, typ, b)
+}
+
+// emitWith is emitJSON writing through emit.
+func (s *StreamWriter) emitWith(emit sse.Emit, typ string, b []byte) error {
 	s.out = b[:0]
 	if cap(b) > 64<<10 {
 		s.out = nil
 	}
-	return s.EventJSON(typ, b)
+	return emit(typ, b)
 }
 
 // deltaEvent writes a delta of the item in progress: its type, sequence
@@ -138,25 +145,54 @@ func (s *StreamWriter) snapshot() *Response {
 }
 
 // open writes response.created and response.in_progress once.
-func (s *StreamWriter) open() error {
+func (s *StreamWriter) open() error { return s.openWith(s.EventJSON) }
+
+// openWith is open writing through emit.
+func (s *StreamWriter) openWith(emit sse.Emit) error {
 	if s.opened {
 		return nil
 	}
 	s.opened = true
-	// The two events carry the same response: encoded once.
+	// The two events carry the same response: encoded once, and kept for
+	// the keepalive.
 	raw, err := marshalEvent(s.snapshot())
 	if err != nil {
 		return fmt.Errorf("encoding %s: %w", EventCreated, err)
 	}
+	s.opening = raw
 	for _, typ := range [...]string{EventCreated, EventInProgress} {
-		b := appendHead(s.out[:0], typ, s.next())
-		b = append(b, `,"response":`...)
-		b = append(b, raw...)
-		if err := s.emitJSON(typ, append(b, '}')); err != nil {
+		if err := s.inProgress(emit, typ); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// inProgress writes typ, next in sequence, with the response as it was
+// opened.
+func (s *StreamWriter) inProgress(emit sse.Emit, typ string) error {
+	b := appendHead(s.out[:0], typ, s.next())
+	b = append(b, `,"response":`...)
+	b = append(b, s.opening...)
+	return s.emitWith(emit, typ, append(b, '}'))
+}
+
+// PingIfIdle keeps a silent stream alive with response.in_progress, the
+// response as opened, next in sequence (the first one opens the
+// response): Codex's stream idle timer counts events and passes over an
+// SSE comment, so a ping would not keep it from dropping a long answer.
+// It runs on the keepalive's timer, and touches the writer only between
+// held steps: the door's Kit.Stream holds every call of the core.
+func (s *StreamWriter) PingIfIdle(idle time.Duration) error {
+	return s.KeepAliveIfIdle(idle, s.keepalive)
+}
+
+// keepalive is the sse.Keepalive of PingIfIdle.
+func (s *StreamWriter) keepalive(emit sse.Emit) error {
+	if !s.opened {
+		return s.openWith(emit)
+	}
+	return s.inProgress(emit, EventInProgress)
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -83,7 +83,7 @@ func NewWriter(w io.Writer, flush, start func(), ping []byte) *Writer {
 // NewMessageWriter returns a Writer for a transport that frames messages
 // itself (a WebSocket): each event's data, without the SSE lines around
 // it, is one call of send, in pieces to be sent as one message. It sends
-// no pings; the transport has its own.
+// no pings, the transport has its own, but a door's Keepalive, as a message.
 func NewMessageWriter(send func(data ...[]byte) error) *Writer {
 	return &Writer{send: send, ping: NoPing, born: time.Now()}
 }
@@ -193,14 +193,41 @@ func (s *Writer) Closed() bool {
 // is slow. The first ping commits the 200 status: a failure after it
 // arrives as the door's error event.
 func (s *Writer) PingIfIdle(idle time.Duration) error {
+	return s.KeepAliveIfIdle(idle, nil)
+}
+
+// Emit writes one event as EventJSON does, for a Keepalive.
+type Emit func(name string, json ...[]byte) error
+
+// Keepalive writes a door's own keepalive through emit, in place of the
+// ping: events a client's idle timer counts, where it ignores a comment.
+// It runs under the Writer's lock, so it calls nothing else of the Writer.
+type Keepalive func(emit Emit) error
+
+// KeepAliveIfIdle is PingIfIdle with the door's keepalive, keep (nil: the
+// ping), where the ping is on, and on a message transport. Neither runs
+// while a step is held (Hold): a door numbering its events numbers a
+// keepalive between its steps, never inside one.
+func (s *Writer) KeepAliveIfIdle(idle time.Duration, keep Keepalive) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	// A tenth of slack, so that a ticker of period idle whose ticks jitter
 	// still pings on every tick of a silent stream.
-	if s.closed || len(s.ping) == 0 || time.Since(s.born)-s.lastWrite < idle-idle/10 {
+	on := len(s.ping) > 0
+	if s.send != nil {
+		// A message transport pings itself, but a client's idle timer
+		// (Codex's) may count messages alone: the door's keepalive runs.
+		on = keep != nil
+	}
+	if !on || s.closed || s.held > 0 || time.Since(s.born)-s.lastWrite < idle-idle/10 {
 		return nil
 	}
-	return s.write(s.ping)
+	if keep == nil {
+		return s.write(s.ping)
+	}
+	f := frames.Get().(*frame)
+	defer freeFrame(f)
+	return keep(func(name string, json ...[]byte) error { return s.event(f, name, json...) })
 }
 
 // write writes the pieces of one event, or a ping, and flushes them.

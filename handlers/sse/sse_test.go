@@ -221,7 +221,7 @@ func TestWriterHold(t *testing.T) {
 		}, 1},
 		{"nothing held", func(w *Writer) { w.Hold(); w.Release() }, 0},
 		{"release without hold", func(w *Writer) { w.Release(); _ = w.Data("a") }, 1},
-		{"a ping under a hold waits too", func(w *Writer) {
+		{"a step under a hold is not silent: no ping", func(w *Writer) {
 			w.Hold()
 			_ = w.PingIfIdle(0)
 			_ = w.Data("a")
@@ -265,4 +265,48 @@ func TestMessageWriter(t *testing.T) {
 	w.Release()
 	assert.Equal(t, []string{`{"type":"response.created"}`, `{"type":"error"}`, `[DONE]`}, msgs)
 	assert.True(t, w.Started())
+}
+
+// TestWriterKeepalive: a door's keepalive takes the ping's place where the
+// ping is on, and on a message transport; never under a hold, after the
+// end, or before idle has passed.
+func TestWriterKeepalive(t *testing.T) {
+	keep := func(emit Emit) error { return emit("response.in_progress", []byte(`{"n":1}`)) }
+	cases := []struct {
+		name     string
+		messages bool
+		ping     []byte
+		keep     Keepalive
+		idle     time.Duration
+		before   func(w *Writer)
+		want     string
+	}{
+		{name: "the ping, without a keepalive", want: ": ping\n\n"},
+		{name: "the keepalive in its place", keep: keep, want: "event: response.in_progress\ndata: {\"n\":1}\n\n"},
+		{name: "none where the ping is off", ping: NoPing, keep: keep},
+		{name: "a message transport sends the keepalive", messages: true, keep: keep, want: `{"n":1}`},
+		{name: "and no ping of its own", messages: true},
+		{name: "none under a hold", keep: keep, before: func(w *Writer) { w.Hold() }},
+		{name: "none after the end", keep: keep, before: func(w *Writer) { w.Close() }},
+		{name: "none before idle has passed", keep: keep, idle: time.Hour, before: func(w *Writer) { _ = w.Data("x") }, want: "data: x\n\n"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var out strings.Builder
+			w := NewWriter(&out, nil, nil, tc.ping)
+			if tc.messages {
+				w = NewMessageWriter(func(data ...[]byte) error {
+					for _, d := range data {
+						out.Write(d)
+					}
+					return nil
+				})
+			}
+			if tc.before != nil {
+				tc.before(w)
+			}
+			require.NoError(t, w.KeepAliveIfIdle(tc.idle, tc.keep))
+			assert.Equal(t, tc.want, out.String())
+		})
+	}
 }

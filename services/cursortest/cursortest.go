@@ -44,6 +44,10 @@ type Response struct {
 	Events []string
 	// Delay is waited before each event.
 	Delay time.Duration
+	// Pause is waited once more before Events[PauseAt]: an upstream that
+	// goes silent in the middle of an answer.
+	Pause   time.Duration
+	PauseAt int
 	// Hang keeps the connection open after the events, without finishing,
 	// until the client gives up.
 	Hang bool
@@ -95,10 +99,14 @@ func NewServer(t testing.TB, reply func(n int, req Request) Response) *Server {
 		w.WriteHeader(http.StatusOK)
 		flusher := w.(http.Flusher)
 		flusher.Flush()
-		for _, ev := range resp.Events {
-			if resp.Delay > 0 {
+		for i, ev := range resp.Events {
+			wait := resp.Delay
+			if i == resp.PauseAt {
+				wait += resp.Pause
+			}
+			if wait > 0 {
 				select {
-				case <-time.After(resp.Delay):
+				case <-time.After(wait):
 				case <-r.Context().Done():
 					s.markCanceled()
 					return
