@@ -104,9 +104,8 @@ func TestCodexCLIOutlastsASilentUpstreamOverTheWebSocket(t *testing.T) {
 
 // TestResponsesKeepaliveOpenAINode: the official openai npm package's
 // Responses stream helper reads the keepalive of a stream silent in the
-// middle of its text (response.in_progress with the response as opened,
-// no output) without losing the text it had, and ends with the whole
-// answer.
+// middle of its text (OpenAI's keepalive event) without losing the text
+// it had, and ends with the whole answer.
 func TestResponsesKeepaliveOpenAINode(t *testing.T) {
 	dir := os.Getenv("OPENAI_NODE_DIR")
 	if dir == "" {
@@ -138,5 +137,5 @@ func TestResponsesKeepaliveOpenAINode(t *testing.T) {
 	assert.Equal(t, "The first half, and after a long silence the second half.", res.Text)
 	first := slices.Index(res.Types, "response.output_text.delta")
 	require.GreaterOrEqual(t, first, 0, "%v", res.Types)
-	assert.Contains(t, res.Types[first:], "response.in_progress", "a keepalive came in the middle of the text: %v", res.Types)
+	assert.Contains(t, res.Types[first:], "keepalive", "a keepalive came in the middle of the text: %v", res.Types)
 }

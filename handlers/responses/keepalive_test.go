@@ -2,6 +2,7 @@ package responses
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -12,11 +13,10 @@ import (
 	"cursor2api/models"
 )
 
-// TestStreamWriterKeepalive: the keepalive of a silent stream is
-// response.in_progress with the response as opened, numbered in its place
-// among the real events (parseEvents checks 0, 1, 2…); the first one opens
-// the response, none follows its end, and each reads in openai-go as a
-// response.in_progress event.
+// TestStreamWriterKeepalive: the keepalive of a silent stream is OpenAI's
+// keepalive event, numbered in its place among the real events
+// (parseEvents checks 0, 1, 2…); the first one opens the response, none
+// follows its end, and each reads in openai-go as an event of its own.
 func TestStreamWriterKeepalive(t *testing.T) {
 	w, buf := newTestWriter(nil)
 	require.NoError(t, w.PingIfIdle(0), "silent from the start: the keepalive opens the response")
@@ -35,24 +35,20 @@ func TestStreamWriterKeepalive(t *testing.T) {
 		types = append(types, e.Name)
 	}
 	assert.Equal(t, []string{
-		EventCreated, EventInProgress, EventInProgress,
-		EventItemAdded, EventPartAdded, EventTextDelta, EventInProgress, EventTextDelta, EventInProgress,
+		EventCreated, EventInProgress, EventKeepalive,
+		EventItemAdded, EventPartAdded, EventTextDelta, EventKeepalive, EventTextDelta, EventKeepalive,
 		EventTextDone, EventPartDone, EventItemDone, EventCompleted,
 	}, types)
 
-	created := evs[0].Data.Get("response").Raw
 	for i, e := range evs {
-		if e.Name != EventInProgress {
+		if e.Name != EventKeepalive {
 			continue
 		}
-		assert.JSONEq(t, created, e.Data.Get("response").Raw, "event %d repeats the response as opened", i)
+		assert.JSONEq(t, fmt.Sprintf(`{"type":"keepalive","sequence_number":%d}`, i), e.Data.Raw, "event %d: nothing but its place", i)
 		var u oairesp.ResponseStreamEventUnion
 		require.NoError(t, json.Unmarshal([]byte(e.Data.Raw), &u))
-		ev := u.AsResponseInProgress()
-		assert.Equal(t, "response.in_progress", string(ev.Type))
-		assert.EqualValues(t, i, ev.SequenceNumber)
-		assert.Equal(t, "resp_test", ev.Response.ID)
-		assert.Equal(t, oairesp.ResponseStatusInProgress, ev.Response.Status)
+		assert.Equal(t, "keepalive", u.Type)
+		assert.EqualValues(t, i, u.SequenceNumber)
 	}
 	assert.Equal(t, "Hello there", evs[len(evs)-1].Data.Get("response.output.0.content.0.text").String())
 }

@@ -36,6 +36,9 @@ const (
 	EventSummaryTextDelta = "response.reasoning_summary_text.delta"
 	EventSummaryTextDone  = "response.reasoning_summary_text.done"
 	EventError            = "error"
+	// EventKeepalive is OpenAI's own keepalive of a stream: no content,
+	// the next sequence_number; the official SDKs know it and pass it by.
+	EventKeepalive = "keepalive"
 )
 
 // StreamWriter is a chat.Sink that writes the answer as typed events, each
@@ -50,8 +53,7 @@ type StreamWriter struct {
 	names Names
 	seq   int
 
-	opened  bool
-	opening []byte // the response of response.created, encoded
+	opened bool
 	// cut is set when the answer ended at max_output_tokens: its last
 	// item and the response are incomplete.
 	cut bool
@@ -153,34 +155,26 @@ func (s *StreamWriter) openWith(emit sse.Emit) error {
 		return nil
 	}
 	s.opened = true
-	// The two events carry the same response: encoded once, and kept for
-	// the keepalive.
+	// The two events carry the same response: encoded once.
 	raw, err := marshalEvent(s.snapshot())
 	if err != nil {
 		return fmt.Errorf("encoding %s: %w", EventCreated, err)
 	}
-	s.opening = raw
 	for _, typ := range [...]string{EventCreated, EventInProgress} {
-		if err := s.inProgress(emit, typ); err != nil {
+		b := appendHead(s.out[:0], typ, s.next())
+		b = append(b, `,"response":`...)
+		b = append(b, raw...)
+		if err := s.emitWith(emit, typ, append(b, '}')); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// inProgress writes typ, next in sequence, with the response as it was
-// opened.
-func (s *StreamWriter) inProgress(emit sse.Emit, typ string) error {
-	b := appendHead(s.out[:0], typ, s.next())
-	b = append(b, `,"response":`...)
-	b = append(b, s.opening...)
-	return s.emitWith(emit, typ, append(b, '}'))
-}
-
-// PingIfIdle keeps a silent stream alive with response.in_progress, the
-// response as opened, next in sequence (the first one opens the
-// response): Codex's stream idle timer counts events and passes over an
-// SSE comment, so a ping would not keep it from dropping a long answer.
+// PingIfIdle keeps a silent stream alive with a keepalive event, next in
+// sequence (the first one opens the response): Codex's stream idle timer
+// counts events and passes over an SSE comment or a WebSocket ping, so a
+// ping would not keep it from dropping a long answer.
 // It runs on the keepalive's timer, and touches the writer only between
 // held steps: the door's Kit.Stream holds every call of the core.
 func (s *StreamWriter) PingIfIdle(idle time.Duration) error {
@@ -192,7 +186,8 @@ func (s *StreamWriter) keepalive(emit sse.Emit) error {
 	if !s.opened {
 		return s.openWith(emit)
 	}
-	return s.inProgress(emit, EventInProgress)
+	b := appendHead(s.out[:0], EventKeepalive, s.next())
+	return s.emitWith(emit, EventKeepalive, append(b, '}'))
 }
 
 func ptr[T any](v T) *T { return &v }
