@@ -93,11 +93,10 @@ func testCodexOutlastsASilentUpstream(t *testing.T, websockets bool) {
 }
 
 // TestCodexCLIOutlastsASilentUpstreamOverTheWebSocket: the same over the
-// Responses WebSocket. Codex 0.171's idle timer there is not reset by
-// the socket's own pings (PING_INTERVAL): without an event it drops the
-// socket after its idle timeout and falls back to HTTPS. The built-in openai provider (openai_base_url alone) takes no
-// stream_idle_timeout_ms (its id is reserved), so a custom provider with
-// websockets on stands in for it.
+// Responses WebSocket, where Codex 0.171's idle timer is not reset by the
+// socket's pings: without an event it drops the socket and falls back to
+// HTTPS. The built-in openai provider takes no stream_idle_timeout_ms
+// (its id is reserved), so a custom provider with websockets stands in.
 func TestCodexCLIOutlastsASilentUpstreamOverTheWebSocket(t *testing.T) {
 	testCodexOutlastsASilentUpstream(t, true)
 }
