@@ -24,7 +24,7 @@ import (
 func TestCloudOpenAINode(t *testing.T) {
 	dir := os.Getenv("OPENAI_NODE_DIR")
 	if dir == "" {
-		t.Skip("SKIPPED: openai-node's test needs OPENAI_NODE_DIR (npm install --prefix DIR openai@7.57.0); .ci/run sets it")
+		t.Skip("SKIPPED: openai-node's test needs OPENAI_NODE_DIR (npm install --prefix DIR openai@7.59.0); .ci/run sets it")
 	}
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "openai", "package.json")); err != nil {
 		t.Skipf("SKIPPED: OPENAI_NODE_DIR=%s holds no openai package: %v", dir, err)

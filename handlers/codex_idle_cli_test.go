@@ -108,7 +108,7 @@ func TestCodexCLIOutlastsASilentUpstreamOverTheWebSocket(t *testing.T) {
 func TestResponsesKeepaliveOpenAINode(t *testing.T) {
 	dir := os.Getenv("OPENAI_NODE_DIR")
 	if dir == "" {
-		t.Skip("SKIPPED: openai-node's test needs OPENAI_NODE_DIR (npm install --prefix DIR openai@7.57.0); .ci/run sets it")
+		t.Skip("SKIPPED: openai-node's test needs OPENAI_NODE_DIR (npm install --prefix DIR openai@7.59.0); .ci/run sets it")
 	}
 	node := os.Getenv("NODE22_BIN")
 	if node == "" {
