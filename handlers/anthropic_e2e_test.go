@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/anthropics/anthropic-sdk-go"
-	"github.com/anthropics/anthropic-sdk-go/option"
+	anthropic "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -22,7 +22,12 @@ import (
 // claude is an Anthropic client of the gateway, without retries (a retry
 // would hide a failure and ask the fake upstream again).
 func (s *stack) claude(key string, opts ...option.RequestOption) *anthropic.Client {
-	c := anthropic.NewClient(append([]option.RequestOption{option.WithBaseURL(s.URL), option.WithAPIKey(key), option.WithMaxRetries(0)}, opts...)...)
+	base := []option.RequestOption{option.WithBaseURL(s.URL), option.WithMaxRetries(0)}
+	if key != "" {
+		// v2 takes one credential: an empty key leaves room for the caller's.
+		base = append(base, option.WithAPIKey(key))
+	}
+	c := anthropic.NewClient(append(base, opts...)...)
 	return &c
 }
 
@@ -92,9 +97,8 @@ func TestClaudeE2EText(t *testing.T) {
 					{Text: "You greet people.", CacheControl: anthropic.NewCacheControlEphemeralParam()},
 					{Text: "Be brief."},
 				},
-				Messages:    []anthropic.MessageParam{userText("Say hello")},
-				Temperature: anthropic.Float(0.2),
-				Metadata:    anthropic.MetadataParam{UserID: anthropic.String("user-1")},
+				Messages: []anthropic.MessageParam{userText("Say hello")},
+				Metadata: anthropic.MetadataParam{UserID: anthropic.String("user-1")},
 			})
 			assert.True(t, strings.HasPrefix(msg.ID, "msg_"), msg.ID)
 			assert.Equal(t, "message", string(msg.Type))
@@ -462,7 +466,7 @@ func TestClaudeE2EErrors(t *testing.T) {
 		assertClaudeBody(t, r, http.StatusUnauthorized, "authentication_error", "missing API key")
 		_, err = s.claude("right").Messages.New(context.Background(), params)
 		require.NoError(t, err, "x-api-key")
-		_, err = s.claude("", option.WithHeaderDel("x-api-key"), option.WithAuthToken("right")).Messages.New(context.Background(), params)
+		_, err = s.claude("", option.WithAuthToken("right")).Messages.New(context.Background(), params)
 		require.NoError(t, err, "Authorization: Bearer, as ANTHROPIC_AUTH_TOKEN sends it")
 	})
 	t.Run("invalid requests", func(t *testing.T) {
