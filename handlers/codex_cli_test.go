@@ -1,13 +1,11 @@
 package handlers
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -80,7 +78,6 @@ func TestCodexCLIRunsAToolCall(t *testing.T) {
 // with extra lines of config.toml, and returns what it printed.
 func runCodex(t *testing.T, bin, url, work, extra, prompt string, flags ...string) []byte {
 	t.Helper()
-	home := t.TempDir()
 	config := `model = "claude-sonnet-4.6"
 model_provider = "cursor2api"
 check_for_update_on_startup = false
@@ -94,17 +91,7 @@ base_url = "` + url + `/v1"
 wire_api = "responses"
 env_key = "CURSOR2API_KEY"
 `
-	require.NoError(t, os.WriteFile(filepath.Join(home, "config.toml"), []byte(config), 0o600))
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	args := append(append([]string{"exec", "--skip-git-repo-check", "--sandbox", "danger-full-access", "-C", work}, flags...), prompt)
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = offlineEnv("CODEX_HOME="+home, "HOME="+home, "CURSOR2API_KEY=sk-codex")
-	cmd.Stdin = strings.NewReader("")
-	cmd.WaitDelay = 10 * time.Second // a child left holding its output cannot hold the test
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "codex exec:\n%s", out)
-	return out
+	return runCodexConfig(t, bin, config, work, prompt, flags...)
 }
 
 // codexCatalog describes claude-sonnet-4.6 to Codex (model_catalog_json)

@@ -55,18 +55,19 @@ func compactingModel(t *testing.T) func(int, cursortest.Request) cursortest.Resp
 	}
 }
 
-// runCodexConfig runs codex exec in work with prompt and config.toml
-// config, and returns what it printed.
-func runCodexConfig(t *testing.T, bin, config, work, prompt string) []byte {
+// runCodexConfig runs codex exec in work with prompt, flags and
+// config.toml config, and returns what it printed.
+func runCodexConfig(t *testing.T, bin, config, work, prompt string, flags ...string) []byte {
 	t.Helper()
 	home := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(home, "config.toml"), []byte(config), 0o600))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "exec", "--skip-git-repo-check", "--sandbox", "danger-full-access", "-C", work, prompt)
+	args := append(append([]string{"exec", "--skip-git-repo-check", "--sandbox", "danger-full-access", "-C", work}, flags...), prompt)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = offlineEnv("CODEX_HOME="+home, "HOME="+home, "CURSOR2API_KEY=sk-codex")
 	cmd.Stdin = strings.NewReader("")
-	cmd.WaitDelay = 10 * time.Second
+	cmd.WaitDelay = 10 * time.Second // a child left holding its output cannot hold the test
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "codex exec:\n%s", out)
 	return out
