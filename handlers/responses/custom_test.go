@@ -160,10 +160,7 @@ func TestStreamWriterCustomCall(t *testing.T) {
 	require.NoError(t, w.Finish(models.FinishToolCalls, models.Usage{}))
 
 	evs := parseEvents(t, buf.String())
-	var types []string
-	for _, e := range evs {
-		types = append(types, e.Name)
-	}
+	types := eventNames(evs)
 	assert.Equal(t, []string{
 		EventCreated, EventInProgress,
 		EventItemAdded, EventPartAdded, EventTextDelta, EventTextDone, EventPartDone, EventItemDone,
@@ -238,10 +235,7 @@ func TestStreamWriterCustomCallEnds(t *testing.T) {
 		require.NoError(t, w.ToolCallArguments(`{"input":""}`))
 		require.NoError(t, w.ToolCallEnd(true))
 		require.NoError(t, w.Finish(models.FinishToolCalls, models.Usage{}))
-		var types []string
-		for _, e := range parseEvents(t, buf.String()) {
-			types = append(types, e.Name)
-		}
+		types := eventNames(parseEvents(t, buf.String()))
 		assert.NotContains(t, types, EventCustomInputDelta, "no empty delta")
 		assert.Contains(t, types, EventCustomInputDone)
 	})

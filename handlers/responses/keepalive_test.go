@@ -30,10 +30,7 @@ func TestStreamWriterKeepalive(t *testing.T) {
 	require.NoError(t, w.PingIfIdle(0), "after the end: nothing")
 
 	evs := parseEvents(t, buf.String())
-	var types []string
-	for _, e := range evs {
-		types = append(types, e.Name)
-	}
+	types := eventNames(evs)
 	assert.Equal(t, []string{
 		EventCreated, EventInProgress, EventKeepalive,
 		EventItemAdded, EventPartAdded, EventTextDelta, EventKeepalive, EventTextDelta, EventKeepalive,

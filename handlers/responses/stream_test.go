@@ -55,6 +55,15 @@ func keysOf(v gjson.Result) []string {
 	return out
 }
 
+// eventNames are the names of evs, in order.
+func eventNames(evs []wireEvent) []string {
+	names := make([]string, len(evs))
+	for i, e := range evs {
+		names[i] = e.Name
+	}
+	return names
+}
+
 func newTestWriter(names Names) (*StreamWriter, *bytes.Buffer) {
 	var buf bytes.Buffer
 	base := NewResponse("resp_test", 1700000000, &Request{Model: "m", Instructions: "be kind"})
@@ -75,10 +84,7 @@ func TestStreamWriterSequence(t *testing.T) {
 	require.NoError(t, w.Finish(models.FinishToolCalls, models.Usage{InputTokens: 3, OutputTokens: 4, TotalTokens: 7}))
 
 	evs := parseEvents(t, buf.String())
-	var types []string
-	for _, e := range evs {
-		types = append(types, e.Name)
-	}
+	types := eventNames(evs)
 	assert.Equal(t, []string{
 		"response.created", "response.in_progress",
 		"response.output_item.added", "response.reasoning_summary_part.added",
@@ -162,10 +168,7 @@ func TestStreamWriterWritesNothingUntilTheFirstEvent(t *testing.T) {
 	assert.False(t, w.Started())
 	assert.Zero(t, buf.Len())
 	require.NoError(t, w.Finish(models.FinishStop, models.Usage{}))
-	types := []string{}
-	for _, e := range parseEvents(t, buf.String()) {
-		types = append(types, e.Name)
-	}
+	types := eventNames(parseEvents(t, buf.String()))
 	assert.Equal(t, []string{"response.created", "response.in_progress", "response.completed"}, types, "an empty answer is still a whole response")
 }
 
