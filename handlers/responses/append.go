@@ -123,6 +123,13 @@ func appendItem(b []byte, it *OutputItem, text [][]byte) ([]byte, bool) {
 		for _, p := range text {
 			b = appendHTMLEscaped(b, p)
 		}
+	case ItemToolSearchCall:
+		b = append(b, `,"status":`...)
+		b = appendStringHTML(b, it.Status)
+		b = append(b, `,"call_id":`...)
+		b = appendStringHTML(b, it.CallID)
+		b = append(b, `,"execution":"client","arguments":`...)
+		b = appendHTMLEscaped(b, searchArguments(it.Arguments))
 	default:
 		return b, false
 	}

@@ -37,7 +37,7 @@ func sameIDs(s string) string {
 			return b.String()
 		}
 		start := i
-		for _, p := range []string{"msg", "rs", "fc"} {
+		for _, p := range []string{"msg", "rs", "fc", "tsc"} {
 			if strings.HasSuffix(s[:i], p) {
 				start = i - len(p)
 			}
@@ -114,7 +114,7 @@ func trickyBase() Response {
 }
 
 func TestStreamWriterMatchesReflection(t *testing.T) {
-	names := Names{"crm__find": {Namespace: "crm", Name: "find"}, "o<d>&": {Name: "o<d>&"}}
+	names := Names{"crm__find": {Namespace: "crm", Name: "find"}, "o<d>&": {Name: "o<d>&"}, SearchToolName: {Name: SearchToolName, Search: true}}
 	for _, text := range trickyTexts {
 		t.Run(fmt.Sprintf("%q", text), func(t *testing.T) {
 			bothWrite(t, trickyBase(), names, []step{
@@ -127,6 +127,13 @@ func TestStreamWriterMatchesReflection(t *testing.T) {
 				func(w sink) error { return w.ToolCallArguments(`}`) },
 				func(w sink) error { return w.ToolCallEnd(true) },
 				func(w sink) error { return w.ToolCallStart("call_2", "o<d>&") },
+				func(w sink) error { return w.ToolCallArguments(text) },
+				func(w sink) error { return w.ToolCallEnd(false) },
+				func(w sink) error { return w.ToolCallStart("call_<s>", SearchToolName) },
+				func(w sink) error { return w.ToolCallArguments(`{ "query" : ` + fmt.Sprintf("%q", text)) },
+				func(w sink) error { return w.ToolCallArguments(` }`) },
+				func(w sink) error { return w.ToolCallEnd(true) },
+				func(w sink) error { return w.ToolCallStart("call_s2", SearchToolName) },
 				func(w sink) error { return w.ToolCallArguments(text) },
 				func(w sink) error { return w.ToolCallEnd(false) },
 				func(w sink) error { return w.Text(text) },
@@ -207,7 +214,11 @@ func TestStreamWriterMatchesReflectionRandomly(t *testing.T) {
 			case k < 4:
 				steps = append(steps, func(w sink) error { return w.Reasoning(s) })
 			default:
-				steps = append(steps, func(w sink) error { return w.ToolCallStart("call_"+s, "crm__find") })
+				name := "crm__find"
+				if r.IntN(3) == 0 {
+					name = SearchToolName
+				}
+				steps = append(steps, func(w sink) error { return w.ToolCallStart("call_"+s, name) })
 				inCall = true
 			}
 		}
@@ -216,7 +227,7 @@ func TestStreamWriterMatchesReflectionRandomly(t *testing.T) {
 		} else {
 			steps = append(steps, func(w sink) error { return w.Finish(models.FinishStop, models.Usage{TotalTokens: 9}) })
 		}
-		bothWrite(t, trickyBase(), Names{"crm__find": {Namespace: "crm", Name: "find"}}, steps)
+		bothWrite(t, trickyBase(), Names{"crm__find": {Namespace: "crm", Name: "find"}, SearchToolName: {Name: SearchToolName, Search: true}}, steps)
 	}
 }
 

@@ -41,10 +41,11 @@ func FlatName(namespace, name string) string {
 
 // QualifiedName is a tool's own name, the namespace it belongs to ("" for
 // a top-level tool), and whether it is a custom tool, whose calls carry
-// raw text (input) rather than JSON arguments.
+// raw text (input) rather than JSON arguments, or the client's
+// tool_search, whose calls are tool_search_call items.
 type QualifiedName struct {
 	Namespace, Name string
-	Custom          bool
+	Custom, Search  bool
 }
 
 // Names maps the core's name of every namespaced or custom tool to its
@@ -76,6 +77,9 @@ type Decoded struct {
 	// Compaction is set when the input's last item is a
 	// compaction_trigger: the answer is one compaction item (see Compact).
 	Compaction bool
+	// search is set when the request offers the client's tool_search:
+	// deferred tools then wait for a tool_search_output to load them.
+	search bool
 }
 
 // ToRequest converts a Responses request, after history (the items of
@@ -105,13 +109,12 @@ func ToRequestWith(req *Request, history []json.RawMessage, open func(string) (s
 	if r.MaxOutputTokens, err = models.OutputBound("max_output_tokens", req.MaxOutputTokens); err != nil {
 		return nil, err
 	}
-	if r.Tools, err = out.tools(req.Tools); err != nil {
+	out.search = hasClientSearch(req.Tools)
+	var paths []string
+	if r.Tools, paths, err = out.tools(req.Tools, "tools", false); err != nil {
 		return nil, err
 	}
 	r.MCPServers = out.MCPServers
-	if r.Choice, err = toolChoice(req.ToolChoice, r.Tools, r.MCPServers); err != nil {
-		return nil, err
-	}
 
 	if strings.TrimSpace(req.Instructions) != "" {
 		r.Messages = append(r.Messages, textMessage(models.RoleSystem, req.Instructions))
@@ -145,6 +148,19 @@ func ToRequestWith(req *Request, history []json.RawMessage, open func(string) (s
 		return nil, models.InvalidRequest("input", "input must contain at least one user message, assistant message or function_call_output")
 	}
 	r.Messages = append(r.Messages, c.msgs...)
+	// The tools that tool_search_output items loaded join the request's,
+	// which win a clash of names.
+	for i, t := range c.loaded {
+		if !models.HasTool(r.Tools, t.Name) {
+			r.Tools, paths = append(r.Tools, t), append(paths, c.loadedPaths[i])
+		}
+	}
+	if err := models.ValidateTools(r.Tools, func(i int, field string) string { return paths[i] + "." + field }); err != nil {
+		return nil, err
+	}
+	if r.Choice, err = toolChoice(req.ToolChoice, r.Tools, r.MCPServers); err != nil {
+		return nil, err
+	}
 	out.Items = append(append(make([]json.RawMessage, 0, len(history)+len(items)), history...), items...)
 	if c.trigger >= 0 && c.trigger == len(items)-1 {
 		out.Compact()
@@ -153,8 +169,10 @@ func ToRequestWith(req *Request, history []json.RawMessage, open func(string) (s
 }
 
 // tools flattens the function and custom tools and the members of
-// namespaces into the core's tools, noting the built-in tools it drops.
-func (d *Decoded) tools(raws []json.RawMessage) ([]models.Tool, error) {
+// namespaces in raws (at field) into the core's tools, with the field
+// path of each, noting the built-in tools it drops. loaded marks the
+// tools of a tool_search_output: only functions are taken there.
+func (d *Decoded) tools(raws []json.RawMessage, field string, loaded bool) ([]models.Tool, []string, error) {
 	var tools []models.Tool
 	var paths []string
 	add := func(t Tool, path string, ns *Tool) error {
@@ -166,8 +184,10 @@ func (d *Decoded) tools(raws []json.RawMessage) ([]models.Tool, error) {
 				return err
 			}
 		}
+		deferred := t.DeferLoading
 		if ns != nil {
 			name, q.Namespace = FlatName(ns.Name, t.Name), ns.Name
+			deferred = deferred || ns.DeferLoading
 			if ns.Description != "" {
 				// The namespace's description is the only place that says
 				// what its server is for.
@@ -177,7 +197,9 @@ func (d *Decoded) tools(raws []json.RawMessage) ([]models.Tool, error) {
 		if q.Custom || ns != nil {
 			d.Names[name] = q
 		}
-		tool := models.Tool{Name: name, Description: desc, Parameters: params}
+		// Without the client's tool_search nothing could load a deferred
+		// tool: it is offered from the start.
+		tool := models.Tool{Name: name, Description: desc, Parameters: params, Deferred: deferred && d.search}
 		if q.Custom {
 			tool.RawInput = CustomInput
 		}
@@ -186,19 +208,19 @@ func (d *Decoded) tools(raws []json.RawMessage) ([]models.Tool, error) {
 		return nil
 	}
 	for i, raw := range raws {
-		path := fmt.Sprintf("tools[%d]", i)
+		path := fmt.Sprintf("%s[%d]", field, i)
 		var t Tool
 		if err := jsondec.Unmarshal(raw, &t); err != nil {
-			return nil, models.InvalidRequest(path, "%s must be a tool object like {\"type\":\"function\",\"name\":\"...\",\"parameters\":{...}}", path)
+			return nil, nil, models.InvalidRequest(path, "%s must be a tool object like {\"type\":\"function\",\"name\":\"...\",\"parameters\":{...}}", path)
 		}
 		switch t.Type {
 		case "function", "custom":
 			if err := add(t, path, nil); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		case "namespace":
 			if t.Name == "" {
-				return nil, models.InvalidRequest(path+".name", "%s.name is required: it names the namespace in calls", path)
+				return nil, nil, models.InvalidRequest(path+".name", "%s.name is required: it names the namespace in calls", path)
 			}
 			for j, m := range t.Tools {
 				mpath := fmt.Sprintf("%s.tools[%d]", path, j)
@@ -211,31 +233,42 @@ func (d *Decoded) tools(raws []json.RawMessage) ([]models.Tool, error) {
 					continue
 				}
 				if m.Name == "" {
-					return nil, models.InvalidRequest(mpath+".name", "%s.name is required", mpath)
+					return nil, nil, models.InvalidRequest(mpath+".name", "%s.name is required", mpath)
 				}
 				if err := add(m, mpath, &t); err != nil {
-					return nil, err
+					return nil, nil, err
 				}
 			}
+		case "tool_search":
+			if loaded || t.Execution != "client" {
+				// OpenAI runs a hosted search; here the deferred tools are
+				// offered from the start instead.
+				d.Ignored = append(d.Ignored, fmt.Sprintf("%s (%s)", path, t.Type))
+				continue
+			}
+			tools = append(tools, searchTool(t))
+			paths = append(paths, path)
+			d.Names[SearchToolName] = QualifiedName{Name: SearchToolName, Search: true}
 		case "mcp":
+			if loaded {
+				d.Ignored = append(d.Ignored, fmt.Sprintf("%s (%s)", path, t.Type))
+				continue
+			}
 			server, err := mcpServer(t, path)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			d.MCPServers = append(d.MCPServers, server)
 		case "":
-			return nil, models.InvalidRequest(path+".type", "%s.type is required: use \"function\", \"custom\" or \"namespace\"", path)
+			return nil, nil, models.InvalidRequest(path+".type", "%s.type is required: use \"function\", \"custom\" or \"namespace\"", path)
 		default:
 			// Built-in tools (web_search, file_search, computer_use,
-			// local_shell, mcp...) run on OpenAI's side; the model here
+			// local_shell...) run on OpenAI's side; the model here
 			// cannot use them.
 			d.Ignored = append(d.Ignored, fmt.Sprintf("%s (%s)", path, t.Type))
 		}
 	}
-	if err := models.ValidateTools(tools, func(i int, field string) string { return paths[i] + "." + field }); err != nil {
-		return nil, err
-	}
-	return tools, nil
+	return tools, paths, nil
 }
 
 // CustomInput is the one argument, a string, of the function that stands
@@ -408,6 +441,10 @@ type conversation struct {
 	// trigger is the index of the input's last compaction_trigger, -1
 	// for none.
 	trigger int
+	// loaded are the tools of the tool_search_output items, with the
+	// field path of each.
+	loaded      []models.Tool
+	loadedPaths []string
 }
 
 func (c *conversation) add(raw json.RawMessage, field string, i int) error {
@@ -454,6 +491,26 @@ func (c *conversation) add(raw json.RawMessage, field string, i int) error {
 			return err
 		}
 		c.push(models.Message{Role: models.RoleTool, ToolCallID: it.CallID, Blocks: bs})
+	case ItemToolSearchCall, ItemToolSearchOutput:
+		if it.Execution == "server" {
+			// OpenAI's own search, in a history from it: what it loaded is
+			// offered anyway, as the request has no client search.
+			c.out.Ignored = append(c.out.Ignored, fmt.Sprintf("%s (%s)", path, it.Type))
+			return nil
+		}
+		if it.CallID == "" {
+			return models.InvalidRequest(path+".call_id", "%s.call_id is required: it pairs a tool_search_call with its tool_search_output", path)
+		}
+		if it.Type == ItemToolSearchCall {
+			c.assistant(models.Block{Kind: models.BlockToolCall, ID: it.CallID, Name: SearchToolName, Arguments: string(it.Arguments)})
+			return nil
+		}
+		tools, paths, err := c.out.tools(it.Tools, path+".tools", true)
+		if err != nil {
+			return err
+		}
+		c.loaded, c.loadedPaths = append(c.loaded, tools...), append(c.loadedPaths, paths...)
+		c.push(models.Message{Role: models.RoleTool, ToolCallID: it.CallID, Blocks: searchResult(tools)})
 	case ItemMCPCall:
 		if it.Name == "" || it.ServerLabel == "" {
 			return models.InvalidRequest(path, "%s: an mcp_call needs a name and a server_label", path)

@@ -109,10 +109,13 @@ func redactHeaders(tools []json.RawMessage) []json.RawMessage {
 }
 
 // callItem is the output item, without arguments or input, of the call
-// id to the core's tool name: a function_call, or a custom_tool_call for
-// a custom tool, named back into its namespace.
+// id to the core's tool name: a function_call, a custom_tool_call for a
+// custom tool, named back into its namespace, or a tool_search_call.
 func (n Names) callItem(id, name string) OutputItem {
 	q := n.Split(name)
+	if q.Search {
+		return OutputItem{ID: itemID("tsc"), Type: ItemToolSearchCall, CallID: id}
+	}
 	if q.Custom {
 		return OutputItem{ID: itemID("ctc"), Type: ItemCustomToolCall, CallID: id, Name: q.Name, Namespace: q.Namespace}
 	}

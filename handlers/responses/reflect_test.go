@@ -117,7 +117,7 @@ func (s *reflectWriter) closeItem() error {
 		if err := s.emit(Event{Type: EventSummaryPartDone, ItemID: it.ID, OutputIndex: ptr(index), SummaryIndex: ptr(0), Part: ptr(SummaryPart(text))}); err != nil {
 			return err
 		}
-	case ItemFunctionCall:
+	case ItemFunctionCall, ItemToolSearchCall:
 		// A call the core did not end is cut off: its arguments stay as
 		// they are, incomplete.
 		it.Arguments, it.Status = text, StatusIncomplete
@@ -169,10 +169,14 @@ func (s *reflectWriter) Reasoning(text string) error {
 	return s.emit(Event{Type: EventSummaryTextDelta, ItemID: s.cur.ID, OutputIndex: ptr(len(s.resp.Output)), SummaryIndex: ptr(0), Delta: &text})
 }
 
-// ToolCallStart adds a function_call item with empty arguments.
+// ToolCallStart adds a function_call item with empty arguments, or a
+// tool_search_call.
 func (s *reflectWriter) ToolCallStart(id, name string) error {
 	s.space = ""
 	q := s.names.Split(name)
+	if q.Search {
+		return s.start(OutputItem{ID: itemID("tsc"), Type: ItemToolSearchCall, CallID: id})
+	}
 	return s.start(OutputItem{ID: itemID("fc"), Type: ItemFunctionCall, CallID: id, Name: q.Name, Namespace: q.Namespace})
 }
 
@@ -181,10 +185,13 @@ func (s *reflectWriter) ToolCallArguments(fragment string) error {
 	if fragment == "" {
 		return nil
 	}
-	if s.cur == nil || s.cur.Type != ItemFunctionCall {
+	if s.cur == nil || (s.cur.Type != ItemFunctionCall && s.cur.Type != ItemToolSearchCall) {
 		return errors.New("tool-call arguments outside a tool call")
 	}
 	s.buf.WriteString(fragment)
+	if s.cur.Type == ItemToolSearchCall {
+		return nil // no delta event: the arguments go out in the item
+	}
 	return s.emit(Event{Type: EventArgumentsDelta, ItemID: s.cur.ID, OutputIndex: ptr(len(s.resp.Output)), Delta: &fragment})
 }
 
@@ -193,7 +200,7 @@ func (s *reflectWriter) ToolCallArguments(fragment string) error {
 // its arguments had streamed (they are then not valid JSON).
 func (s *reflectWriter) ToolCallEnd(complete bool) error {
 	it := s.cur
-	if it == nil || it.Type != ItemFunctionCall {
+	if it == nil || (it.Type != ItemFunctionCall && it.Type != ItemToolSearchCall) {
 		return errors.New("tool-call end outside a tool call")
 	}
 	s.cur = nil
@@ -202,6 +209,10 @@ func (s *reflectWriter) ToolCallEnd(complete bool) error {
 	it.Status = StatusCompleted
 	if !complete {
 		it.Status = StatusIncomplete
+	}
+	if it.Type == ItemToolSearchCall {
+		s.resp.Output = append(s.resp.Output, *it)
+		return s.emit(Event{Type: EventItemDone, OutputIndex: ptr(index), Item: it})
 	}
 	if err := s.emit(Event{Type: EventArgumentsDone, ItemID: it.ID, OutputIndex: ptr(index), Name: it.Name, Arguments: ptr(it.Arguments)}); err != nil {
 		return err
@@ -252,7 +263,7 @@ func (s *reflectWriter) Error(e *models.Error) error {
 	if it := s.cur; it != nil {
 		s.cur = nil
 		it.Status = StatusIncomplete
-		if it.Type == ItemFunctionCall {
+		if it.Type == ItemFunctionCall || it.Type == ItemToolSearchCall {
 			it.Arguments = s.buf.String()
 		} else {
 			it.Text = s.buf.String()

@@ -277,7 +277,7 @@ func (s *StreamWriter) closeItem() error {
 		if err := s.partDone(EventSummaryPartDone, it.ID, index, "summary_index", summaryPart, enc); err != nil {
 			return err
 		}
-	case ItemFunctionCall:
+	case ItemFunctionCall, ItemToolSearchCall:
 		// A call the core did not end is cut off: its arguments stay as
 		// they are, incomplete.
 		it.Arguments, it.Status = text, StatusIncomplete
@@ -397,12 +397,13 @@ func (s *StreamWriter) ToolCallStart(id, name string) error {
 
 // inCall reports whether a call is in progress.
 func (s *StreamWriter) inCall() bool {
-	return s.cur != nil && (s.cur.Type == ItemFunctionCall || s.cur.Type == ItemCustomToolCall)
+	return s.cur != nil && (s.cur.Type == ItemFunctionCall || s.cur.Type == ItemCustomToolCall || s.cur.Type == ItemToolSearchCall)
 }
 
 // ToolCallArguments streams a fragment of the open call's arguments. A
 // custom call's fragments are JSON around its input: they are kept, and
-// the input goes out whole when the call ends.
+// the input goes out whole when the call ends; a tool_search_call has no
+// delta event, and its arguments go out in its item.
 func (s *StreamWriter) ToolCallArguments(fragment string) error {
 	if fragment == "" {
 		return nil
@@ -411,7 +412,7 @@ func (s *StreamWriter) ToolCallArguments(fragment string) error {
 		return errors.New("tool-call arguments outside a tool call")
 	}
 	s.buf.WriteString(fragment)
-	if s.cur.Type == ItemCustomToolCall {
+	if s.cur.Type != ItemFunctionCall {
 		return nil
 	}
 	return s.deltaEvent(EventArgumentsDelta, "", fragment, false)
@@ -430,8 +431,13 @@ func (s *StreamWriter) ToolCallEnd(complete bool) error {
 	if !complete {
 		status = StatusIncomplete
 	}
-	if it.Type == ItemCustomToolCall {
+	switch it.Type {
+	case ItemCustomToolCall:
 		return s.customCallEnd(status)
+	case ItemToolSearchCall:
+		s.cur = nil
+		it.Arguments, it.Status = s.buf.String(), status
+		return s.itemDone(it, len(s.resp.Output), nil)
 	}
 	s.cur = nil
 	index := len(s.resp.Output)
@@ -596,7 +602,7 @@ func (s *StreamWriter) Error(e *models.Error) error {
 		text := s.buf.String()
 		enc := s.enc.of(text)
 		switch it.Type {
-		case ItemFunctionCall:
+		case ItemFunctionCall, ItemToolSearchCall:
 			it.Arguments = text
 		case ItemCustomToolCall:
 			it.Input = CustomCallInput(text)

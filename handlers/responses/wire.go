@@ -73,13 +73,19 @@ type Reasoning struct {
 }
 
 // Tool is one entry of tools: a function, a custom (freeform) tool, a
-// namespace of them, or a built-in tool (web_search, file_search, ...)
-// that only Type names.
+// namespace of them, tool_search, or a built-in tool (web_search,
+// file_search, ...) that only Type names.
 type Tool struct {
 	Type        string          `json:"type"`
 	Name        string          `json:"name"`
 	Description string          `json:"description,omitempty"`
 	Parameters  json.RawMessage `json:"parameters,omitempty"`
+	// DeferLoading (on a function or a namespace) holds the tool back
+	// until a tool_search_output loads it.
+	DeferLoading bool `json:"defer_loading,omitempty"`
+	// Execution is tool_search's: "client" when the client runs the
+	// search, as Codex CLI does; else OpenAI runs it.
+	Execution string `json:"execution,omitempty"`
 	// Format is a custom tool's input format: unconstrained text when
 	// absent.
 	Format *CustomFormat `json:"format,omitempty"`
@@ -128,6 +134,10 @@ type InputItem struct {
 	// EncryptedContent is a compaction item's sealed summary (a
 	// reasoning item's is opaque to the gateway and unused).
 	EncryptedContent string `json:"encrypted_content"`
+	// Execution and Tools belong to tool_search_call (with CallID and
+	// Arguments) and tool_search_output: the tools the search loaded.
+	Execution string            `json:"execution"`
+	Tools     []json.RawMessage `json:"tools"`
 }
 
 // Arguments are a call's arguments: a JSON string (the API's form) or a
@@ -212,6 +222,11 @@ const (
 	ItemFunctionCall   = "function_call"
 	ItemCustomToolCall = "custom_tool_call"
 	ItemReasoning      = "reasoning"
+	// ItemToolSearchCall is a call of the client's tool_search: its
+	// Arguments are a JSON object, and the client answers with a
+	// tool_search_output item holding the tools it loaded.
+	ItemToolSearchCall   = "tool_search_call"
+	ItemToolSearchOutput = "tool_search_output"
 	// ItemMCPCall is a call the gateway ran on an MCP server.
 	ItemMCPCall = "mcp_call"
 	// ItemMCPListTools lists the tools of an MCP server the request named.
@@ -289,6 +304,15 @@ func (it OutputItem) MarshalJSON() ([]byte, error) {
 			call.Input = &it.Input
 		}
 		return json.Marshal(call)
+	case ItemToolSearchCall:
+		return json.Marshal(struct {
+			ID        string          `json:"id"`
+			Type      string          `json:"type"`
+			Status    string          `json:"status"`
+			CallID    string          `json:"call_id"`
+			Execution string          `json:"execution"`
+			Arguments json.RawMessage `json:"arguments"`
+		}{it.ID, it.Type, it.Status, it.CallID, "client", searchArguments(it.Arguments)})
 	case ItemMCPCall:
 		return json.Marshal(mcpCallItem(&it))
 	case ItemMCPListTools:
