@@ -186,18 +186,27 @@ func TestClaudeCodeCLIToolSearch(t *testing.T) {
 // reference server over stdio; the test skips without it or node.
 func everythingConfig(t *testing.T) string {
 	t.Helper()
-	js := os.Getenv("MCP_EVERYTHING_JS")
+	node, js := everythingCommand(t)
+	mcp, err := json.Marshal(map[string]any{"mcpServers": map[string]any{"everything": map[string]any{"command": node, "args": []string{js, "stdio"}}}})
+	require.NoError(t, err)
+	return string(mcp)
+}
+
+// everythingCommand is the node and script that run the MCP project's
+// reference server (@modelcontextprotocol/server-everything); the test
+// skips without them.
+func everythingCommand(t *testing.T) (node, js string) {
+	t.Helper()
+	js = os.Getenv("MCP_EVERYTHING_JS")
 	if js == "" {
 		t.Skip("SKIPPED: MCP_EVERYTHING_JS is not set: @modelcontextprotocol/server-everything is not installed (.ci/run installs it)")
 	}
-	node := os.Getenv("NODE22_BIN")
+	node = os.Getenv("NODE22_BIN")
 	if node == "" {
 		var err error
 		if node, err = exec.LookPath("node"); err != nil {
 			t.Skip("SKIPPED: no node to run @modelcontextprotocol/server-everything")
 		}
 	}
-	mcp, err := json.Marshal(map[string]any{"mcpServers": map[string]any{"everything": map[string]any{"command": node, "args": []string{js, "stdio"}}}})
-	require.NoError(t, err)
-	return string(mcp)
+	return node, js
 }
