@@ -196,6 +196,52 @@ func TestCloudStreamResume(t *testing.T) {
 	assert.Contains(t, evs[len(evs)-1].Response.OutputText(), "Pull request: https://github.com/acme/widgets/pull/7")
 }
 
+// TestCloudStreamKeepalive: a run silent for longer than PING_INTERVAL
+// gets OpenAI's keepalive events, which a client's idle timer counts
+// where it passes over a comment. A keepalive repeats the number of the
+// event before it, so the run's events keep theirs and a stream resumed
+// after a keepalive loses nothing.
+func TestCloudStreamKeepalive(t *testing.T) {
+	fake := cloudtest.NewServer(t, cloudtest.Options{Heartbeat: 100 * time.Millisecond, Script: func(string) cloudtest.Script {
+		return cloudtest.Script{Steps: []cloudtest.Step{{Text: "Thinking"}, {Text: " it over.", Delay: 2500 * time.Millisecond}}}
+	}})
+	s := newStack(t, cloudEnv(fake, "PING_INTERVAL", "1"), script(t))
+	c := cloudClient(s)
+	ctx := context.Background()
+	r, err := c.Responses.New(ctx, cloudParams("think", true, nil))
+	require.NoError(t, err)
+
+	all := readCloudStream(t, c.Responses.GetStreaming(ctx, r.ID, responses.ResponseGetParams{}))
+	var run []responses.ResponseStreamEventUnion // all but the keepalives
+	var types []string
+	keepalive := -1
+	for i, ev := range all {
+		types = append(types, ev.Type)
+		if ev.Type != "keepalive" {
+			run = append(run, ev)
+			continue
+		}
+		require.Positive(t, i)
+		assert.Equal(t, all[i-1].SequenceNumber, ev.SequenceNumber, "a keepalive repeats the number before it")
+		if keepalive < 0 {
+			keepalive = i
+		}
+	}
+	require.Positive(t, keepalive, "a keepalive in the silence: %v", types)
+	assert.Equal(t, "response.output_text.delta", all[keepalive-1].Type, "it came after the first words")
+	for i, ev := range run {
+		assert.Equal(t, int64(i), ev.SequenceNumber, "the run's events are numbered from 0 without gaps")
+	}
+	assert.Equal(t, "Thinking it over.", run[len(run)-1].Response.OutputText())
+
+	// Resuming after the keepalive's number gives every event after it.
+	after := all[keepalive].SequenceNumber
+	tail := readCloudStream(t, c.Responses.GetStreaming(ctx, r.ID, responses.ResponseGetParams{StartingAfter: openai.Int(after)}))
+	require.Len(t, tail, len(run)-int(after)-1)
+	assert.Equal(t, after+1, tail[0].SequenceNumber)
+	assert.Equal(t, " it over.", tail[0].Delta)
+}
+
 func TestCloudWaitsWithoutBackground(t *testing.T) {
 	fake := cloudtest.NewServer(t, cloudtest.Options{})
 	s := newStack(t, cloudEnv(fake, "CLOUD_MAX_WAIT", "1"), script(t))

@@ -563,6 +563,20 @@ func (f *cloudFollower) emit(ev responses.Event) error {
 	return f.w.Event(ev.Type, ev)
 }
 
+// keepAlive writes OpenAI's keepalive event when the stream has been
+// silent for PING_INTERVAL: Codex's idle timer counts events, not SSE
+// comments. It takes no number of its own but repeats the last one sent,
+// so the numbers a resumed stream replays stay those of the run's events.
+func (f *cloudFollower) keepAlive() {
+	if f.w == nil || f.h.Kit.PingInterval <= 0 {
+		return
+	}
+	seq := max(f.seq-1, f.after)
+	_ = f.w.KeepAliveIfIdle(f.h.Kit.PingInterval, func(emit sse.Emit) error {
+		return emit(responses.EventKeepalive, []byte(`{"type":"keepalive","sequence_number":`+strconv.Itoa(seq)+`}`))
+	})
+}
+
 func (f *cloudFollower) snapshot(run cloud.Run, agent *cloud.Agent) *responses.Response {
 	r := f.h.cloudSnapshot(f.id, f.ref, run, agent, f.streamed.String())
 	return &r.Response
@@ -703,9 +717,7 @@ func (f *cloudFollower) watch(ctx context.Context) (*cloud.Run, error) {
 				r.ID, r.AgentID = f.ref.RunID, f.ref.AgentID
 				final = &r.Run
 			case "heartbeat":
-				if f.w != nil && h.Kit.PingInterval > 0 {
-					_ = f.w.PingIfIdle(h.Kit.PingInterval)
-				}
+				f.keepAlive()
 			}
 			return nil
 		})
@@ -756,9 +768,7 @@ func (f *cloudFollower) watch(ctx context.Context) (*cloud.Run, error) {
 			stopWaiting()
 			return &run, nil
 		}
-		if f.w != nil && h.Kit.PingInterval > 0 {
-			_ = f.w.PingIfIdle(h.Kit.PingInterval)
-		}
+		f.keepAlive()
 		select {
 		case <-t.C:
 		case <-wake:
