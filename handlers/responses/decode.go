@@ -149,10 +149,17 @@ func ToRequestWith(req *Request, history []json.RawMessage, open func(string) (s
 	}
 	r.Messages = append(r.Messages, c.msgs...)
 	// The tools that tool_search_output items loaded join the request's,
-	// which win a clash of names.
-	for i, t := range c.loaded {
-		if !models.HasTool(r.Tools, t.Name) {
-			r.Tools, paths = append(r.Tools, t), append(paths, c.loadedPaths[i])
+	// which win a clash of names. A set keeps a long history linear.
+	if len(c.loaded) > 0 {
+		have := make(map[string]bool, len(r.Tools)+len(c.loaded))
+		for _, t := range r.Tools {
+			have[t.Name] = true
+		}
+		for i, t := range c.loaded {
+			if !have[t.Name] {
+				have[t.Name] = true
+				r.Tools, paths = append(r.Tools, t), append(paths, c.loadedPaths[i])
+			}
 		}
 	}
 	if err := models.ValidateTools(r.Tools, func(i int, field string) string { return paths[i] + "." + field }); err != nil {
@@ -492,9 +499,9 @@ func (c *conversation) add(raw json.RawMessage, field string, i int) error {
 		}
 		c.push(models.Message{Role: models.RoleTool, ToolCallID: it.CallID, Blocks: bs})
 	case ItemToolSearchCall, ItemToolSearchOutput:
-		if it.Execution == "server" {
-			// OpenAI's own search, in a history from it: what it loaded is
-			// offered anyway, as the request has no client search.
+		if it.Execution == "server" || it.Execution == "" && it.CallID == "" {
+			// OpenAI's hosted search, in a history from it: the deferred
+			// tools it searched are in the request's tools.
 			c.out.Ignored = append(c.out.Ignored, fmt.Sprintf("%s (%s)", path, it.Type))
 			return nil
 		}

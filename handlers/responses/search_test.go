@@ -59,6 +59,19 @@ func TestToRequestToolSearch(t *testing.T) {
 			ignored: []string{"tools[0] (tool_search)"},
 		},
 		{
+			name:    "a tool loaded twice is offered once",
+			tools:   codexSearch,
+			input:   `{"role":"user","content":"echo hi"},` + search + `,` + codexSearchOutput + `,` + strings.ReplaceAll(search, "call_ts1", "call_ts2") + `,` + strings.ReplaceAll(codexSearchOutput, "call_ts1", "call_ts2"),
+			offered: []string{"tool_search", "mcp__everything__echo", "mcp__everything__get_env"},
+		},
+		{
+			name:    "a search item with neither execution nor call_id is OpenAI's",
+			tools:   `{"type":"function","name":"f"}`,
+			input:   `{"role":"user","content":"hi"},{"type":"tool_search_call","arguments":{"query":"x"}}`,
+			offered: []string{"f"},
+			ignored: []string{"input[1] (tool_search_call)"},
+		},
+		{
 			name:    "OpenAI's own search in a history is dropped",
 			tools:   `{"type":"function","name":"f"}`,
 			input:   `{"role":"user","content":"hi"},{"type":"tool_search_call","id":"tsc_2","execution":"server","arguments":{"query":"x"}},{"type":"tool_search_output","execution":"server","tools":[]}`,
