@@ -512,7 +512,16 @@ func (c *conversation) add(raw json.RawMessage, field string, i int) error {
 			c.assistant(models.Block{Kind: models.BlockToolCall, ID: it.CallID, Name: SearchToolName, Arguments: string(it.Arguments)})
 			return nil
 		}
-		tools, paths, err := c.out.tools(it.Tools, path+".tools", true)
+		var raws []json.RawMessage
+		if t := bytes.TrimSpace(it.Tools); len(t) > 0 && t[0] == '[' {
+			jsondec.Elements(t, func(tool []byte) bool {
+				raws = append(raws, tool)
+				return true
+			})
+		} else if len(t) > 0 && !bytes.Equal(t, []byte("null")) {
+			return models.InvalidRequest(path+".tools", "%s.tools must be an array of the tools the search loaded", path)
+		}
+		tools, paths, err := c.out.tools(raws, path+".tools", true)
 		if err != nil {
 			return err
 		}

@@ -131,6 +131,7 @@ func TestToRequestToolSearchErrors(t *testing.T) {
 		{"output without call_id", `{"model":"m","input":[{"type":"tool_search_output","execution":"client","tools":[]}]}`, "input[0].call_id"},
 		{"loaded tool without a name", `{"model":"m","input":[{"role":"user","content":"x"},{"type":"tool_search_output","call_id":"c","execution":"client","tools":[{"type":"namespace","name":"n","tools":[{"type":"function"}]}]}]}`, "input[1].tools[0].tools[0].name"},
 		{"loaded tool with a bad schema", `{"model":"m","input":[{"role":"user","content":"x"},{"type":"tool_search_output","call_id":"c","execution":"client","tools":[{"type":"function","name":"f","parameters":[1]}]}]}`, "input[1].tools[0].parameters"},
+		{"loaded tools not a list", `{"model":"m","input":[{"role":"user","content":"x"},{"type":"tool_search_output","call_id":"c","execution":"client","tools":{"type":"function"}}]}`, "input[1].tools"},
 		{"a request tool named like the search", `{"model":"m","input":"x","tools":[` + codexSearch + `,{"type":"function","name":"tool_search"}]}`, "tools[1].name"},
 	}
 	for _, tc := range cases {

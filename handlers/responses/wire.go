@@ -136,8 +136,9 @@ type InputItem struct {
 	EncryptedContent string `json:"encrypted_content"`
 	// Execution and Tools belong to tool_search_call (with CallID and
 	// Arguments) and tool_search_output: the tools the search loaded.
-	Execution string            `json:"execution"`
-	Tools     []json.RawMessage `json:"tools"`
+	// Tools stays raw: other items (mcp_list_tools) have their own.
+	Execution string          `json:"execution"`
+	Tools     json.RawMessage `json:"tools"`
 }
 
 // Arguments are a call's arguments: a JSON string (the API's form) or a
