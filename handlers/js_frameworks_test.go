@@ -1,0 +1,201 @@
+package handlers
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"cursor2api/services/cursortest"
+)
+
+// jsFrameworks is the directory whose node_modules holds the Vercel AI SDK
+// and LangChain.js (JS_FRAMEWORKS_DIR, installed by .ci/run, never
+// committed) and a node to run them; the test skips without either.
+func jsFrameworks(t *testing.T) (dir, node string) {
+	t.Helper()
+	dir = os.Getenv("JS_FRAMEWORKS_DIR")
+	if dir == "" {
+		t.Skip("SKIPPED: the AI SDK and LangChain tests need JS_FRAMEWORKS_DIR (npm install --prefix DIR ai @ai-sdk/openai @ai-sdk/anthropic @langchain/openai @langchain/anthropic @langchain/core zod); .ci/run sets it")
+	}
+	for _, pkg := range []string{"ai", "@ai-sdk/openai", "@ai-sdk/anthropic", "@langchain/openai", "@langchain/anthropic", "zod"} {
+		if _, err := os.Stat(filepath.Join(dir, "node_modules", pkg, "package.json")); err != nil {
+			t.Skipf("SKIPPED: JS_FRAMEWORKS_DIR=%s holds no %s: %v", dir, pkg, err)
+		}
+	}
+	node = os.Getenv("NODE22_BIN")
+	if node == "" {
+		var err error
+		if node, err = exec.LookPath("node"); err != nil {
+			t.Skip("SKIPPED: no node (NODE22_BIN or node in PATH)")
+		}
+	}
+	return dir, node
+}
+
+// runJSCase runs one case of testdata/js_frameworks.mjs against s and
+// returns its JSON lines by type.
+func runJSCase(t *testing.T, dir, node string, s *stack, name string) map[string]map[string]any {
+	t.Helper()
+	driver, err := filepath.Abs("testdata/js_frameworks.mjs")
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, driver)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "JS_FRAMEWORKS_DIR=" + dir,
+		"GATEWAY_URL=" + s.URL, "GATEWAY_KEY=sk-js-test", "JS_CASE=" + name,
+		// Anything not meant for the gateway goes to a closed loopback port.
+		"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "NO_PROXY=127.0.0.1,localhost",
+		"LANGSMITH_TRACING=false", "LANGCHAIN_TRACING_V2=false"}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	t.Logf("driver exit: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	lines := map[string]map[string]any{}
+	sc := bufio.NewScanner(strings.NewReader(stdout.String()))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var l map[string]any
+		if json.Unmarshal(sc.Bytes(), &l) == nil {
+			if typ, ok := l["type"].(string); ok {
+				lines[typ] = l
+			}
+		}
+	}
+	require.NotContains(t, lines, "driver_error")
+	return lines
+}
+
+// nthUpstream is everything the n-th upstream request said.
+func nthUpstream(t *testing.T, s *stack, n int) string {
+	t.Helper()
+	reqs := s.up.Requests()
+	require.Greater(t, len(reqs), n, "upstream requests")
+	return upstreamText(reqs[n])
+}
+
+// weatherCall is the fake model's turns: a weather call for Paris, then
+// an answer built on the tool's result.
+func weatherCall(t *testing.T) func(int, cursortest.Request) cursortest.Response {
+	return script(t,
+		[]string{"Let me check.\nTRIGGER\n", `<invoke name="weather">{"city": "Paris"}</invoke>`},
+		[]string{"It is sunny ", "and 21 C in Paris."},
+	)
+}
+
+// TestJSAISDKTools runs the AI SDK's generateText with an executed zod
+// tool over two steps through each of its providers a user would point at
+// the gateway: @ai-sdk/openai's default (Responses) and .chat (chat
+// completions) models, and @ai-sdk/anthropic (Messages).
+func TestJSAISDKTools(t *testing.T) {
+	dir, node := jsFrameworks(t)
+	for _, tc := range []struct{ name, door string }{
+		{"ai-openai-responses", "responses"},
+		{"ai-openai-chat", "openai"},
+		{"ai-anthropic", "anthropic"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStack(t, map[string]string{"API_KEYS": "sk-js-test"}, weatherCall(t))
+			lines := runJSCase(t, dir, node, s, tc.name)
+
+			assert.Equal(t, map[string]any{"city": "Paris"}, lines["executed"]["args"], "the tool ran with the model's arguments")
+			res := lines["result"]
+			require.NotNil(t, res)
+			assert.Equal(t, "It is sunny and 21 C in Paris.", res["text"])
+			assert.Equal(t, "stop", res["finish_reason"])
+			steps, _ := res["steps"].([]any)
+			require.Len(t, steps, 2)
+			first := steps[0].(map[string]any)
+			assert.Equal(t, "tool-calls", first["finish_reason"])
+			assert.Equal(t, []any{map[string]any{"name": "weather", "input": map[string]any{"city": "Paris"}}}, first["tool_calls"])
+			usage, _ := res["usage"].(map[string]any)
+			assert.EqualValues(t, 2*defaultUsage.Input, usage["inputTokens"], "usage of both steps: %v", usage)
+			assert.EqualValues(t, 2*defaultUsage.Output, usage["outputTokens"], "usage of both steps: %v", usage)
+
+			assert.Contains(t, nthUpstream(t, s, 0), `<function name="weather">`, "the tool is offered")
+			second := nthUpstream(t, s, 1)
+			assert.Contains(t, second, `<invoke name="weather">`, "the call comes back as history")
+			assert.Contains(t, second, "Sunny, 21 C in Paris", "with the tool's result")
+			s.Close()
+			assert.Equal(t, 2, strings.Count(s.logs.String(), "door="+tc.door), s.logs.String())
+		})
+	}
+}
+
+// TestJSAISDKStream streams text through the AI SDK's streamText on
+// @ai-sdk/openai's chat model: the deltas arrive apart and join to the
+// answer. The fake upstream paces its deltas: the gateway forwards what
+// it has read, so deltas read together would arrive as one.
+func TestJSAISDKStream(t *testing.T) {
+	dir, node := jsFrameworks(t)
+	paced := cursortest.Response{Events: cursortest.Frames(&defaultUsage, nil, []string{"Hello ", "from ", "the gateway."}), Delay: 300 * time.Millisecond}
+	s := newStack(t, map[string]string{"API_KEYS": "sk-js-test"}, cursortest.Always(paced))
+	res := runJSCase(t, dir, node, s, "ai-stream")["result"]
+	require.NotNil(t, res)
+	deltas, _ := res["deltas"].([]any)
+	assert.Greater(t, len(deltas), 1, "the text arrives in pieces: %v", deltas)
+	var joined strings.Builder
+	for _, d := range deltas {
+		joined.WriteString(d.(string))
+	}
+	assert.Equal(t, "Hello from the gateway.", joined.String())
+	assert.Equal(t, "Hello from the gateway.", res["text"])
+	assert.Equal(t, "stop", res["finish_reason"])
+	usage, _ := res["usage"].(map[string]any)
+	assert.EqualValues(t, defaultUsage.Input, usage["inputTokens"], "usage: %v", usage)
+	assert.EqualValues(t, defaultUsage.Output, usage["outputTokens"], "usage: %v", usage)
+	assert.Contains(t, nthUpstream(t, s, 0), "Say hello.")
+}
+
+// TestJSLangChainTools binds a tool to LangChain's ChatOpenAI and
+// ChatAnthropic, invokes (or streams), runs the tool call the AIMessage
+// carries and invokes again with its ToolMessage for the final text.
+func TestJSLangChainTools(t *testing.T) {
+	dir, node := jsFrameworks(t)
+	for _, tc := range []struct{ name, door string }{
+		{"lc-openai", "openai"},
+		{"lc-anthropic", "anthropic"},
+		{"lc-openai-stream", "openai"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStack(t, map[string]string{"API_KEYS": "sk-js-test"}, weatherCall(t))
+			lines := runJSCase(t, dir, node, s, tc.name)
+
+			first := lines["first"]
+			require.NotNil(t, first)
+			calls, _ := first["tool_calls"].([]any)
+			require.Len(t, calls, 1, "the AIMessage carries the call")
+			call := calls[0].(map[string]any)
+			assert.Equal(t, "weather", call["name"])
+			assert.Equal(t, map[string]any{"city": "Paris"}, call["args"], "with its arguments parsed")
+			assert.NotEmpty(t, call["id"])
+			usage, _ := first["usage"].(map[string]any)
+			assert.EqualValues(t, defaultUsage.Input, usage["input_tokens"], "usage: %v", usage)
+			assert.EqualValues(t, defaultUsage.Output, usage["output_tokens"], "usage: %v", usage)
+
+			second := lines["second"]
+			require.NotNil(t, second)
+			assert.Equal(t, "It is sunny and 21 C in Paris.", second["text"])
+			assert.Empty(t, second["tool_calls"])
+			if strings.HasSuffix(tc.name, "-stream") {
+				assert.Greater(t, lines["streamed"]["chunks"], 2.0, "the answer streamed in chunks")
+			}
+
+			assert.Contains(t, nthUpstream(t, s, 0), `<function name="weather">`, "the tool is offered")
+			replay := nthUpstream(t, s, 1)
+			assert.Contains(t, replay, `<invoke name="weather">`, "the call comes back as history")
+			assert.Contains(t, replay, "Sunny, 21 C in Paris", "with the ToolMessage's content")
+			s.Close()
+			assert.Equal(t, 2, strings.Count(s.logs.String(), "door="+tc.door), s.logs.String())
+		})
+	}
+}

@@ -1,0 +1,146 @@
+// Runs one case (JS_CASE) of the Vercel AI SDK or LangChain.js against the
+// gateway, set up as each library's own docs set up a provider, and prints
+// what the user would see as JSON lines (handlers/js_frameworks_test.go).
+//
+// Environment: JS_FRAMEWORKS_DIR (a directory whose node_modules holds ai,
+// @ai-sdk/*, @langchain/*, zod), GATEWAY_URL, GATEWAY_KEY, JS_CASE.
+import { writeSync } from "node:fs";
+import { createRequire } from "node:module";
+import path from "node:path";
+
+const out = (v) => writeSync(1, JSON.stringify(v) + "\n");
+const require = createRequire(path.join(process.env.JS_FRAMEWORKS_DIR, "noop.js"));
+const load = (name) => import(require.resolve(name));
+
+const url = process.env.GATEWAY_URL;
+const apiKey = process.env.GATEWAY_KEY;
+const model = "claude-sonnet-4.6";
+
+const timer = setTimeout(() => {
+  out({ type: "driver_error", error_message: "driver timed out" });
+  process.exit(3);
+}, 60000);
+
+// The weather tool every case offers: the model's arguments and a result
+// the test looks for in the upstream's second request.
+const forecast = (city) => `Sunny, 21 C in ${city}`;
+
+// aiSDKTools runs generateText with an executed zod tool and two steps.
+async function aiSDKTools(languageModel) {
+  const { generateText, tool, isStepCount } = await load("ai");
+  const { z } = await load("zod");
+  const result = await generateText({
+    model: languageModel,
+    tools: {
+      weather: tool({
+        description: "Get the weather in a city",
+        inputSchema: z.object({ city: z.string().describe("The city") }),
+        execute: async ({ city }) => {
+          out({ type: "executed", args: { city } });
+          return forecast(city);
+        },
+      }),
+    },
+    stopWhen: isStepCount(2),
+    prompt: "What is the weather in Paris?",
+  });
+  out({
+    type: "result",
+    text: result.text,
+    finish_reason: result.finishReason,
+    steps: result.steps.map((s) => ({
+      finish_reason: s.finishReason,
+      tool_calls: s.toolCalls.map((c) => ({ name: c.toolName, input: c.input })),
+      tool_results: s.toolResults.map((r) => ({ name: r.toolName, output: r.output })),
+    })),
+    usage: result.totalUsage,
+  });
+}
+
+async function openaiProvider() {
+  const { createOpenAI } = await load("@ai-sdk/openai");
+  return createOpenAI({ baseURL: url + "/v1", apiKey });
+}
+
+async function anthropicProvider() {
+  const { createAnthropic } = await load("@ai-sdk/anthropic");
+  return createAnthropic({ baseURL: url + "/v1", apiKey });
+}
+
+// langchainTools binds a tool, invokes, runs the tool call and invokes
+// again with its ToolMessage (or streams both turns).
+async function langchainTools(chat, stream) {
+  const { tool } = await load("@langchain/core/tools");
+  const { HumanMessage } = await load("@langchain/core/messages");
+  const { z } = await load("zod");
+  const weather = tool(async ({ city }) => forecast(city), {
+    name: "weather",
+    description: "Get the weather in a city",
+    schema: z.object({ city: z.string().describe("The city") }),
+  });
+  const bound = chat.bindTools([weather]);
+  const call = async (messages) => {
+    if (!stream) return bound.invoke(messages);
+    let full;
+    let chunks = 0;
+    for await (const chunk of await bound.stream(messages)) {
+      full = full ? full.concat(chunk) : chunk;
+      chunks++;
+    }
+    out({ type: "streamed", chunks });
+    return full;
+  };
+  const messages = [new HumanMessage("What is the weather in Paris?")];
+  const first = await call(messages);
+  out({
+    type: "first",
+    tool_calls: (first.tool_calls ?? []).map((c) => ({ name: c.name, args: c.args, id: c.id })),
+    usage: first.usage_metadata,
+  });
+  messages.push(first);
+  for (const c of first.tool_calls ?? []) messages.push(await weather.invoke(c));
+  const second = await call(messages);
+  out({ type: "second", text: second.text, tool_calls: second.tool_calls ?? [], usage: second.usage_metadata });
+}
+
+async function chatOpenAI() {
+  const { ChatOpenAI } = await load("@langchain/openai");
+  return new ChatOpenAI({ model, apiKey, configuration: { baseURL: url + "/v1" }, maxRetries: 0 });
+}
+
+async function chatAnthropic() {
+  const { ChatAnthropic } = await load("@langchain/anthropic");
+  return new ChatAnthropic({ model, apiKey, anthropicApiUrl: url, maxRetries: 0 });
+}
+
+const cases = {
+  "ai-openai-responses": async () => aiSDKTools((await openaiProvider())(model)),
+  "ai-openai-chat": async () => aiSDKTools((await openaiProvider()).chat(model)),
+  "ai-anthropic": async () => aiSDKTools((await anthropicProvider())(model)),
+  "ai-stream": async () => {
+    const { streamText } = await load("ai");
+    const result = streamText({ model: (await openaiProvider()).chat(model), prompt: "Say hello." });
+    const deltas = [];
+    for await (const d of result.textStream) deltas.push(d);
+    out({ type: "result", deltas, text: await result.text, finish_reason: await result.finishReason, usage: await result.totalUsage });
+  },
+  "lc-openai": async () => langchainTools(await chatOpenAI(), false),
+  "lc-anthropic": async () => langchainTools(await chatAnthropic(), false),
+  "lc-openai-stream": async () => langchainTools(await chatOpenAI(), true),
+  "lc-structured": async () => {
+    const { z } = await load("zod");
+    const schema = z.object({ city: z.string(), celsius: z.number() }).describe("A city's temperature");
+    const structured = (await chatOpenAI()).withStructuredOutput(schema, { name: "temperature" });
+    const parsed = await structured.invoke("How warm is it in Paris?");
+    out({ type: "result", parsed });
+  },
+};
+
+try {
+  const run = cases[process.env.JS_CASE];
+  if (!run) throw new Error(`no case ${process.env.JS_CASE}`);
+  await run();
+} catch (err) {
+  out({ type: "driver_error", error_message: String(err?.stack ?? err?.message ?? err), cause: String(err?.responseBody ?? err?.cause ?? "") });
+}
+clearTimeout(timer);
