@@ -199,3 +199,19 @@ func TestJSLangChainTools(t *testing.T) {
 		})
 	}
 }
+
+// TestJSLangChainStructured runs ChatOpenAI's withStructuredOutput on a
+// zod schema, which sends a json_schema response_format: the model is
+// told the schema, and the parsed object comes back.
+func TestJSLangChainStructured(t *testing.T) {
+	dir, node := jsFrameworks(t)
+	s := newStack(t, map[string]string{"API_KEYS": "sk-js-test"}, script(t, []string{`{"city": "Paris", `, `"celsius": 21}`}))
+	res := runJSCase(t, dir, node, s, "lc-structured")["result"]
+	require.NotNil(t, res)
+	assert.Equal(t, map[string]any{"city": "Paris", "celsius": 21.0}, res["parsed"])
+	sent := nthUpstream(t, s, 0)
+	assert.Contains(t, sent, "How warm is it in Paris?")
+	assert.Contains(t, sent, "one JSON value only", "the model is told to answer in JSON")
+	assert.Contains(t, sent, "(temperature", "named as the client named it")
+	assert.Contains(t, sent, `"celsius"`, "in the schema it must match")
+}
