@@ -25,9 +25,9 @@ func jsFrameworks(t *testing.T) (dir, node string) {
 	t.Helper()
 	dir = os.Getenv("JS_FRAMEWORKS_DIR")
 	if dir == "" {
-		t.Skip("SKIPPED: the AI SDK and LangChain tests need JS_FRAMEWORKS_DIR (npm install --prefix DIR ai @ai-sdk/openai @ai-sdk/anthropic @langchain/openai @langchain/anthropic @langchain/core zod); .ci/run sets it")
+		t.Skip("SKIPPED: the AI SDK and LangChain tests need JS_FRAMEWORKS_DIR (npm install --prefix DIR ai @ai-sdk/openai @ai-sdk/anthropic @ai-sdk/openai-compatible @langchain/openai @langchain/anthropic @langchain/core zod); .ci/run sets it")
 	}
-	for _, pkg := range []string{"ai", "@ai-sdk/openai", "@ai-sdk/anthropic", "@langchain/openai", "@langchain/anthropic", "zod"} {
+	for _, pkg := range []string{"ai", "@ai-sdk/openai", "@ai-sdk/anthropic", "@ai-sdk/openai-compatible", "@langchain/openai", "@langchain/anthropic", "zod"} {
 		if _, err := os.Stat(filepath.Join(dir, "node_modules", pkg, "package.json")); err != nil {
 			t.Skipf("SKIPPED: JS_FRAMEWORKS_DIR=%s holds no %s: %v", dir, pkg, err)
 		}
@@ -95,13 +95,15 @@ func weatherCall(t *testing.T) func(int, cursortest.Request) cursortest.Response
 // TestJSAISDKTools runs the AI SDK's generateText with an executed zod
 // tool over two steps through each of its providers a user would point at
 // the gateway: @ai-sdk/openai's default (Responses) and .chat (chat
-// completions) models, and @ai-sdk/anthropic (Messages).
+// completions) models, @ai-sdk/anthropic (Messages) and
+// @ai-sdk/openai-compatible (chat completions).
 func TestJSAISDKTools(t *testing.T) {
 	dir, node := jsFrameworks(t)
 	for _, tc := range []struct{ name, door string }{
 		{"ai-openai-responses", "responses"},
 		{"ai-openai-chat", "openai"},
 		{"ai-anthropic", "anthropic"},
+		{"ai-openai-compatible", "openai"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newStack(t, map[string]string{"API_KEYS": "sk-js-test"}, weatherCall(t))

@@ -117,6 +117,10 @@ const cases = {
   "ai-openai-responses": async () => aiSDKTools((await openaiProvider())(model)),
   "ai-openai-chat": async () => aiSDKTools((await openaiProvider()).chat(model)),
   "ai-anthropic": async () => aiSDKTools((await anthropicProvider())(model)),
+  "ai-openai-compatible": async () => {
+    const { createOpenAICompatible } = await load("@ai-sdk/openai-compatible");
+    return aiSDKTools(createOpenAICompatible({ baseURL: url + "/v1", name: "cursor2api", apiKey }).chatModel(model));
+  },
   "ai-stream": async () => {
     const { streamText } = await load("ai");
     const result = streamText({ model: (await openaiProvider()).chat(model), prompt: "Say hello." });
