@@ -42,9 +42,9 @@ func jsFrameworks(t *testing.T) (dir, node string) {
 	return dir, node
 }
 
-// runJSCase runs one case of testdata/js_frameworks.mjs against s and
-// returns its JSON lines by type.
-func runJSCase(t *testing.T, dir, node string, s *stack, name string) map[string]map[string]any {
+// runJSCase runs one case of testdata/js_frameworks.mjs against s, with
+// extra environment, and returns its JSON lines by type.
+func runJSCase(t *testing.T, dir, node string, s *stack, name string, extra ...string) map[string]map[string]any {
 	t.Helper()
 	driver, err := filepath.Abs("testdata/js_frameworks.mjs")
 	require.NoError(t, err)
@@ -56,6 +56,7 @@ func runJSCase(t *testing.T, dir, node string, s *stack, name string) map[string
 		// Anything not meant for the gateway goes to a closed loopback port.
 		"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "NO_PROXY=127.0.0.1,localhost",
 		"LANGSMITH_TRACING=false", "LANGCHAIN_TRACING_V2=false"}
+	cmd.Env = append(cmd.Env, extra...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err = cmd.Run()
@@ -216,4 +217,25 @@ func TestJSLangChainStructured(t *testing.T) {
 	assert.Contains(t, sent, "one JSON value only", "the model is told to answer in JSON")
 	assert.Contains(t, sent, "(temperature", "named as the client named it")
 	assert.Contains(t, sent, `"celsius"`, "in the schema it must match")
+}
+
+// TestJSAISDKObject asks for an object with generateText's Output.object
+// through each door: the schema reaches the model (Responses' text.format,
+// chat completions' response_format, Anthropic's output_config.format),
+// and the parsed object comes back.
+func TestJSAISDKObject(t *testing.T) {
+	dir, node := jsFrameworks(t)
+	for _, name := range []string{"ai-object-responses", "ai-object-chat", "ai-object-anthropic"} {
+		t.Run(name, func(t *testing.T) {
+			s := newStack(t, map[string]string{"API_KEYS": "sk-js-test"}, script(t, []string{`{"city": "Paris", `, `"celsius": 21}`}))
+			res := runJSCase(t, dir, node, s, name)["result"]
+			require.NotNil(t, res)
+			assert.Equal(t, map[string]any{"city": "Paris", "celsius": 21.0}, res["object"])
+			assert.Equal(t, "stop", res["finish_reason"])
+			sent := nthUpstream(t, s, 0)
+			assert.Contains(t, sent, "How warm is it in Paris?")
+			assert.Contains(t, sent, "one JSON value only", "the model is told to answer in JSON")
+			assert.Contains(t, sent, `"celsius":{"type":"number"}`, "in the schema it must match")
+		})
+	}
 }

@@ -14,7 +14,9 @@ const load = (name) => import(require.resolve(name));
 
 const url = process.env.GATEWAY_URL;
 const apiKey = process.env.GATEWAY_KEY;
-const model = "claude-sonnet-4.6";
+// JS_MODEL, when set, is the name a case asks for (an Anthropic-style
+// name the AI SDK knows, which the gateway's aliases map).
+const model = process.env.JS_MODEL || "claude-sonnet-4.6";
 
 const timer = setTimeout(() => {
   out({ type: "driver_error", error_message: "driver timed out" });
@@ -113,7 +115,22 @@ async function chatAnthropic() {
   return new ChatAnthropic({ model, apiKey, anthropicApiUrl: url, maxRetries: 0 });
 }
 
+// aiSDKObject asks for an object with generateText's Output.object.
+async function aiSDKObject(languageModel) {
+  const { generateText, Output } = await load("ai");
+  const { z } = await load("zod");
+  const result = await generateText({
+    model: languageModel,
+    output: Output.object({ schema: z.object({ city: z.string(), celsius: z.number() }), name: "temperature" }),
+    prompt: "How warm is it in Paris?",
+  });
+  out({ type: "result", object: result.output, finish_reason: result.finishReason });
+}
+
 const cases = {
+  "ai-object-responses": async () => aiSDKObject((await openaiProvider())(model)),
+  "ai-object-chat": async () => aiSDKObject((await openaiProvider()).chat(model)),
+  "ai-object-anthropic": async () => aiSDKObject((await anthropicProvider())(model)),
   "ai-openai-responses": async () => aiSDKTools((await openaiProvider())(model)),
   "ai-openai-chat": async () => aiSDKTools((await openaiProvider()).chat(model)),
   "ai-anthropic": async () => aiSDKTools((await anthropicProvider())(model)),
