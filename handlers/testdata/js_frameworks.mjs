@@ -105,14 +105,52 @@ async function langchainTools(chat, stream) {
   out({ type: "second", text: second.text, tool_calls: second.tool_calls ?? [], usage: second.usage_metadata });
 }
 
-async function chatOpenAI() {
+async function chatOpenAI(extra = {}) {
   const { ChatOpenAI } = await load("@langchain/openai");
-  return new ChatOpenAI({ model, apiKey, configuration: { baseURL: url + "/v1" }, maxRetries: 0 });
+  return new ChatOpenAI({ model, apiKey, configuration: { baseURL: url + "/v1" }, maxRetries: 0, ...extra });
 }
 
 async function chatAnthropic() {
   const { ChatAnthropic } = await load("@langchain/anthropic");
   return new ChatAnthropic({ model, apiKey, anthropicApiUrl: url, maxRetries: 0 });
+}
+
+// aiSDKStreamTools is aiSDKTools streamed: streamText's full stream, its
+// parts' types in order, and the text of the last step.
+async function aiSDKStreamTools(languageModel) {
+  const { streamText, tool, isStepCount } = await load("ai");
+  const { z } = await load("zod");
+  const result = streamText({
+    model: languageModel,
+    tools: {
+      weather: tool({
+        description: "Get the weather in a city",
+        inputSchema: z.object({ city: z.string().describe("The city") }),
+        execute: async ({ city }) => {
+          out({ type: "executed", args: { city } });
+          return forecast(city);
+        },
+      }),
+    },
+    stopWhen: isStepCount(2),
+    prompt: "What is the weather in Paris?",
+  });
+  const parts = [];
+  const errors = [];
+  for await (const p of result.fullStream) {
+    if (parts[parts.length - 1] !== p.type) parts.push(p.type);
+    if (p.type === "error") errors.push(String(p.error?.message ?? p.error));
+  }
+  const steps = await result.steps;
+  out({
+    type: "result",
+    parts,
+    errors,
+    text: await result.text,
+    finish_reason: await result.finishReason,
+    steps: steps.map((s) => ({ finish_reason: s.finishReason, tool_calls: s.toolCalls.map((c) => ({ name: c.toolName, input: c.input })) })),
+    usage: await result.totalUsage,
+  });
 }
 
 // aiSDKObject asks for an object with generateText's Output.object.
@@ -128,6 +166,9 @@ async function aiSDKObject(languageModel) {
 }
 
 const cases = {
+  "ai-stream-tools-responses": async () => aiSDKStreamTools((await openaiProvider())(model)),
+  "ai-stream-tools-chat": async () => aiSDKStreamTools((await openaiProvider()).chat(model)),
+  "ai-stream-tools-anthropic": async () => aiSDKStreamTools((await anthropicProvider())(model)),
   "ai-object-responses": async () => aiSDKObject((await openaiProvider())(model)),
   "ai-object-chat": async () => aiSDKObject((await openaiProvider()).chat(model)),
   "ai-object-anthropic": async () => aiSDKObject((await anthropicProvider())(model)),
@@ -148,14 +189,26 @@ const cases = {
   "lc-openai": async () => langchainTools(await chatOpenAI(), false),
   "lc-anthropic": async () => langchainTools(await chatAnthropic(), false),
   "lc-openai-stream": async () => langchainTools(await chatOpenAI(), true),
-  "lc-structured": async () => {
+  "lc-openai-responses": async () => langchainTools(await chatOpenAI({ useResponsesApi: true }), false),
+  "lc-openai-responses-stream": async () => langchainTools(await chatOpenAI({ useResponsesApi: true }), true),
+  "lc-anthropic-stream": async () => langchainTools(await chatAnthropic(), true),
+  "lc-structured": async () => structured(await chatOpenAI()),
+  "lc-structured-tool": async () => structured(await chatOpenAI(), "functionCalling"),
+  "lc-structured-responses": async () => structured(await chatOpenAI({ useResponsesApi: true })),
+  "lc-structured-anthropic": async () => structured(await chatAnthropic()),
+};
+
+// structured runs withStructuredOutput on a zod schema, with its default
+// method (OpenAI: json_schema; Anthropic: a forced tool) or method.
+async function structured(chat, method) {
+  {
     const { z } = await load("zod");
     const schema = z.object({ city: z.string(), celsius: z.number() }).describe("A city's temperature");
-    const structured = (await chatOpenAI()).withStructuredOutput(schema, { name: "temperature" });
+    const structured = chat.withStructuredOutput(schema, { name: "temperature", ...(method && { method }) });
     const parsed = await structured.invoke("How warm is it in Paris?");
     out({ type: "result", parsed });
-  },
-};
+  }
+}
 
 try {
   const run = cases[process.env.JS_CASE];
