@@ -107,7 +107,7 @@ func TestJSAISDKTools(t *testing.T) {
 		{"ai-openai-compatible", "openai"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newStack(t, map[string]string{"API_KEYS": "sk-js-test"}, weatherCall(t))
+			s := newStack(t, map[string]string{"API_KEY": "sk-js-test"}, weatherCall(t))
 			lines := runJSCase(t, dir, node, s, tc.name)
 
 			assert.Equal(t, map[string]any{"city": "Paris"}, lines["executed"]["args"], "the tool ran with the model's arguments")
@@ -141,7 +141,7 @@ func TestJSAISDKTools(t *testing.T) {
 func TestJSAISDKStream(t *testing.T) {
 	dir, node := jsFrameworks(t)
 	paced := cursortest.Response{Events: cursortest.Frames(&defaultUsage, nil, []string{"Hello ", "from ", "the gateway."}), Delay: 300 * time.Millisecond}
-	s := newStack(t, map[string]string{"API_KEYS": "sk-js-test"}, cursortest.Always(paced))
+	s := newStack(t, map[string]string{"API_KEY": "sk-js-test"}, cursortest.Always(paced))
 	res := runJSCase(t, dir, node, s, "ai-stream")["result"]
 	require.NotNil(t, res)
 	deltas, _ := res["deltas"].([]any)
@@ -170,7 +170,7 @@ func TestJSAISDKStreamTools(t *testing.T) {
 		{"ai-stream-tools-anthropic", "anthropic"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newStack(t, map[string]string{"API_KEYS": "sk-js-test"}, weatherCall(t))
+			s := newStack(t, map[string]string{"API_KEY": "sk-js-test"}, weatherCall(t))
 			lines := runJSCase(t, dir, node, s, tc.name)
 
 			assert.Equal(t, map[string]any{"city": "Paris"}, lines["executed"]["args"], "the tool ran with the model's arguments")
@@ -219,7 +219,7 @@ func TestJSLangChainTools(t *testing.T) {
 		{"lc-anthropic-stream", "anthropic"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newStack(t, map[string]string{"API_KEYS": "sk-js-test"}, weatherCall(t))
+			s := newStack(t, map[string]string{"API_KEY": "sk-js-test"}, weatherCall(t))
 			lines := runJSCase(t, dir, node, s, tc.name)
 
 			first := lines["first"]
@@ -278,7 +278,7 @@ func TestJSLangChainStructured(t *testing.T) {
 		{"lc-structured-anthropic", asCall},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newStack(t, map[string]string{"API_KEYS": "sk-js-test"}, script(t, tc.reply))
+			s := newStack(t, map[string]string{"API_KEY": "sk-js-test"}, script(t, tc.reply))
 			res := runJSCase(t, dir, node, s, tc.name)["result"]
 			require.NotNil(t, res)
 			assert.Equal(t, map[string]any{"city": "Paris", "celsius": 21.0}, res["parsed"])
@@ -304,7 +304,7 @@ func TestJSAISDKObject(t *testing.T) {
 	dir, node := jsFrameworks(t)
 	for _, name := range []string{"ai-object-responses", "ai-object-chat", "ai-object-anthropic"} {
 		t.Run(name, func(t *testing.T) {
-			s := newStack(t, map[string]string{"API_KEYS": "sk-js-test"}, script(t, []string{`{"city": "Paris", `, `"celsius": 21}`}))
+			s := newStack(t, map[string]string{"API_KEY": "sk-js-test"}, script(t, []string{`{"city": "Paris", `, `"celsius": 21}`}))
 			res := runJSCase(t, dir, node, s, name)["result"]
 			require.NotNil(t, res)
 			assert.Equal(t, map[string]any{"city": "Paris", "celsius": 21.0}, res["object"])
@@ -315,4 +315,93 @@ func TestJSAISDKObject(t *testing.T) {
 			assert.Contains(t, sent, `"celsius":{"type":"number"}`, "in the schema it must match")
 		})
 	}
+}
+
+// TestJSToolSchema offers a tool whose zod schema has what users write (a
+// reused object, an enum, optional, nullable, arrays, a union, a record)
+// through the AI SDK and LangChain: the schema reaches the model whole
+// and the model's arguments reach the tool as it wrote them.
+func TestJSToolSchema(t *testing.T) {
+	dir, node := jsFrameworks(t)
+	args := `{"from":{"city":"Paris","country":"FR"},"to":{"city":"Oslo","country":"NO"},"class":"business","seats":2,` +
+		`"loyalty":null,"stops":[{"city":"Hamburg","country":"DE"}],"when":"asap","extras":{"wifi":true}}`
+	var want map[string]any
+	require.NoError(t, json.Unmarshal([]byte(args), &want))
+	for _, name := range []string{"ai-schema", "lc-schema"} {
+		t.Run(name, func(t *testing.T) {
+			s := newStack(t, map[string]string{"API_KEY": "sk-js-test"}, script(t, []string{"TRIGGER\n", `<invoke name="book">` + args + `</invoke>`}))
+			lines := runJSCase(t, dir, node, s, name)
+			assert.Equal(t, want, lines["executed"]["args"])
+			assert.EqualValues(t, 1, lines["result"]["calls"])
+			sent := nthUpstream(t, s, 0)
+			assert.Contains(t, sent, `<function name="book">`)
+			assert.Contains(t, sent, `"enum":["economy","business"]`)
+			assert.Contains(t, sent, `"loyalty":{"type":["string","null"]}`)
+		})
+	}
+}
+
+// TestJSAISDKErrors sends a key the gateway does not know through each of
+// the AI SDK's providers: the user's error carries the gateway's status
+// and its message saying what to fix, not a parse failure.
+func TestJSAISDKErrors(t *testing.T) {
+	dir, node := jsFrameworks(t)
+	for _, name := range []string{"ai-error-chat", "ai-error-responses", "ai-error-anthropic"} {
+		t.Run(name, func(t *testing.T) {
+			s := newStack(t, map[string]string{"API_KEY": "sk-someone-else"}, script(t, []string{"unused"}))
+			res := runJSCase(t, dir, node, s, name)["result"]
+			require.NotNil(t, res)
+			e, _ := res["error"].(map[string]any)
+			require.NotNil(t, e, "the call fails")
+			assert.Equal(t, "AI_APICallError", e["name"])
+			assert.EqualValues(t, 401, e["status"])
+			assert.Contains(t, e["message"], "invalid API key")
+			assert.Empty(t, s.up.Requests())
+		})
+	}
+}
+
+// TestJSAISDKAbort aborts streamText (abortSignal) after its first delta
+// while the upstream is still answering: the gateway cancels the upstream
+// request and logs the client as gone, on every door.
+func TestJSAISDKAbort(t *testing.T) {
+	dir, node := jsFrameworks(t)
+	hang := cursortest.Always(cursortest.Response{Events: []string{
+		`{"type":"start"}`, `{"type":"text-start","id":"t0"}`, `{"type":"text-delta","id":"t0","delta":"first words"}`,
+	}, Hang: true})
+	for _, tc := range []struct{ name, door string }{
+		{"ai-abort-chat", "openai"},
+		{"ai-abort-responses", "responses"},
+		{"ai-abort-anthropic", "anthropic"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStack(t, map[string]string{"API_KEY": "sk-js-test"}, hang)
+			res := runJSCase(t, dir, node, s, tc.name)["result"]
+			require.NotNil(t, res)
+			assert.Equal(t, []any{"first words"}, res["deltas"])
+			waitClosed(t, s.up.Canceled(), 10*time.Second, "cancelling the upstream request after the client aborted")
+			s.Close() // waits for the handler
+			assert.Contains(t, s.logs.String(), "door="+tc.door)
+			assert.Contains(t, s.logs.String(), "status=499")
+		})
+	}
+}
+
+// TestJSAISDKThinking turns Anthropic's extended thinking on through
+// @ai-sdk/anthropic's providerOptions over two tool steps: each step's
+// reasoning comes back, and the step with the thinking block and its
+// placeholder signature goes back to the gateway without complaint.
+func TestJSAISDKThinking(t *testing.T) {
+	dir, node := jsFrameworks(t)
+	s := newStack(t, map[string]string{"API_KEY": "sk-js-test"}, scriptWith(t, &defaultUsage, []string{"Weighing ", "the tool."},
+		[]string{"Let me check.\nTRIGGER\n", `<invoke name="weather">{"city": "Paris"}</invoke>`},
+		[]string{"It is sunny ", "and 21 C in Paris."}))
+	lines := runJSCase(t, dir, node, s, "ai-thinking-anthropic")
+	assert.Equal(t, map[string]any{"city": "Paris"}, lines["executed"]["args"])
+	res := lines["result"]
+	require.NotNil(t, res)
+	assert.Equal(t, []any{"Weighing the tool.", "Weighing the tool."}, res["reasoning"])
+	assert.Equal(t, "It is sunny and 21 C in Paris.", res["text"])
+	assert.Contains(t, nthUpstream(t, s, 0), "<thinking>", "the model is asked to think")
+	assert.Contains(t, nthUpstream(t, s, 1), "Sunny, 21 C in Paris")
 }

@@ -27,8 +27,9 @@ const timer = setTimeout(() => {
 // the test looks for in the upstream's second request.
 const forecast = (city) => `Sunny, 21 C in ${city}`;
 
-// aiSDKTools runs generateText with an executed zod tool and two steps.
-async function aiSDKTools(languageModel) {
+// aiSDKTools runs generateText with an executed zod tool and two steps
+// (more settings of generateText's in extra).
+async function aiSDKTools(languageModel, extra = {}) {
   const { generateText, tool, isStepCount } = await load("ai");
   const { z } = await load("zod");
   const result = await generateText({
@@ -45,10 +46,12 @@ async function aiSDKTools(languageModel) {
     },
     stopWhen: isStepCount(2),
     prompt: "What is the weather in Paris?",
+    ...extra,
   });
   out({
     type: "result",
     text: result.text,
+    reasoning: result.steps.map((s) => s.reasoningText ?? ""),
     finish_reason: result.finishReason,
     steps: result.steps.map((s) => ({
       finish_reason: s.finishReason,
@@ -165,7 +168,90 @@ async function aiSDKObject(languageModel) {
   out({ type: "result", object: result.output, finish_reason: result.finishReason });
 }
 
+// aiSDKError makes one call the gateway refuses and prints the error the
+// user sees.
+async function aiSDKError(languageModel) {
+  const { generateText } = await load("ai");
+  try {
+    await generateText({ model: languageModel, prompt: "hi", maxRetries: 0 });
+    out({ type: "result", error: null });
+  } catch (err) {
+    out({ type: "result", error: { name: err.name, message: err.message, status: err.statusCode ?? err.lastError?.statusCode } });
+  }
+}
+
+// aiSDKAbort aborts a stream after its first delta.
+async function aiSDKAbort(languageModel) {
+  const { streamText } = await load("ai");
+  const ctl = new AbortController();
+  const result = streamText({ model: languageModel, prompt: "Count slowly.", abortSignal: ctl.signal, onError: () => {} });
+  const deltas = [];
+  try {
+    for await (const d of result.textStream) {
+      deltas.push(d);
+      ctl.abort();
+    }
+  } catch (err) {
+    out({ type: "aborted", name: err.name });
+  }
+  out({ type: "result", deltas });
+}
+
+// bookingSchema is a tool schema with what zod users write: a reused
+// object, an enum, optional, nullable, arrays, a union and a record.
+function bookingSchema(z) {
+  const place = z.object({ city: z.string(), country: z.string().length(2) });
+  return z.object({
+    from: place,
+    to: place,
+    class: z.enum(["economy", "business"]),
+    seats: z.number().int().min(1).max(9),
+    note: z.string().optional(),
+    loyalty: z.string().nullable(),
+    stops: z.array(place).max(3),
+    when: z.union([z.string().datetime(), z.literal("asap")]),
+    extras: z.record(z.string(), z.boolean()),
+  });
+}
+
+const booking = {
+  from: { city: "Paris", country: "FR" },
+  to: { city: "Oslo", country: "NO" },
+  class: "business",
+  seats: 2,
+  loyalty: null,
+  stops: [{ city: "Hamburg", country: "DE" }],
+  when: "asap",
+  extras: { wifi: true },
+};
+
 const cases = {
+  "ai-schema": async () => {
+    const { generateText, tool } = await load("ai");
+    const { z } = await load("zod");
+    const result = await generateText({
+      model: (await openaiProvider()).chat(model),
+      tools: { book: tool({ description: "Book a flight", inputSchema: bookingSchema(z), execute: async (args) => { out({ type: "executed", args }); return "booked"; } }) },
+      prompt: "Book it.",
+    });
+    out({ type: "result", finish_reason: result.finishReason, calls: result.toolCalls.length });
+  },
+  "lc-schema": async () => {
+    const { tool } = await load("@langchain/core/tools");
+    const { z } = await load("zod");
+    const book = tool(async (args) => { out({ type: "executed", args }); return "booked"; }, { name: "book", description: "Book a flight", schema: bookingSchema(z) });
+    const msg = await (await chatOpenAI()).bindTools([book]).invoke("Book it.");
+    for (const c of msg.tool_calls ?? []) await book.invoke(c);
+    out({ type: "result", calls: (msg.tool_calls ?? []).length, invalid: msg.invalid_tool_calls ?? [] });
+  },
+  "ai-abort-chat": async () => aiSDKAbort((await openaiProvider()).chat(model)),
+  "ai-abort-responses": async () => aiSDKAbort((await openaiProvider())(model)),
+  "ai-abort-anthropic": async () => aiSDKAbort((await anthropicProvider())(model)),
+  "ai-error-chat": async () => aiSDKError((await openaiProvider()).chat(model)),
+  "ai-error-responses": async () => aiSDKError((await openaiProvider())(model)),
+  "ai-error-anthropic": async () => aiSDKError((await anthropicProvider())(model)),
+  "ai-thinking-anthropic": async () =>
+    aiSDKTools((await anthropicProvider())(model), { providerOptions: { anthropic: { thinking: { type: "enabled", budgetTokens: 2048 } } } }),
   "ai-stream-tools-responses": async () => aiSDKStreamTools((await openaiProvider())(model)),
   "ai-stream-tools-chat": async () => aiSDKStreamTools((await openaiProvider()).chat(model)),
   "ai-stream-tools-anthropic": async () => aiSDKStreamTools((await anthropicProvider())(model)),
