@@ -42,9 +42,9 @@ func jsFrameworks(t *testing.T) (dir, node string) {
 	return dir, node
 }
 
-// runJSCase runs one case of testdata/js_frameworks.mjs against s, with
-// extra environment, and returns its JSON lines by type.
-func runJSCase(t *testing.T, dir, node string, s *stack, name string, extra ...string) map[string]map[string]any {
+// runJSCase runs one case of testdata/js_frameworks.mjs against s and
+// returns its JSON lines by type.
+func runJSCase(t *testing.T, dir, node string, s *stack, name string) map[string]map[string]any {
 	t.Helper()
 	driver, err := filepath.Abs("testdata/js_frameworks.mjs")
 	require.NoError(t, err)
@@ -56,7 +56,6 @@ func runJSCase(t *testing.T, dir, node string, s *stack, name string, extra ...s
 		// Anything not meant for the gateway goes to a closed loopback port.
 		"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "NO_PROXY=127.0.0.1,localhost",
 		"LANGSMITH_TRACING=false", "LANGCHAIN_TRACING_V2=false"}
-	cmd.Env = append(cmd.Env, extra...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err = cmd.Run()

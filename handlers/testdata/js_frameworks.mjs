@@ -14,9 +14,7 @@ const load = (name) => import(require.resolve(name));
 
 const url = process.env.GATEWAY_URL;
 const apiKey = process.env.GATEWAY_KEY;
-// JS_MODEL, when set, is the name a case asks for (an Anthropic-style
-// name the AI SDK knows, which the gateway's aliases map).
-const model = process.env.JS_MODEL || "claude-sonnet-4.6";
+const model = "claude-sonnet-4.6";
 
 const timer = setTimeout(() => {
   out({ type: "driver_error", error_message: "driver timed out" });
@@ -213,17 +211,6 @@ function bookingSchema(z) {
     extras: z.record(z.string(), z.boolean()),
   });
 }
-
-const booking = {
-  from: { city: "Paris", country: "FR" },
-  to: { city: "Oslo", country: "NO" },
-  class: "business",
-  seats: 2,
-  loyalty: null,
-  stops: [{ city: "Hamburg", country: "DE" }],
-  when: "asap",
-  extras: { wifi: true },
-};
 
 const cases = {
   "ai-schema": async () => {
