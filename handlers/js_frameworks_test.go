@@ -404,3 +404,28 @@ func TestJSAISDKThinking(t *testing.T) {
 	assert.Contains(t, nthUpstream(t, s, 0), "<thinking>", "the model is asked to think")
 	assert.Contains(t, nthUpstream(t, s, 1), "Sunny, 21 C in Paris")
 }
+
+// TestJSAISDKToolResults has the AI SDK's tool return an object, then
+// fail, through each door: the object reaches the model as JSON, and the
+// failure as its message, so the model can answer from either.
+func TestJSAISDKToolResults(t *testing.T) {
+	dir, node := jsFrameworks(t)
+	for _, door := range []string{"ai-openai-responses", "ai-openai-chat", "ai-anthropic"} {
+		for _, tc := range []struct{ mode, want string }{
+			{"object", `{"city":"Paris","forecast":"Sunny, 21 C in Paris","celsius":21}`},
+			{"throw", "weather service down for Paris"},
+		} {
+			t.Run(door+"+"+tc.mode, func(t *testing.T) {
+				s := newStack(t, map[string]string{"API_KEY": "sk-js-test"}, weatherCall(t))
+				lines := runJSCase(t, dir, node, s, door+"+"+tc.mode)
+				assert.Equal(t, map[string]any{"city": "Paris"}, lines["executed"]["args"])
+				require.NotNil(t, lines["result"])
+				assert.Equal(t, "It is sunny and 21 C in Paris.", lines["result"]["text"])
+				replay := nthUpstream(t, s, 1)
+				at := strings.Index(replay, "<tool_result ")
+				require.GreaterOrEqual(t, at, 0, "the result goes back:\n%s", replay)
+				assert.Contains(t, replay[at:], tc.want)
+			})
+		}
+	}
+}

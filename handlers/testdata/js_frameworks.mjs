@@ -15,6 +15,9 @@ const load = (name) => import(require.resolve(name));
 const url = process.env.GATEWAY_URL;
 const apiKey = process.env.GATEWAY_KEY;
 const model = "claude-sonnet-4.6";
+// JS_CASE is a case's name, then optionally "+object" or "+throw": the
+// AI SDK's weather tool then returns an object, or fails.
+const [caseName, resultMode] = process.env.JS_CASE.split("+");
 
 const timer = setTimeout(() => {
   out({ type: "driver_error", error_message: "driver timed out" });
@@ -38,6 +41,8 @@ async function aiSDKTools(languageModel, extra = {}) {
         inputSchema: z.object({ city: z.string().describe("The city") }),
         execute: async ({ city }) => {
           out({ type: "executed", args: { city } });
+          if (resultMode === "object") return { city, forecast: forecast(city), celsius: 21 };
+          if (resultMode === "throw") throw new Error(`weather service down for ${city}`);
           return forecast(city);
         },
       }),
@@ -284,8 +289,8 @@ async function structured(chat, method) {
 }
 
 try {
-  const run = cases[process.env.JS_CASE];
-  if (!run) throw new Error(`no case ${process.env.JS_CASE}`);
+  const run = cases[caseName];
+  if (!run) throw new Error(`no case ${caseName}`);
   await run();
 } catch (err) {
   out({ type: "driver_error", error_message: String(err?.stack ?? err?.message ?? err), cause: String(err?.responseBody ?? err?.cause ?? "") });
