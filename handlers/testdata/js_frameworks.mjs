@@ -274,6 +274,7 @@ const cases = {
   "lc-structured-tool": async () => structured(await chatOpenAI(), "functionCalling"),
   "lc-structured-responses": async () => structured(await chatOpenAI({ useResponsesApi: true })),
   "lc-structured-anthropic": async () => structured(await chatAnthropic()),
+  "lc-structured-anthropic-json": async () => structured(await chatAnthropic(), "jsonSchema"),
 };
 
 // structured runs withStructuredOutput on a zod schema, with its default
