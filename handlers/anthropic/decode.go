@@ -2,8 +2,11 @@ package anthropic
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/tidwall/gjson"
 
 	"cursor2api/models"
 	"cursor2api/utils"
@@ -50,6 +53,13 @@ func ToRequest(req *MessagesRequest) (*models.Request, error) {
 			return nil, err
 		}
 		out.Messages = append(out.Messages, models.Message{Role: models.RoleSystem, Blocks: blocks})
+	}
+	note, err := formatNote(req)
+	if err != nil {
+		return nil, err
+	}
+	if note != "" {
+		out.Messages = append(out.Messages, models.Message{Role: models.RoleSystem, Blocks: []models.Block{{Kind: models.BlockText, Text: note}}})
 	}
 	if len(req.Messages) == 0 {
 		return nil, models.InvalidRequest("messages", "messages is empty: send at least one user message")
@@ -258,4 +268,33 @@ func assistantMessage(i, offset int, c Content) (models.Message, error) {
 		}
 	}
 	return msg, nil
+}
+
+// formatNote is the system instruction of output_config.format (or the
+// beta's output_format), or "" without one. The upstream has no
+// structured output, so the schema becomes a constraint in the prompt, in
+// the words every door uses.
+func formatNote(req *MessagesRequest) (string, error) {
+	param, raw := "output_format", bytes.TrimSpace(req.OutputFormat)
+	if f := gjson.GetBytes(req.OutputConfig, "format"); f.Exists() && f.Type != gjson.Null {
+		param, raw = "output_config.format", []byte(f.Raw)
+	}
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return "", nil
+	}
+	var f struct {
+		Type   string          `json:"type"`
+		Schema json.RawMessage `json:"schema"`
+	}
+	if err := json.Unmarshal(raw, &f); err != nil {
+		return "", models.InvalidRequest(param, `%s must be an object like {"type":"json_schema","schema":{...}}`, param)
+	}
+	if f.Type != "json_schema" {
+		return "", models.InvalidRequest(param+".type", `%s.type %q is not supported: use "json_schema"`, param, utils.Clip(f.Type, utils.QuoteLen))
+	}
+	schema := bytes.TrimSpace(f.Schema)
+	if len(schema) == 0 || schema[0] != '{' {
+		return "", models.InvalidRequest(param+".schema", "%s.schema must be a JSON Schema object", param)
+	}
+	return models.JSONSchemaNote(schema, "", ""), nil
 }

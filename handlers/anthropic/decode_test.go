@@ -222,3 +222,37 @@ func TestToRequestToolSearch(t *testing.T) {
 		Blocks: []models.Block{{Kind: models.BlockToolReference, Name: "mcp__everything__echo"}}}, req.Messages[2])
 	assert.Equal(t, "Tool loaded.", req.Messages[3].Text())
 }
+
+// output_config.format (and the beta's output_format) becomes a system
+// instruction after the request's system: the upstream has no structured
+// output, and the AI SDK's Output.object sends its schema only there.
+func TestToRequestOutputFormat(t *testing.T) {
+	schema := `{"type":"object","properties":{"celsius":{"type":"number"}},"required":["celsius"]}`
+	for _, field := range []string{`"output_config":{"effort":"high","format":{"type":"json_schema","schema":` + schema + `}}`, `"output_format":{"type":"json_schema","schema":` + schema + `}`} {
+		r, err := ToRequest(decode(t, `{"model":"m","system":"be brief","messages":[{"role":"user","content":"weather?"}],`+field+`}`))
+		require.NoError(t, err, field)
+		require.Len(t, r.Messages, 3, field)
+		assert.Equal(t, "be brief", r.Messages[0].Text())
+		assert.Equal(t, models.RoleSystem, r.Messages[1].Role)
+		assert.Equal(t, models.JSONSchemaNote([]byte(schema), "", ""), r.Messages[1].Text(), field)
+		assert.Equal(t, "weather?", r.Messages[2].Text())
+	}
+	for _, field := range []string{`"output_config":{"effort":"high"}`, `"output_config":null`, `"output_config":{"format":null}`} {
+		r, err := ToRequest(decode(t, `{"model":"m","messages":[{"role":"user","content":"weather?"}],`+field+`}`))
+		require.NoError(t, err, field)
+		assert.Len(t, r.Messages, 1, "no format adds nothing: %s", field)
+	}
+	bad := []struct{ field, param string }{
+		{`"output_config":{"format":{"type":"xml"}}`, "output_config.format.type"},
+		{`"output_config":{"format":{"type":"json_schema"}}`, "output_config.format.schema"},
+		{`"output_format":{"type":"json_schema","schema":"x"}`, "output_format.schema"},
+		{`"output_config":{"format":"json"}`, "output_config.format"},
+	}
+	for _, tc := range bad {
+		_, err := ToRequest(decode(t, `{"model":"m","messages":[{"role":"user","content":"weather?"}],`+tc.field+`}`))
+		var apiErr *models.Error
+		require.True(t, errors.As(err, &apiErr), "%s: %v", tc.field, err)
+		assert.Equal(t, 400, apiErr.Status, tc.field)
+		assert.Equal(t, tc.param, apiErr.Param, tc.field)
+	}
+}

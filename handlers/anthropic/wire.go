@@ -4,7 +4,7 @@
 // model list and count_tokens.
 //
 // Fields the gateway does not use (cache_control, context_management,
-// output_config, citations, ...) are not declared, so unknown extras never
+// output_config's effort, citations, ...) are not declared, so unknown extras never
 // fail a request.
 package anthropic
 
@@ -33,6 +33,12 @@ type MessagesRequest struct {
 	// Metadata is kept raw: only the session in its user_id is read
 	// (SessionOf), and a shape the gateway does not know fails nothing.
 	Metadata json.RawMessage `json:"metadata,omitempty"`
+	// OutputConfig is kept raw: only its format is read (formatNote), and
+	// its other settings (effort, task_budget) fail nothing.
+	OutputConfig json.RawMessage `json:"output_config,omitempty"`
+	// OutputFormat is the structured-outputs beta's form of
+	// output_config.format.
+	OutputFormat json.RawMessage `json:"output_format,omitempty"`
 }
 
 // Message is one entry of the conversation: a user or assistant turn.

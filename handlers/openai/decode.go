@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"cursor2api/models"
@@ -60,7 +61,57 @@ func ToRequest(req *ChatRequest) (*models.Request, error) {
 		}
 		out.Messages = append(out.Messages, msg)
 	}
+	note, err := formatNote(req.ResponseFormat)
+	if err != nil {
+		return nil, err
+	}
+	if note != "" {
+		// After the client's own system messages, as the Responses door
+		// puts text.format's note after its instructions.
+		at := 0
+		for at < len(out.Messages) && out.Messages[at].Role == models.RoleSystem {
+			at++
+		}
+		out.Messages = slices.Insert(out.Messages, at, models.Message{Role: models.RoleSystem, Blocks: []models.Block{{Kind: models.BlockText, Text: note}}})
+	}
 	return out, nil
+}
+
+// formatNote is the system instruction response_format asks for, or ""
+// for plain text. The upstream has no structured output, so a schema
+// becomes a constraint in the prompt, in the words every door uses.
+func formatNote(raw json.RawMessage) (string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return "", nil
+	}
+	var f struct {
+		Type       string `json:"type"`
+		JSONSchema *struct {
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			Schema      json.RawMessage `json:"schema"`
+		} `json:"json_schema"`
+	}
+	if err := json.Unmarshal(raw, &f); err != nil {
+		return "", models.InvalidRequest("response_format", `response_format must be an object like {"type":"json_schema","json_schema":{"name":"...","schema":{...}}}`)
+	}
+	switch f.Type {
+	case "", "text":
+		return "", nil
+	case "json_object":
+		return models.JSONObjectNote, nil
+	case "json_schema":
+		var schema []byte
+		if f.JSONSchema != nil {
+			schema = bytes.TrimSpace(f.JSONSchema.Schema)
+		}
+		if len(schema) == 0 || schema[0] != '{' {
+			return "", models.InvalidRequest("response_format.json_schema.schema", "response_format.json_schema.schema must be a JSON Schema object")
+		}
+		return models.JSONSchemaNote(schema, f.JSONSchema.Name, f.JSONSchema.Description), nil
+	}
+	return "", models.InvalidRequest("response_format.type", `response_format.type %q is not supported: use "text", "json_object" or "json_schema"`, utils.Clip(f.Type, utils.QuoteLen))
 }
 
 // maxOutputTokens reads max_completion_tokens, else the older max_tokens

@@ -178,3 +178,54 @@ func TestToRequestImages(t *testing.T) {
 		}
 	}
 }
+
+// response_format becomes a system instruction after the client's own
+// system messages: the upstream has no structured output, and a schema
+// the model is never told cannot be followed (LangChain's
+// withStructuredOutput, the AI SDK's Output.object send it).
+func TestToRequestResponseFormat(t *testing.T) {
+	convert := func(t *testing.T, format string) (*models.Request, error) {
+		t.Helper()
+		body := `{"model":"m","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"weather?"}]`
+		if format != "" {
+			body += `,"response_format":` + format
+		}
+		var wire ChatRequest
+		require.NoError(t, json.Unmarshal([]byte(body+"}"), &wire))
+		return ToRequest(&wire)
+	}
+	schema := `{"type":"object","properties":{"celsius":{"type":"number"}},"required":["celsius"]}`
+	ok := []struct{ name, format, want string }{
+		{"json_schema", `{"type":"json_schema","json_schema":{"name":"temp","description":"a reading","strict":true,"schema":` + schema + `}}`,
+			models.JSONSchemaNote([]byte(schema), "temp", "a reading")},
+		{"json_object", `{"type":"json_object"}`, models.JSONObjectNote},
+	}
+	for _, tc := range ok {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := convert(t, tc.format)
+			require.NoError(t, err)
+			require.Len(t, req.Messages, 3)
+			assert.Equal(t, "be brief", req.Messages[0].Text())
+			assert.Equal(t, models.RoleSystem, req.Messages[1].Role)
+			assert.Equal(t, tc.want, req.Messages[1].Text())
+			assert.Equal(t, "weather?", req.Messages[2].Text())
+		})
+	}
+	for _, format := range []string{"", `null`, `{"type":"text"}`} {
+		req, err := convert(t, format)
+		require.NoError(t, err, format)
+		assert.Len(t, req.Messages, 2, "plain text adds nothing: %s", format)
+	}
+	bad := []struct{ name, format, param string }{
+		{"unknown type", `{"type":"xml"}`, "response_format.type"},
+		{"no schema", `{"type":"json_schema","json_schema":{"name":"n"}}`, "response_format.json_schema.schema"},
+		{"schema not an object", `{"type":"json_schema","json_schema":{"name":"n","schema":[1]}}`, "response_format.json_schema.schema"},
+		{"not an object", `"json"`, "response_format"},
+	}
+	for _, tc := range bad {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := convert(t, tc.format)
+			requireParam(t, err, tc.param)
+		})
+	}
+}

@@ -36,6 +36,10 @@ type ChatRequest struct {
 	// PromptCacheKey is the client's key of the conversation, kept raw so
 	// that a value of another type is ignored rather than refused.
 	PromptCacheKey json.RawMessage `json:"prompt_cache_key,omitempty"`
+	// ResponseFormat is {"type":"text"}, {"type":"json_object"} or
+	// {"type":"json_schema","json_schema":{"name":...,"schema":{...}}},
+	// kept raw so that its errors name the field.
+	ResponseFormat json.RawMessage `json:"response_format,omitempty"`
 }
 
 // StreamOptions is the stream_options request field.
