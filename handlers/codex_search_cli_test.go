@@ -52,7 +52,7 @@ func TestCodexCLIToolSearch(t *testing.T) {
 			// The model's part, by what its prompt says: search, call what
 			// the search loaded, then answer.
 			s := newStack(t, map[string]string{"MODELS": tc.model}, func(_ int, req cursortest.Request) cursortest.Response {
-				p, trigger := promptOf(req), sentTrigger(req)
+				p, trigger := upstreamText(req), sentTrigger(req)
 				var deltas []string
 				switch {
 				case !strings.Contains(p, search):
@@ -74,7 +74,7 @@ func TestCodexCLIToolSearch(t *testing.T) {
 
 			var agent []string // the prompts of the agent's loop
 			for _, req := range s.up.Requests() {
-				if p := promptOf(req); strings.Contains(p, search) {
+				if p := upstreamText(req); strings.Contains(p, search) {
 					agent = append(agent, p)
 				}
 			}
@@ -89,15 +89,6 @@ func TestCodexCLIToolSearch(t *testing.T) {
 			}
 		})
 	}
-}
-
-// promptOf is an upstream request's messages as one text.
-func promptOf(req cursortest.Request) string {
-	var b strings.Builder
-	for _, m := range req.Messages {
-		b.WriteString(m.Role + ": " + m.Text + "\n")
-	}
-	return b.String()
 }
 
 // everythingServer is Codex's config.toml table for the MCP project's

@@ -83,6 +83,19 @@ func nthUpstream(t *testing.T, s *stack, n int) string {
 	return upstreamText(reqs[n])
 }
 
+// assertWeatherRoundTrip checks what the model was sent for weatherCall's
+// two turns through door: the tool offered, then the call and its result
+// as history; and that both turns went through door.
+func assertWeatherRoundTrip(t *testing.T, s *stack, door string) {
+	t.Helper()
+	assert.Contains(t, nthUpstream(t, s, 0), `<function name="weather">`, "the tool is offered")
+	replay := nthUpstream(t, s, 1)
+	assert.Contains(t, replay, `<invoke name="weather">`, "the call comes back as history")
+	assert.Contains(t, replay, "Sunny, 21 C in Paris", "with the tool's result")
+	s.Close()
+	assert.Equal(t, 2, strings.Count(s.logs.String(), "door="+door), s.logs.String())
+}
+
 // weatherCall is the fake model's turns: a weather call for Paris, then
 // an answer built on the tool's result.
 func weatherCall(t *testing.T) func(int, cursortest.Request) cursortest.Response {
@@ -123,12 +136,7 @@ func TestJSAISDKTools(t *testing.T) {
 			assert.EqualValues(t, 2*defaultUsage.Input, usage["inputTokens"], "usage of both steps: %v", usage)
 			assert.EqualValues(t, 2*defaultUsage.Output, usage["outputTokens"], "usage of both steps: %v", usage)
 
-			assert.Contains(t, nthUpstream(t, s, 0), `<function name="weather">`, "the tool is offered")
-			second := nthUpstream(t, s, 1)
-			assert.Contains(t, second, `<invoke name="weather">`, "the call comes back as history")
-			assert.Contains(t, second, "Sunny, 21 C in Paris", "with the tool's result")
-			s.Close()
-			assert.Equal(t, 2, strings.Count(s.logs.String(), "door="+tc.door), s.logs.String())
+			assertWeatherRoundTrip(t, s, tc.door)
 		})
 	}
 }
@@ -248,12 +256,7 @@ func TestJSLangChainTools(t *testing.T) {
 				assert.Greater(t, lines["streamed"]["chunks"], 2.0, "the answer streamed in chunks")
 			}
 
-			assert.Contains(t, nthUpstream(t, s, 0), `<function name="weather">`, "the tool is offered")
-			replay := nthUpstream(t, s, 1)
-			assert.Contains(t, replay, `<invoke name="weather">`, "the call comes back as history")
-			assert.Contains(t, replay, "Sunny, 21 C in Paris", "with the ToolMessage's content")
-			s.Close()
-			assert.Equal(t, 2, strings.Count(s.logs.String(), "door="+tc.door), s.logs.String())
+			assertWeatherRoundTrip(t, s, tc.door)
 		})
 	}
 }
