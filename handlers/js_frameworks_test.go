@@ -432,6 +432,13 @@ func TestJSAISDKToolResults(t *testing.T) {
 				at := strings.Index(replay, "<tool_result ")
 				require.GreaterOrEqual(t, at, 0, "the result goes back:\n%s", replay)
 				assert.Contains(t, replay[at:], tc.want)
+				// Only the Messages API says a result is a failure
+				// (is_error): the model reads that mark too.
+				if door == "ai-anthropic" && tc.mode == "throw" {
+					assert.Contains(t, replay[at:], `status="error"`)
+				} else {
+					assert.NotContains(t, replay[at:], `status="error"`)
+				}
 			})
 		}
 	}

@@ -93,7 +93,13 @@ func BuildConversation(msgs []models.Message, opts PromptOptions) ([]models.Turn
 			if name == "" {
 				name = m.ToolName
 			}
-			add(models.RoleUser, fmt.Sprintf("<tool_result id=%q name=%q>\n%s\n</tool_result>", m.ToolCallID, name, text))
+			// A failure is marked, as Anthropic's is_error marks it: the
+			// error text alone can read like a result.
+			status := ""
+			if m.IsError {
+				status = ` status="error"`
+			}
+			add(models.RoleUser, fmt.Sprintf("<tool_result id=%q name=%q%s>\n%s\n</tool_result>", m.ToolCallID, name, status, text))
 		default:
 			return nil, models.InvalidRequest("messages", "message role %q is not supported", m.Role)
 		}
@@ -221,7 +227,7 @@ func toolPrompt(o PromptOptions) string {
 	var b strings.Builder
 	t := o.Trigger
 	fmt.Fprintf(&b, `# Function calling
-You are working for a client application that can run functions for you. The functions are listed in <function_list> below. The application runs a function when you call it and sends the result back to you in a <tool_result> block in the next message.
+You are working for a client application that can run functions for you. The functions are listed in <function_list> below. The application runs a function when you call it and sends the result back to you in a <tool_result> block in the next message, marked status="error" when the function failed.
 
 To call a function, write the trigger %[1]s on a line of its own, then one <invoke> block per call, then stop writing:
 

@@ -64,7 +64,7 @@ func TestBuildConversation(t *testing.T) {
 			toolCall("call_2", "ls", ""),
 		}},
 		toolResult("call_1", "package a"),
-		toolResult("call_2", "a.go"),
+		{Role: models.RoleTool, ToolCallID: "call_2", IsError: true, Blocks: []models.Block{{Kind: models.BlockText, Text: "ls: permission denied"}}},
 		msg("system", "Be terse."),
 		{Role: "user", Blocks: []models.Block{{Kind: models.BlockText, Text: "Now what?"}, {Kind: models.BlockMedia, Text: "image_url"},
 			{Kind: models.BlockImage, MediaType: "image/png", Data: "iVBORw0KGgo="}}},
@@ -93,7 +93,8 @@ func TestBuildConversation(t *testing.T) {
 	}
 	assert.Equal(t, "Reading both.\n\n"+trigger+"\n<invoke name=\"read_file\">{\"path\":\"a.go\"}</invoke>\n<invoke name=\"ls\">{}</invoke>", out[2].Text)
 	assert.Contains(t, out[3].Text, "<tool_result id=\"call_1\" name=\"read_file\">\npackage a\n</tool_result>")
-	assert.Contains(t, out[3].Text, "<tool_result id=\"call_2\" name=\"ls\">\na.go\n</tool_result>")
+	assert.Contains(t, out[3].Text, "<tool_result id=\"call_2\" name=\"ls\" status=\"error\">\nls: permission denied\n</tool_result>", "a failure is marked")
+	assert.Contains(t, sys, `marked status="error" when the function failed`, "and the model told what the mark means")
 	assert.True(t, strings.HasSuffix(out[3].Text, "Now what?\n[image_url omitted: this model accepts text only]\n[image omitted: this model accepts text only]"), out[3].Text)
 	assert.NotContains(t, out[3].Text, "iVBORw0KGgo", "no image data in the prompt")
 }
