@@ -238,8 +238,9 @@ const (
 )
 
 // OutputItem is one item of a response's output: a message, a
-// function_call, a custom_tool_call or a reasoning item. It marshals to
-// its type's shape.
+// function_call, a custom_tool_call, a tool_search_call, a reasoning item,
+// or one of the gateway's MCP and compaction items. It marshals to its
+// type's shape.
 type OutputItem struct {
 	ID   string
 	Type string
@@ -249,7 +250,8 @@ type OutputItem struct {
 	// Text is a message's output_text, or a reasoning item's summary text.
 	Text string
 	// CallID, Name, Namespace and Arguments describe a function_call,
-	// Input instead of Arguments a custom_tool_call.
+	// Input instead of Arguments a custom_tool_call; CallID and Arguments
+	// (a JSON object) a tool_search_call.
 	CallID, Name, Namespace, Arguments, Input string
 	// ServerLabel, Output and Error describe an mcp_call (with Name and
 	// Arguments); Error is "" when the call succeeded.
