@@ -27,9 +27,12 @@ func opencodeBinary(t *testing.T) string {
 // it installs nothing at run time.
 var opencodeProviders = []struct {
 	name, npm, door string
+	// marksErrors: the door's wire says a tool result failed (Messages'
+	// is_error); chat completions has no such field.
+	marksErrors bool
 }{
-	{"openai-compatible", "@ai-sdk/openai-compatible", "door=openai"},
-	{"anthropic", "@ai-sdk/anthropic", "door=anthropic"},
+	{"openai-compatible", "@ai-sdk/openai-compatible", "door=openai", false},
+	{"anthropic", "@ai-sdk/anthropic", "door=anthropic", true},
 }
 
 // opencodeConfig is the opencode.json of the gateway at url as a custom
@@ -165,6 +168,39 @@ func TestOpencodeCLIReadsThenEdits(t *testing.T) {
 			require.Len(t, prompts, 3, "one upstream request a turn:\n%s", ev.raw)
 			assert.Contains(t, prompts[2], `3: func main() { println("hi") }`, "the read's result, the file, stays in the history")
 			assert.Contains(t, prompts[2], `name="edit"`, "and the edit's result follows")
+			s.Close()
+			assert.NotContains(t, s.logs.String(), "status=4")
+		})
+	}
+}
+
+// TestOpencodeCLIFailedEdit has the model call edit with text the file
+// does not hold: opencode reports the call failed, its error reaches the
+// model (marked failed where the door's wire says so) and the model's
+// answer ends the run.
+func TestOpencodeCLIFailedEdit(t *testing.T) {
+	bin := opencodeBinary(t)
+	for _, p := range opencodeProviders {
+		t.Run(p.name, func(t *testing.T) {
+			work := t.TempDir()
+			main := filepath.Join(work, "main.go")
+			require.NoError(t, os.WriteFile(main, []byte("package main\n"), 0o644))
+			s := newStack(t, nil, opencodeModel(t,
+				[]string{"Editing.\nTRIGGER\n", `<invoke name="edit">{"filePath": "` + main + `", "oldString": "package other", "newString": "package x"}</invoke>`},
+				[]string{"The edit failed: main.go has no package other."},
+			))
+			ev := runOpencode(t, bin, opencodeConfig(s.URL, p.npm), work, "Rename package other in main.go.")
+
+			got, err := os.ReadFile(main)
+			require.NoError(t, err)
+			assert.Equal(t, "package main\n", string(got))
+			assert.Equal(t, []string{"edit:error"}, ev.tools, "%s", ev.raw)
+			assert.Equal(t, "The edit failed: main.go has no package other.", ev.lastText)
+			prompts := agentPrompts(s.up.Requests())
+			require.Len(t, prompts, 2, "one upstream request a turn:\n%s", ev.raw)
+			result := prompts[1][strings.LastIndex(prompts[1], "<tool_result "):]
+			assert.Contains(t, result, "Could not find oldString in the file", "opencode's error reaches the model")
+			assert.Equal(t, p.marksErrors, strings.Contains(result, `status="error"`), "%s", result)
 			s.Close()
 			assert.NotContains(t, s.logs.String(), "status=4")
 		})
