@@ -56,6 +56,12 @@ func opencodeConfig(url, npm string) string {
 // session when asked by opencode's title agent, else answers the agent's
 // loop with turns by how many tool results the prompt holds.
 func opencodeModel(t *testing.T, turns ...[]string) func(int, cursortest.Request) cursortest.Response {
+	return opencodeThinker(t, nil, turns...)
+}
+
+// opencodeThinker is opencodeModel thinking reasoning (native reasoning
+// deltas) before each turn of the agent's loop.
+func opencodeThinker(t *testing.T, reasoning []string, turns ...[]string) func(int, cursortest.Request) cursortest.Response {
 	return func(_ int, req cursortest.Request) cursortest.Response {
 		var prompt strings.Builder
 		for _, m := range req.Messages {
@@ -74,7 +80,7 @@ func opencodeModel(t *testing.T, turns ...[]string) func(int, cursortest.Request
 			}
 			deltas[i] = strings.ReplaceAll(d, "TRIGGER", trigger)
 		}
-		return cursortest.Response{Events: cursortest.Frames(&defaultUsage, nil, deltas)}
+		return cursortest.Response{Events: cursortest.Frames(&defaultUsage, reasoning, deltas)}
 	}
 }
 
@@ -207,12 +213,49 @@ func TestOpencodeCLIFailedEdit(t *testing.T) {
 	}
 }
 
+// TestOpencodeCLIThinking runs a -thinking model with EXPOSE_THINKING:
+// the model's reasoning reaches opencode on both doors as its reasoning
+// parts (signed on the Messages door, as @ai-sdk/anthropic keeps it), and
+// the history opencode sends back with them, thinking blocks included, is
+// taken as it is.
+func TestOpencodeCLIThinking(t *testing.T) {
+	bin := opencodeBinary(t)
+	for _, p := range opencodeProviders {
+		t.Run(p.name, func(t *testing.T) {
+			work := t.TempDir()
+			s := newStack(t, map[string]string{"EXPOSE_THINKING": "true"}, opencodeThinker(t, []string{"Let me ", "think."},
+				[]string{"Writing.\nTRIGGER\n", `<invoke name="bash">{"command": "printf thought > out.txt", "description": "Write out.txt"}</invoke>`},
+				[]string{"Done after thinking."},
+			))
+			config := strings.ReplaceAll(opencodeConfig(s.URL, p.npm), "claude-sonnet-4.6", "claude-sonnet-4.6-thinking")
+			config = strings.Replace(config, `"name": "Claude Sonnet 4.6"`, `"name": "Claude Sonnet 4.6 thinking", "reasoning": true`, 1)
+			ev := runOpencode(t, bin, config, work, "Write out.txt.", "--thinking")
+
+			made, err := os.ReadFile(filepath.Join(work, "out.txt"))
+			require.NoError(t, err, "opencode did not run bash:\n%s", ev.raw)
+			assert.Equal(t, "thought", string(made))
+			assert.Equal(t, []string{"Let me think.", "Let me think."}, ev.reasoning, "each turn's reasoning:\n%s", ev.raw)
+			if p.door == "door=anthropic" {
+				assert.Equal(t, 2, ev.signed, "thinking blocks come signed")
+			}
+			assert.Equal(t, "Done after thinking.", ev.lastText)
+			require.Len(t, agentPrompts(s.up.Requests()), 2, "%s", ev.raw)
+			s.Close()
+			assert.NotContains(t, s.logs.String(), "status=4", "the reasoning opencode sends back is accepted")
+		})
+	}
+}
+
 // opencodeEvents is what opencode run --format json reported: its
 // events, one JSON object a line.
 type opencodeEvents struct {
 	raw string
 	// tools are the tool parts as "tool:status".
 	tools []string
+	// reasoning are the texts of the reasoning parts; signed counts those
+	// carrying an Anthropic signature, which opencode sends back.
+	reasoning []string
+	signed    int
 	// lastText is the text of the last text part.
 	lastText string
 	// finishes and usage are each step's finish reason and its
@@ -230,6 +273,11 @@ func parseOpencodeEvents(raw string) opencodeEvents {
 			ev.tools = append(ev.tools, part.Get("tool").String()+":"+part.Get("state.status").String())
 		case "text":
 			ev.lastText = part.Get("text").String()
+		case "reasoning":
+			ev.reasoning = append(ev.reasoning, part.Get("text").String())
+			if part.Get("metadata.anthropic.signature").String() != "" {
+				ev.signed++
+			}
 		case "step_finish":
 			ev.finishes = append(ev.finishes, part.Get("reason").String())
 			ev.usage = append(ev.usage, part.Get("tokens.input").String()+"/"+part.Get("tokens.output").String())
@@ -241,13 +289,13 @@ func parseOpencodeEvents(raw string) opencodeEvents {
 // runOpencode runs opencode run with prompt in work, configured by config
 // (its opencode.json in work), and returns its JSON events. HOME and the XDG directories are fresh, so
 // nothing of the machine's own opencode setup is read.
-func runOpencode(t *testing.T, bin, config, work, prompt string) opencodeEvents {
+func runOpencode(t *testing.T, bin, config, work, prompt string, flags ...string) opencodeEvents {
 	t.Helper()
 	require.NoError(t, os.WriteFile(filepath.Join(work, "opencode.json"), []byte(config), 0o644))
 	home := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "run", "--print-logs", "--format", "json", prompt)
+	cmd := exec.CommandContext(ctx, bin, append([]string{"run", "--print-logs", "--format", "json", prompt}, flags...)...)
 	cmd.Dir = work
 	// opencode takes its directory from PWD, not from its working directory.
 	cmd.Env = offlineEnv("PWD="+work, "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"),
