@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"encoding/base64"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -242,6 +243,44 @@ func TestOpencodeCLIThinking(t *testing.T) {
 			require.Len(t, agentPrompts(s.up.Requests()), 2, "%s", ev.raw)
 			s.Close()
 			assert.NotContains(t, s.logs.String(), "status=4", "the reasoning opencode sends back is accepted")
+		})
+	}
+}
+
+// TestOpencodeCLIImages attaches a PNG (opencode run -f, which opencode
+// sends as a read of the file) and has the model read it with opencode's
+// read tool, whose image result the chat completions SDK sends in a user
+// message after the tool's and the Anthropic one inside the tool_result.
+// Both shapes are taken, and on the web chat each image is the marker the
+// README documents, in its place.
+func TestOpencodeCLIImages(t *testing.T) {
+	bin := opencodeBinary(t)
+	for _, p := range opencodeProviders {
+		t.Run(p.name, func(t *testing.T) {
+			work := t.TempDir()
+			pic := filepath.Join(work, "red.png")
+			png, err := base64.StdEncoding.DecodeString(e2ePNG)
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(pic, png, 0o644))
+			s := newStack(t, nil, opencodeModel(t,
+				[]string{"Reading.\nTRIGGER\n", `<invoke name="read">{"filePath": "` + pic + `"}</invoke>`},
+				[]string{"Both are pictures."},
+			))
+			// opencode sends images only to a model its config says takes them.
+			config := strings.Replace(opencodeConfig(s.URL, p.npm), `"name": "Claude Sonnet 4.6"`,
+				`"name": "Claude Sonnet 4.6", "attachment": true, "modalities": {"input": ["text", "image"], "output": ["text"]}`, 1)
+			ev := runOpencode(t, bin, config, work, "What is in this picture and in red.png?", "-f", pic)
+
+			assert.Equal(t, []string{"read:completed"}, ev.tools, "%s", ev.raw)
+			assert.Equal(t, "Both are pictures.", ev.lastText)
+			prompts := agentPrompts(s.up.Requests())
+			require.Len(t, prompts, 2, "%s", ev.raw)
+			const marker = "[image omitted: this model accepts text only]"
+			assert.Equal(t, 1, strings.Count(prompts[0], marker), "the attached picture: %s", prompts[0])
+			assert.Equal(t, 2, strings.Count(prompts[1], marker), "and the read's: %s", prompts[1])
+			assert.NotContains(t, prompts[1], e2ePNG[:24], "no image data enters the prompt")
+			s.Close()
+			assert.NotContains(t, s.logs.String(), "status=4")
 		})
 	}
 }
