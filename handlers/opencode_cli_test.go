@@ -64,11 +64,7 @@ func opencodeModel(t *testing.T, turns ...[]string) func(int, cursortest.Request
 // deltas) before each turn of the agent's loop.
 func opencodeThinker(t *testing.T, reasoning []string, turns ...[]string) func(int, cursortest.Request) cursortest.Response {
 	return func(_ int, req cursortest.Request) cursortest.Response {
-		var prompt strings.Builder
-		for _, m := range req.Messages {
-			prompt.WriteString(m.Text + "\n")
-		}
-		p := prompt.String()
+		p := upstreamText(req)
 		if strings.Contains(p, "You are a title generator") {
 			return cursortest.Response{Events: cursortest.Frames(&defaultUsage, nil, []string{"Files for opencode"})}
 		}
