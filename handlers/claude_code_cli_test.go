@@ -201,12 +201,5 @@ func everythingCommand(t *testing.T) (node, js string) {
 	if js == "" {
 		t.Skip("SKIPPED: MCP_EVERYTHING_JS is not set: @modelcontextprotocol/server-everything is not installed (.ci/run installs it)")
 	}
-	node = os.Getenv("NODE22_BIN")
-	if node == "" {
-		var err error
-		if node, err = exec.LookPath("node"); err != nil {
-			t.Skip("SKIPPED: no node to run @modelcontextprotocol/server-everything")
-		}
-	}
-	return node, js
+	return nodeBinary(t), js
 }

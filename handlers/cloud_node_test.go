@@ -29,13 +29,7 @@ func TestCloudOpenAINode(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "openai", "package.json")); err != nil {
 		t.Skipf("SKIPPED: OPENAI_NODE_DIR=%s holds no openai package: %v", dir, err)
 	}
-	node := os.Getenv("NODE22_BIN")
-	if node == "" {
-		var err error
-		if node, err = exec.LookPath("node"); err != nil {
-			t.Skip("SKIPPED: no node (NODE22_BIN or node in PATH)")
-		}
-	}
+	node := nodeBinary(t)
 	fake := cloudtest.NewServer(t, cloudtest.Options{})
 	s := newStack(t, cloudEnv(fake), script(t))
 	driver, err := filepath.Abs("testdata/openai_node_cloud.mjs")

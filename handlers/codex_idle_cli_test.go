@@ -110,13 +110,7 @@ func TestResponsesKeepaliveOpenAINode(t *testing.T) {
 	if dir == "" {
 		t.Skip("SKIPPED: openai-node's test needs OPENAI_NODE_DIR (npm install --prefix DIR openai@7.59.0); .ci/run sets it")
 	}
-	node := os.Getenv("NODE22_BIN")
-	if node == "" {
-		var err error
-		if node, err = exec.LookPath("node"); err != nil {
-			t.Skip("SKIPPED: no node (NODE22_BIN or node in PATH)")
-		}
-	}
+	node := nodeBinary(t)
 	s := newStack(t, map[string]string{"API_KEY": "sk-node", "PING_INTERVAL": "1"}, pausingModel(3*time.Second))
 	driver, err := filepath.Abs("testdata/openai_node_keepalive.mjs")
 	require.NoError(t, err)

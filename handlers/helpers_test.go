@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"regexp"
 	"slices"
 	"sort"
@@ -480,4 +482,18 @@ func jsonArgs(t testing.TB, args string) map[string]any {
 	var m map[string]any
 	require.NoError(t, json.Unmarshal([]byte(args), &m), "arguments %q", args)
 	return m
+}
+
+// nodeBinary is the Node that runs a test's JavaScript: NODE22_BIN (which
+// .ci/run installs), else the node on PATH; the test skips without one.
+func nodeBinary(t testing.TB) string {
+	t.Helper()
+	if node := os.Getenv("NODE22_BIN"); node != "" {
+		return node
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("SKIPPED: no node (NODE22_BIN or node in PATH)")
+	}
+	return node
 }

@@ -32,13 +32,7 @@ func jsFrameworks(t *testing.T) (dir, node string) {
 			t.Skipf("SKIPPED: JS_FRAMEWORKS_DIR=%s holds no %s: %v", dir, pkg, err)
 		}
 	}
-	node = os.Getenv("NODE22_BIN")
-	if node == "" {
-		var err error
-		if node, err = exec.LookPath("node"); err != nil {
-			t.Skip("SKIPPED: no node (NODE22_BIN or node in PATH)")
-		}
-	}
+	node = nodeBinary(t)
 	return dir, node
 }
 
