@@ -96,22 +96,37 @@ func formatNote(raw json.RawMessage) (string, error) {
 	if err := json.Unmarshal(raw, &f); err != nil {
 		return "", models.InvalidRequest("response_format", `response_format must be an object like {"type":"json_schema","json_schema":{"name":"...","schema":{...}}}`)
 	}
+	format := Format{Type: f.Type}
+	if f.JSONSchema != nil {
+		format.Schema, format.Name, format.Description = f.JSONSchema.Schema, f.JSONSchema.Name, f.JSONSchema.Description
+	}
+	return FormatNote(format, "response_format", "response_format.json_schema.schema")
+}
+
+// Format is an OpenAI answer format: text, json_object, or json_schema
+// with its schema, as response_format and the Responses text.format say it.
+type Format struct {
+	Type              string
+	Schema            json.RawMessage
+	Name, Description string
+}
+
+// FormatNote is the system instruction of f, or "" for plain text; its
+// errors name param (the format's field) and schemaParam.
+func FormatNote(f Format, param, schemaParam string) (string, error) {
 	switch f.Type {
 	case "", "text":
 		return "", nil
 	case "json_object":
 		return models.JSONObjectNote, nil
 	case "json_schema":
-		var schema []byte
-		if f.JSONSchema != nil {
-			schema = bytes.TrimSpace(f.JSONSchema.Schema)
-		}
+		schema := bytes.TrimSpace(f.Schema)
 		if len(schema) == 0 || schema[0] != '{' {
-			return "", models.InvalidRequest("response_format.json_schema.schema", "response_format.json_schema.schema must be a JSON Schema object")
+			return "", models.InvalidRequest(schemaParam, "%s must be a JSON Schema object", schemaParam)
 		}
-		return models.JSONSchemaNote(schema, f.JSONSchema.Name, f.JSONSchema.Description), nil
+		return models.JSONSchemaNote(schema, f.Name, f.Description), nil
 	}
-	return "", models.InvalidRequest("response_format.type", `response_format.type %q is not supported: use "text", "json_object" or "json_schema"`, utils.Clip(f.Type, utils.QuoteLen))
+	return "", models.InvalidRequest(param+".type", `%s.type %q is not supported: use "text", "json_object" or "json_schema"`, param, utils.Clip(f.Type, utils.QuoteLen))
 }
 
 // maxOutputTokens reads max_completion_tokens, else the older max_tokens

@@ -388,19 +388,8 @@ func formatNote(t *TextConfig) (string, error) {
 	if t == nil || t.Format == nil {
 		return "", nil
 	}
-	switch f := t.Format; f.Type {
-	case "", "text":
-		return "", nil
-	case "json_object":
-		return models.JSONObjectNote, nil
-	case "json_schema":
-		schema := bytes.TrimSpace(f.Schema)
-		if len(schema) == 0 || schema[0] != '{' {
-			return "", models.InvalidRequest("text.format.schema", "text.format.schema must be a JSON Schema object")
-		}
-		return models.JSONSchemaNote(schema, f.Name, f.Description), nil
-	}
-	return "", models.InvalidRequest("text.format.type", "text.format.type %q is not supported: use \"text\", \"json_object\" or \"json_schema\"", utils.Clip(t.Format.Type, utils.QuoteLen))
+	f := t.Format
+	return openai.FormatNote(openai.Format{Type: f.Type, Schema: f.Schema, Name: f.Name, Description: f.Description}, "text.format", "text.format.schema")
 }
 
 // inputItems splits input (JSON the request's decoder has checked) into
